@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# hq's two commands. On a fresh Debian machine each one installs what is
+# missing (apt-get), configures and builds, then:
+#   ./hq.sh demo   runs the example on a default data directory (demo-data/)
+#   ./hq.sh test   runs the whole test suite and ends with "N passed, N failed"
+# Environment: BUILD_DIR (default: build), HQ_DEMO_DIR (default: demo-data).
+set -euo pipefail
+cd "$(dirname "$0")"
+BUILD_DIR=${BUILD_DIR:-build}
+
+PACKAGES=(g++ meson ninja-build pkg-config cmake libleveldb-dev libabsl-dev
+          catch2 libxxhash-dev python3)
+
+install_missing() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+      missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "hq.sh: installing ${missing[*]}" >&2
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+build() {
+  install_missing
+  if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+    meson setup "$BUILD_DIR" >/dev/null
+  fi
+  ninja -C "$BUILD_DIR"
+}
+
+# Prints "N passed, N failed" from meson's test log.
+summary() {
+  python3 - "$BUILD_DIR/meson-logs/testlog.json" <<'PY'
+import json, sys
+passed = failed = 0
+try:
+    with open(sys.argv[1]) as f:
+        for line in f:
+            if not line.strip():
+                continue
+            r = json.loads(line).get("result")
+            if r in ("OK", "EXPECTEDFAIL"):
+                passed += 1
+            elif r != "SKIP":
+                failed += 1
+except FileNotFoundError:
+    failed = 1
+print(f"{passed} passed, {failed} failed")
+PY
+}
+
+cmd=${1:-}
+shift || true
+case "$cmd" in
+  demo)
+    build
+    dir=${HQ_DEMO_DIR:-demo-data}
+    mkdir -p "$dir"
+    echo "hq.sh: running examples/quickstart on $dir/quickstart"
+    "$BUILD_DIR/examples/quickstart" "$dir/quickstart" "$@"
+    ;;
+  test)
+    build
+    rm -f "$BUILD_DIR/meson-logs/testlog.json"
+    rc=0
+    meson test -C "$BUILD_DIR" --print-errorlogs "$@" || rc=$?
+    summary
+    exit $rc
+    ;;
+  *)
+    echo "usage: ./hq.sh demo|test [args]" >&2
+    exit 2
+    ;;
+esac

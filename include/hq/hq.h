@@ -1,0 +1,16 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// Convenience header: all of hq's public API.
+
+#ifndef HQ_HQ_H_
+#define HQ_HQ_H_
+
+#include "hq/clock.h"
+#include "hq/db.h"
+#include "hq/layout.h"
+#include "hq/message.h"
+#include "hq/options.h"
+#include "hq/queue.h"
+#include "hq/scanner.h"
+
+#endif  // HQ_HQ_H_

@@ -1,0 +1,147 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// Options for opening a Db, creating a queue, writing and scanning.
+// Every field documents its default and its limits; a value outside its
+// limits makes the call that receives it fail with InvalidArgument.
+
+#ifndef HQ_OPTIONS_H_
+#define HQ_OPTIONS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "hq/layout.h"
+#include "hq/message.h"
+
+namespace leveldb {
+class Env;  // Extension point: see Options::env.
+}  // namespace leveldb
+
+namespace hq {
+
+class Clock;
+
+// Options for Db::Open.
+struct Options {
+  // ---- Behaviour ----
+
+  // Create the directory and an empty Db if `path` holds none. Default: true.
+  bool create_if_missing = true;
+
+  // Fail with AlreadyExists if `path` already holds a Db. Default: false.
+  bool error_if_exists = false;
+
+  // The default for PutOptions::sync (and for catalog changes).
+  // false: an acknowledged write survives a crash of the process (kill -9)
+  //        but may be lost on a power cut or kernel crash.
+  // true:  each write is fsync'ed before it is acknowledged and survives a
+  //        power cut. Concurrent writers share one fsync (group commit).
+  // Default: false.
+  bool sync_writes = false;
+
+  // Source of time for MessageIds (and later leases, TTL). Not owned; must
+  // outlive the Db. Default: nullptr, meaning Clock::Default().
+  Clock* clock = nullptr;
+
+  // LevelDB environment: where files live. Tests pass
+  // leveldb::NewMemEnv(leveldb::Env::Default()) for an in-memory Db, or a
+  // fault-injecting wrapper. Not owned; must outlive the Db.
+  // Default: nullptr, meaning leveldb::Env::Default() (the file system).
+  leveldb::Env* env = nullptr;
+
+  // Check stored data aggressively (LevelDB paranoid_checks): a corrupt
+  // record makes reads fail instead of being skipped. Default: false.
+  bool paranoid_checks = false;
+
+  // ---- Performance ----
+
+  // Size of the block cache shared by all reads. Default: 64 MiB.
+  // Limits: 0 (LevelDB's internal 8 MiB cache) .. 1 TiB.
+  size_t cache_bytes = size_t{64} << 20;
+
+  // Bits per key of the bloom filter on every table (point lookups, such
+  // as a partition's id reservation, skip tables that cannot hold the key).
+  // 0 disables the filter. Default: 10 (about 1% false positives).
+  // Limits: 0..40.
+  int bloom_bits_per_key = 10;
+
+  // Bytes buffered in memory before a table is written (LevelDB
+  // write_buffer_size). Larger is faster for bulk writes and slower to
+  // reopen after a crash. Default: 8 MiB. Limits: 64 KiB .. 1 GiB.
+  size_t write_buffer_bytes = size_t{8} << 20;
+
+  // Open table files LevelDB may keep (max_open_files). Default: 1000.
+  // Limits: 64 .. 1000000.
+  int max_open_files = 1000;
+};
+
+// Options for Db::CreateQueue. Fixed for the life of the queue.
+struct QueueOptions {
+  // Number of partitions: the unit of ordering and of id assignment.
+  // Default: 1. Limits: 1..65535.
+  uint32_t partitions = 1;
+
+  // Number of priority levels; messages carry priorities 0..priorities-1.
+  // Default: 1. Limits: 1..256.
+  int priorities = 1;
+
+  // Messages older than this (by their MessageId's time) expire.
+  // absl::InfiniteDuration() keeps messages forever. Stored with the queue;
+  // enforcement (invisibility and reclaiming) arrives with TTL compaction.
+  // Default: infinite. Limits: >= 1 ms, whole milliseconds, or infinite.
+  absl::Duration ttl = absl::InfiniteDuration();
+
+  // Rowkey layout; see layout.h. Default: Layout::kTime.
+  Layout layout = Layout::kTime;
+
+  // Largest payload accepted by Put. Default: 1 MiB. Limits: 1 .. 64 MiB.
+  uint32_t max_payload_bytes = uint32_t{1} << 20;
+};
+
+// Options for Queue::Put and Queue::PutBatch.
+struct PutOptions {
+  // Whether to fsync before acknowledging; see Options::sync_writes for
+  // what survives a crash either way. Default: std::nullopt, meaning
+  // Options::sync_writes.
+  std::optional<bool> sync;
+};
+
+// Options for Queue::NewScanner.
+struct ScanOptions {
+  // Order of the messages returned. Persisted nowhere.
+  enum class Order {
+    // Ascending (MessageId, partition): one time-ordered stream merged from
+    // every lane in scope (HQueue's QueueScanner / CombinedPartitionScanner).
+    // Memory: one buffered message per lane in scope, more for lanes being
+    // read. With the `topic` layout and no topic filter that is one per
+    // topic with messages in range: prefer kLane for millions of topics.
+    kMerged,
+    // Lane by lane in storage order: partition ascending, then priority
+    // descending, then (topic layout) topic; within a lane by MessageId.
+    // Constant memory whatever the number of lanes.
+    kLane,
+  };
+
+  // Partitions to read. Empty: all partitions. Every entry must be
+  // < the queue's partitions; duplicates are ignored.
+  std::vector<uint32_t> partitions;
+
+  // Topics to read. Empty: all topics. Duplicates are ignored.
+  std::vector<std::string> topics;
+
+  // Id range [from, to). For a time range use MessageId::AtTime(t).
+  // Default: everything. REQUIRES: from <= to.
+  MessageId from = MessageId::Min();
+  MessageId to = MessageId::Max();
+
+  // Default: Order::kMerged.
+  Order order = Order::kMerged;
+};
+
+}  // namespace hq
+
+#endif  // HQ_OPTIONS_H_

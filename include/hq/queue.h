@@ -1,0 +1,72 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// A named, partitioned, persistent message queue inside a Db.
+
+#ifndef HQ_QUEUE_H_
+#define HQ_QUEUE_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "hq/message.h"
+#include "hq/options.h"
+#include "hq/scanner.h"
+
+namespace hq {
+
+// The fixed description of a queue, as stored in the catalog.
+struct QueueInfo {
+  std::string name;
+  QueueOptions options;
+  // When the queue was created, by the Db's clock.
+  absl::Time created;
+};
+
+// A queue. Obtained from Db::CreateQueue or Db::OpenQueue and owned by the
+// Db: valid until the Db is destroyed, also after DropQueue (every call on a
+// dropped queue then fails with NotFound).
+//
+// Thread safety: all methods may be called concurrently from any threads.
+class Queue {
+ public:
+  virtual ~Queue() = default;
+
+  virtual const std::string& name() const = 0;
+  virtual const QueueOptions& options() const = 0;
+  virtual QueueInfo info() const = 0;
+
+  // Writes one message and returns where it went. The MessageId is assigned
+  // by the engine (see message.h). Errors:
+  //   InvalidArgument: partition or priority out of range, topic or key over
+  //                    1024 bytes, payload over max_payload_bytes;
+  //   NotFound:        the queue was dropped;
+  //   Internal / DataLoss: the storage failed; nothing was written.
+  // On error nothing is written.
+  virtual absl::StatusOr<PutResult> Put(const Message& message,
+                                        const PutOptions& options = {}) = 0;
+
+  // Writes `messages` atomically: all of them or none. On success, if
+  // `results` is not null it holds one PutResult per message, in order.
+  // Messages of one partition get increasing ids in the order given.
+  // Errors as for Put; an invalid message fails the whole batch, and the
+  // status names its index. An empty batch is OK and writes nothing.
+  virtual absl::Status PutBatch(std::span<const Message> messages,
+                                std::vector<PutResult>* results,
+                                const PutOptions& options = {}) = 0;
+
+  // Opens a scanner over a snapshot of the queue taken now. It seeks
+  // straight to each lane's `from` key; it never walks a lane from its start.
+  // Errors: InvalidArgument for a partition out of range, a topic over 1024
+  // bytes or from > to; NotFound if the queue was dropped.
+  virtual absl::StatusOr<std::unique_ptr<Scanner>> NewScanner(
+      const ScanOptions& options) = 0;
+};
+
+}  // namespace hq
+
+#endif  // HQ_QUEUE_H_

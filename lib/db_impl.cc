@@ -1,0 +1,550 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+
+#include "lib/db_impl.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "leveldb/env.h"
+#include "lib/coding.h"
+#include "lib/strings.h"
+#include "lib/format.h"
+#include "lib/queue_impl.h"
+#include "lib/status_macros.h"
+
+namespace hq {
+namespace {
+
+// Directories open in this process, keyed by Env and normalized path. LevelDB
+// detects a second opener through its LOCK file only on a real file system
+// in another process; this also covers the same process and in-memory Envs.
+absl::Mutex registry_mu(absl::kConstInit);
+absl::flat_hash_set<std::string>* OpenDirs()
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(registry_mu) {
+  static auto* dirs = new absl::flat_hash_set<std::string>;
+  return dirs;
+}
+
+std::string LockKey(const std::string& path, leveldb::Env* env) {
+  std::string normalized = path;
+  if (env == leveldb::Env::Default()) {
+    std::error_code ec;
+    auto p = std::filesystem::weakly_canonical(path, ec);
+    if (!ec) normalized = p.string();
+  } else {
+    normalized = std::filesystem::path(path).lexically_normal().string();
+  }
+  while (normalized.size() > 1 && normalized.back() == '/') {
+    normalized.pop_back();
+  }
+  return absl::StrFormat("%p:%s", static_cast<void*>(env), normalized);
+}
+
+std::string_view ToStd(const leveldb::Slice& s) {
+  return std::string_view(s.data(), s.size());
+}
+
+constexpr size_t kMaxGroupBytes = size_t{1} << 20;
+constexpr size_t kDeleteBatch = 1000;
+
+}  // namespace
+
+absl::Status FromLevelDb(const leveldb::Status& s, std::string_view context) {
+  if (s.ok()) return absl::OkStatus();
+  std::string msg = absl::StrCat(Av(context), ": ", s.ToString());
+  if (s.IsCorruption()) return absl::DataLossError(msg);
+  if (s.IsNotFound()) return absl::NotFoundError(msg);
+  return absl::InternalError(msg);
+}
+
+// A request in the write pipeline: messages to put, or (exclusive) a
+// function the leader runs alone while no write is in flight.
+struct DbImpl::Writer {
+  QueueImpl* queue = nullptr;
+  std::span<const Message> messages;
+  const uint32_t* partitions = nullptr;
+  PutResult* results = nullptr;
+  std::function<absl::Status()> exclusive;
+  bool sync = false;
+
+  bool done = false;
+  bool in_batch = false;
+  absl::Status status;
+  absl::CondVar cv;
+};
+
+absl::StatusOr<std::unique_ptr<Db>> Db::Open(const std::string& path,
+                                             const Options& options) {
+  return DbImpl::Open(path, options);
+}
+
+absl::StatusOr<std::unique_ptr<Db>> DbImpl::Open(const std::string& path,
+                                                 const Options& options) {
+  if (path.empty()) return absl::InvalidArgumentError("Db path is empty");
+  HQ_RETURN_IF_ERROR(format::ValidateOptions(options));
+  leveldb::Env* env = options.env ? options.env : leveldb::Env::Default();
+  std::string lock_key = LockKey(path, env);
+  {
+    absl::MutexLock l(&registry_mu);
+    if (!OpenDirs()->insert(lock_key).second) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "hq database directory '", path,
+          "' is already open in this process; close the other Db first"));
+    }
+  }
+  std::unique_ptr<DbImpl> db(new DbImpl(path, options, std::move(lock_key)));
+  HQ_RETURN_IF_ERROR(db->Init());  // ~DbImpl unregisters on failure.
+  return std::unique_ptr<Db>(std::move(db));
+}
+
+DbImpl::DbImpl(std::string path, const Options& options, std::string lock_key)
+    : path_(std::move(path)),
+      options_(options),
+      lock_key_(std::move(lock_key)),
+      clock_(options.clock ? options.clock : Clock::Default()) {}
+
+absl::Status DbImpl::Init() {
+  leveldb::Options lo;
+  lo.env = options_.env ? options_.env : leveldb::Env::Default();
+  lo.create_if_missing = options_.create_if_missing;
+  lo.error_if_exists = options_.error_if_exists;
+  lo.paranoid_checks = options_.paranoid_checks;
+  lo.write_buffer_size = options_.write_buffer_bytes;
+  lo.max_open_files = options_.max_open_files;
+  if (options_.cache_bytes > 0) {
+    cache_.reset(leveldb::NewLRUCache(options_.cache_bytes));
+    lo.block_cache = cache_.get();
+  }
+  if (options_.bloom_bits_per_key > 0) {
+    filter_.reset(leveldb::NewBloomFilterPolicy(options_.bloom_bits_per_key));
+    lo.filter_policy = filter_.get();
+  }
+  leveldb::DB* raw = nullptr;
+  leveldb::Status s = leveldb::DB::Open(lo, path_, &raw);
+  if (!s.ok()) {
+    const std::string text = s.ToString();
+    if (s.IsInvalidArgument() && absl::StrContains(text, "does not exist")) {
+      return absl::NotFoundError(absl::StrCat(
+          "no hq database in '", path_, "' and create_if_missing is false"));
+    }
+    if (s.IsInvalidArgument() && absl::StrContains(text, "exists")) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "hq database '", path_, "' exists and error_if_exists is true"));
+    }
+    if (s.IsIOError() && absl::StrContains(text, "lock")) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "hq database directory '", path_,
+          "' is in use by another process (LevelDB: ", text, ")"));
+    }
+    return FromLevelDb(s, absl::StrCat("opening hq database '", path_, "'"));
+  }
+  db_.reset(raw);
+
+  // Format record: written on creation, checked on every open.
+  std::string value;
+  s = db_->Get(leveldb::ReadOptions(), format::MetaKey("format"), &value);
+  if (s.IsNotFound()) {
+    std::unique_ptr<leveldb::Iterator> it(
+        db_->NewIterator(leveldb::ReadOptions()));
+    it->SeekToFirst();
+    if (it->Valid()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "'", path_, "' holds a LevelDB database that is not an hq database"));
+    }
+    leveldb::WriteBatch b;
+    std::string v;
+    coding::PutFixed32(&v, format::kFormatVersion);
+    b.Put(format::MetaKey("format"), v);
+    v.clear();
+    coding::PutFixed32(&v, 1);
+    b.Put(format::MetaKey("next_queue_id"), v);
+    leveldb::WriteOptions wo;
+    wo.sync = true;
+    return FromLevelDb(db_->Write(wo, &b), "initializing hq database");
+  }
+  HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading the format record"));
+  std::string_view in = value;
+  uint32_t version;
+  if (!coding::GetFixed32(&in, &version) || !in.empty()) {
+    return absl::DataLossError(
+        absl::StrCat("'", path_, "': malformed format record"));
+  }
+  if (version != format::kFormatVersion) {
+    return absl::DataLossError(absl::StrFormat(
+        "'%s' has hq format version %d; this hq reads version %d", path_,
+        version, format::kFormatVersion));
+  }
+  s = db_->Get(leveldb::ReadOptions(), format::MetaKey("next_queue_id"),
+               &value);
+  HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading next_queue_id"));
+  in = value;
+  {
+    absl::MutexLock l(&catalog_mu_);
+    if (!coding::GetFixed32(&in, &next_queue_id_) || !in.empty()) {
+      return absl::DataLossError("malformed next_queue_id record");
+    }
+  }
+  return FinishPendingDrops();
+}
+
+DbImpl::~DbImpl() {
+  if (live_scanners_.load() != 0) {
+    std::fprintf(stderr,
+                 "hq: Db '%s' destroyed while %d scanners are alive; "
+                 "destroy every Scanner before its Db\n",
+                 path_.c_str(), live_scanners_.load());
+    std::abort();
+  }
+  if (db_ != nullptr) TightenReservations();
+  db_.reset();
+  absl::MutexLock l(&registry_mu);
+  OpenDirs()->erase(lock_key_);
+}
+
+void DbImpl::TightenReservations() {
+  // At a clean close no write is in flight, so every partition's last id is
+  // known: lower its reservation to just past it, so the next Open continues
+  // from the last id instead of up to kReserveWindowMs ahead. Best effort:
+  // if this fails the wider reservations stay, which is also correct.
+  absl::MutexLock l(&write_mu_);
+  leveldb::WriteBatch b;
+  std::string v;
+  for (const auto& [k, st] : ids_) {
+    if (!st.has_last || st.last.ms + 1 >= st.reserved_ms) continue;
+    v.clear();
+    coding::PutFixed64(&v, st.last.ms + 1);
+    b.Put(format::ReserveKey(static_cast<uint32_t>(k >> 16),
+                             static_cast<uint32_t>(k & 0xffff)),
+          v);
+  }
+  leveldb::WriteOptions wo;
+  wo.sync = true;
+  db_->Write(wo, &b);
+}
+
+leveldb::WriteOptions DbImpl::CatalogWriteOptions() const {
+  leveldb::WriteOptions wo;
+  wo.sync = options_.sync_writes;
+  return wo;
+}
+
+size_t DbImpl::TEST_CachedQueueCount() {
+  absl::MutexLock l(&catalog_mu_);
+  return queues_.size();
+}
+
+// ---------------------------------------------------------------- catalog
+
+absl::StatusOr<QueueImpl*> DbImpl::FindQueueLocked(std::string_view name) {
+  HQ_RETURN_IF_ERROR(format::ValidateQueueName(name));
+  if (auto it = queues_.find(std::string(name)); it != queues_.end()) {
+    return it->second.get();
+  }
+  std::string value;
+  leveldb::Status s =
+      db_->Get(leveldb::ReadOptions(), format::CatalogKey(name), &value);
+  if (s.IsNotFound()) {
+    return absl::NotFoundError(absl::StrCat("no queue named '", Av(name), "'"));
+  }
+  HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading the queue catalog"));
+  format::QueueRecord record;
+  HQ_RETURN_IF_ERROR(format::DecodeQueueRecord(value, &record));
+  auto q = std::make_unique<QueueImpl>(this, std::string(name), record);
+  QueueImpl* raw = q.get();
+  queues_.emplace(std::string(name), std::move(q));
+  return raw;
+}
+
+absl::StatusOr<Queue*> DbImpl::CreateQueue(std::string_view name,
+                                           const QueueOptions& options) {
+  HQ_RETURN_IF_ERROR(format::ValidateQueueName(name));
+  HQ_RETURN_IF_ERROR(format::ValidateQueueOptions(options));
+  absl::MutexLock l(&catalog_mu_);
+  auto existing = FindQueueLocked(name);
+  if (existing.ok()) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("queue '", Av(name), "' already exists"));
+  }
+  if (!absl::IsNotFound(existing.status())) return existing.status();
+  if (next_queue_id_ == UINT32_MAX) {
+    return absl::ResourceExhaustedError("all 2^32-1 queue ids are used");
+  }
+  format::QueueRecord record;
+  record.id = next_queue_id_;
+  record.options = options;
+  record.created = absl::FromUnixMillis(absl::ToUnixMillis(clock_->Now()));
+  leveldb::WriteBatch b;
+  b.Put(format::CatalogKey(name), format::EncodeQueueRecord(record));
+  std::string next;
+  coding::PutFixed32(&next, record.id + 1);
+  b.Put(format::MetaKey("next_queue_id"), next);
+  HQ_RETURN_IF_ERROR(FromLevelDb(db_->Write(CatalogWriteOptions(), &b),
+                                 absl::StrCat("creating queue '", Av(name), "'")));
+  ++next_queue_id_;
+  auto q = std::make_unique<QueueImpl>(this, std::string(name), record);
+  QueueImpl* raw = q.get();
+  queues_.emplace(std::string(name), std::move(q));
+  return raw;
+}
+
+absl::StatusOr<Queue*> DbImpl::OpenQueue(std::string_view name) {
+  absl::MutexLock l(&catalog_mu_);
+  HQ_ASSIGN_OR_RETURN(QueueImpl * q, FindQueueLocked(name));
+  return q;
+}
+
+absl::Status DbImpl::DropQueue(std::string_view name) {
+  uint32_t queue_id;
+  {
+    absl::MutexLock l(&catalog_mu_);
+    HQ_ASSIGN_OR_RETURN(QueueImpl * q, FindQueueLocked(name));
+    queue_id = q->id();
+    // Run inside the write pipeline so that no write of this queue is in
+    // flight; writers queued behind see it dropped.
+    Writer w;
+    w.exclusive = [this, q, queue_id, name]() -> absl::Status {
+      write_mu_.AssertHeld();
+      leveldb::WriteBatch b;
+      b.Delete(format::CatalogKey(name));
+      b.Put(format::DropKey(queue_id), "");
+      leveldb::WriteOptions wo;
+      wo.sync = true;
+      HQ_RETURN_IF_ERROR(FromLevelDb(db_->Write(wo, &b),
+                                     absl::StrCat("dropping queue '", Av(name),
+                                                  "'")));
+      q->MarkDropped();
+      for (uint32_t p = 0; p < q->options().partitions; ++p) {
+        ids_.erase((uint64_t{queue_id} << 16) | p);
+      }
+      return absl::OkStatus();
+    };
+    HQ_RETURN_IF_ERROR(RunWriter(&w));
+    auto node = queues_.extract(queues_.find(std::string(name)));
+    dropped_.push_back(std::move(node.mapped()));
+  }
+  return DeleteQueueData(queue_id);
+}
+
+absl::Status DbImpl::DeleteQueueData(uint32_t queue_id) {
+  for (const std::string& prefix :
+       {format::MessagePrefix(queue_id), format::ReservePrefix(queue_id)}) {
+    std::unique_ptr<leveldb::Iterator> it(
+        db_->NewIterator(leveldb::ReadOptions()));
+    leveldb::WriteBatch b;
+    size_t n = 0;
+    for (it->Seek(prefix); it->Valid() && ToStd(it->key()).starts_with(prefix);
+         it->Next()) {
+      b.Delete(it->key());
+      if (++n % kDeleteBatch == 0) {
+        HQ_RETURN_IF_ERROR(FromLevelDb(db_->Write(leveldb::WriteOptions(), &b),
+                                       "deleting a dropped queue"));
+        b.Clear();
+      }
+    }
+    HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "scanning a dropped queue"));
+    HQ_RETURN_IF_ERROR(FromLevelDb(db_->Write(leveldb::WriteOptions(), &b),
+                                   "deleting a dropped queue"));
+    const std::string end = coding::PrefixSuccessor(prefix);
+    leveldb::Slice begin_slice(prefix), end_slice(end);
+    db_->CompactRange(&begin_slice, &end_slice);
+  }
+  leveldb::WriteOptions wo;
+  wo.sync = true;
+  return FromLevelDb(db_->Delete(wo, format::DropKey(queue_id)),
+                     "finishing a queue drop");
+}
+
+absl::Status DbImpl::FinishPendingDrops() {
+  std::vector<uint32_t> pending;
+  {
+    std::unique_ptr<leveldb::Iterator> it(
+        db_->NewIterator(leveldb::ReadOptions()));
+    const std::string prefix = format::DropPrefix();
+    for (it->Seek(prefix); it->Valid() && ToStd(it->key()).starts_with(prefix);
+         it->Next()) {
+      std::string_view key = ToStd(it->key());
+      key.remove_prefix(1);
+      uint32_t id;
+      if (!coding::GetFixed32(&key, &id) || !key.empty()) {
+        return absl::DataLossError("malformed drop marker");
+      }
+      pending.push_back(id);
+    }
+    HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading drop markers"));
+  }
+  for (uint32_t id : pending) HQ_RETURN_IF_ERROR(DeleteQueueData(id));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> DbImpl::ListQueues() {
+  std::vector<std::string> names;
+  std::unique_ptr<leveldb::Iterator> it(
+      db_->NewIterator(leveldb::ReadOptions()));
+  const std::string prefix = format::CatalogPrefix();
+  for (it->Seek(prefix); it->Valid() && ToStd(it->key()).starts_with(prefix);
+       it->Next()) {
+    names.emplace_back(ToStd(it->key()).substr(prefix.size()));
+  }
+  HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "listing queues"));
+  return names;
+}
+
+// ---------------------------------------------------------- write pipeline
+
+absl::Status DbImpl::WriteMessages(QueueImpl* queue,
+                                   std::span<const Message> messages,
+                                   const uint32_t* partitions,
+                                   PutResult* results, bool sync) {
+  Writer w;
+  w.queue = queue;
+  w.messages = messages;
+  w.partitions = partitions;
+  w.results = results;
+  w.sync = sync;
+  return RunWriter(&w);
+}
+
+absl::StatusOr<DbImpl::PartitionIds*> DbImpl::LoadPartition(
+    uint32_t queue_id, uint32_t partition) {
+  const uint64_t k = (uint64_t{queue_id} << 16) | partition;
+  if (auto it = ids_.find(k); it != ids_.end()) return &it->second;
+  std::string value;
+  leveldb::Status s = db_->Get(leveldb::ReadOptions(),
+                               format::ReserveKey(queue_id, partition), &value);
+  PartitionIds ids;
+  if (s.ok()) {
+    std::string_view in = value;
+    uint64_t reserved;
+    if (!coding::GetFixed64(&in, &reserved) || !in.empty() ||
+        reserved > MessageId::kMaxMs + 1) {
+      return absl::DataLossError(absl::StrFormat(
+          "malformed id reservation of partition %d", partition));
+    }
+    ids.reserved_ms = reserved;
+    if (reserved > 0) {
+      // Every stored id is below (reserved, 0): continue from there.
+      ids.last = MessageId{reserved - 1, 0xffff};
+      ids.has_last = true;
+    }
+  } else if (!s.IsNotFound()) {
+    return FromLevelDb(s, "reading an id reservation");
+  }
+  return &ids_.emplace(k, ids).first->second;
+}
+
+absl::Status DbImpl::AddToBatch(Writer* w) {
+  QueueImpl* q = w->queue;
+  if (q->dropped()) return q->DroppedError();
+  const uint32_t qid = q->id();
+  const LayoutCodec& codec = q->codec();
+  const int64_t clock_ms = absl::ToUnixMillis(clock_->Now());
+  const uint64_t now_ms =
+      clock_ms < 0 ? 0
+                   : std::min(static_cast<uint64_t>(clock_ms), MessageId::kMaxMs);
+  // First pass: load partitions and assign ids. Every failure happens here,
+  // before anything is appended to batch_ or any reservation is raised.
+  for (size_t i = 0; i < w->messages.size(); ++i) {
+    const uint32_t p = w->partitions[i];
+    HQ_ASSIGN_OR_RETURN(PartitionIds * st, LoadPartition(qid, p));
+    MessageId id;
+    if (!st->has_last || now_ms > st->last.ms) {
+      id = MessageId{now_ms, 0};
+    } else if (st->last < MessageId::Max()) {
+      id = st->last.Next();
+    } else {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "partition %d of queue '%s' has used every MessageId", p, q->name()));
+    }
+    // Skipped ids (if a later message fails) are harmless gaps.
+    st->last = id;
+    st->has_last = true;
+    w->results[i] = PutResult{p, id};
+  }
+  // Second pass: append reservations and messages.
+  for (size_t i = 0; i < w->messages.size(); ++i) {
+    const Message& m = w->messages[i];
+    const auto [p, id] = w->results[i];
+    PartitionIds& st = ids_[(uint64_t{qid} << 16) | p];
+    if (id.ms >= st.reserved_ms) {
+      st.reserved_ms =
+          std::min(id.ms + kReserveWindowMs, MessageId::kMaxMs + 1);
+      value_buf_.clear();
+      coding::PutFixed64(&value_buf_, st.reserved_ms);
+      batch_.Put(format::ReserveKey(qid, p), value_buf_);
+    }
+    key_buf_.clear();
+    codec.AppendMessageKey(&key_buf_, qid, p, m.priority, m.topic, id);
+    value_buf_.clear();
+    format::AppendMessageValue(&value_buf_, m.key, m.payload);
+    batch_.Put(key_buf_, value_buf_);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DbImpl::RunWriter(Writer* w) {
+  absl::MutexLock l(&write_mu_);
+  writers_.push_back(w);
+  while (!w->done && w != writers_.front()) w->cv.Wait(&write_mu_);
+  if (w->done) return w->status;
+
+  // This writer leads: no other write is in flight until it pops itself.
+  Writer* last = w;
+  if (w->exclusive) {
+    w->status = w->exclusive();
+  } else {
+    batch_.Clear();
+    const bool sync = w->sync;
+    bool any = false;
+    for (Writer* x : writers_) {
+      if (x->exclusive) break;
+      if (x != w) {
+        if (x->sync && !sync) break;  // A sync write never rides a non-sync.
+        if (batch_.ApproximateSize() > kMaxGroupBytes) break;
+      }
+      x->status = AddToBatch(x);
+      x->in_batch = x->status.ok();
+      any = any || x->in_batch;
+      last = x;
+    }
+    if (any) {
+      leveldb::WriteOptions wo;
+      wo.sync = sync;
+      leveldb::Status s;
+      {
+        // Writers may queue up meanwhile; only the leader touches batch_.
+        write_mu_.Unlock();
+        s = db_->Write(wo, &batch_);
+        write_mu_.Lock();
+      }
+      if (!s.ok()) {
+        // Forget the in-memory id state: the reservations in this batch may
+        // not be on disk. The next write reloads them.
+        ids_.clear();
+        const absl::Status err = FromLevelDb(s, "writing messages");
+        for (Writer* x : writers_) {
+          if (x->in_batch) x->status = err;
+          if (x == last) break;
+        }
+      }
+    }
+  }
+
+  while (true) {
+    Writer* x = writers_.front();
+    writers_.pop_front();
+    x->done = true;
+    if (x != w) x->cv.Signal();
+    if (x == last) break;
+  }
+  if (!writers_.empty()) writers_.front()->cv.Signal();
+  return w->status;
+}
+
+}  // namespace hq

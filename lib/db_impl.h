@@ -1,0 +1,141 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+
+#ifndef HQ_LIB_DB_IMPL_H_
+#define HQ_LIB_DB_IMPL_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "hq/clock.h"
+#include "hq/db.h"
+#include "leveldb/cache.h"
+#include "leveldb/db.h"
+#include "leveldb/filter_policy.h"
+#include "leveldb/write_batch.h"
+
+namespace hq {
+
+class QueueImpl;
+
+// Converts a LevelDB status: Corruption -> DataLoss, NotFound -> NotFound,
+// everything else -> Internal. `context` is prefixed to the message.
+absl::Status FromLevelDb(const leveldb::Status& s, std::string_view context);
+
+// MessageIds are assigned inside the write pipeline: writers queue up, the
+// writer at the front (the leader) takes the queued writers as one group,
+// assigns their ids and writes them as one LevelDB WriteBatch while the
+// others wait. Groups are written one at a time in the order their ids were
+// assigned, so within a partition a higher id is never visible before a
+// lower one (the lane-visibility guarantee), and concurrent sync writers
+// share one fsync.
+//
+// Id assignment survives crashes through a per-partition reservation record
+// (format.h): every id handed out has ms below the reserved ms, and a write
+// that would pass it carries a new reservation, kReserveWindowMs ahead, in
+// the same WriteBatch. Reopening continues from the reservation, so ids
+// never repeat; at most once a second per busy partition pays one small
+// extra record.
+class DbImpl final : public Db {
+ public:
+  static absl::StatusOr<std::unique_ptr<Db>> Open(const std::string& path,
+                                                  const Options& options);
+  ~DbImpl() override;
+
+  absl::StatusOr<Queue*> CreateQueue(std::string_view name,
+                                     const QueueOptions& options) override;
+  absl::StatusOr<Queue*> OpenQueue(std::string_view name) override;
+  absl::Status DropQueue(std::string_view name) override;
+  absl::StatusOr<std::vector<std::string>> ListQueues() override;
+  const std::string& path() const override { return path_; }
+
+  // ---- For QueueImpl and ScannerImpl ----
+
+  // Writes `messages` of `queue` atomically, partition i going to
+  // partitions[i], and fills results[i]. REQUIRES: messages validated.
+  absl::Status WriteMessages(QueueImpl* queue,
+                             std::span<const Message> messages,
+                             const uint32_t* partitions, PutResult* results,
+                             bool sync);
+
+  leveldb::DB* leveldb() const { return db_.get(); }
+  Clock* clock() const { return clock_; }
+  bool default_sync() const { return options_.sync_writes; }
+  void ScannerOpened() { live_scanners_.fetch_add(1); }
+  void ScannerClosed() { live_scanners_.fetch_sub(1); }
+
+  // Queues held in memory (created or opened since Open).
+  size_t TEST_CachedQueueCount();
+
+  static constexpr uint64_t kReserveWindowMs = 1000;
+
+ private:
+  struct Writer;
+  struct PartitionIds {
+    MessageId last;           // The last id handed out; valid if has_last.
+    bool has_last = false;
+    uint64_t reserved_ms = 0;  // Persisted: all ids have ms < this.
+  };
+
+  DbImpl(std::string path, const Options& options, std::string lock_key);
+  absl::Status Init();
+
+  // Runs `w` through the write pipeline; returns its status.
+  absl::Status RunWriter(Writer* w);
+  // As leader: assigns ids for `w` and appends it to batch_.
+  absl::Status AddToBatch(Writer* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::StatusOr<PartitionIds*> LoadPartition(uint32_t queue_id,
+                                              uint32_t partition)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+
+  absl::StatusOr<QueueImpl*> FindQueueLocked(std::string_view name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(catalog_mu_);
+  // Deletes every record of a dropped queue, compacts the range and removes
+  // its drop marker.
+  absl::Status DeleteQueueData(uint32_t queue_id);
+  absl::Status FinishPendingDrops();
+  leveldb::WriteOptions CatalogWriteOptions() const;
+  void TightenReservations();
+
+  // Constant after construction.
+  const std::string path_;
+  const Options options_;
+  const std::string lock_key_;
+  Clock* const clock_;
+  std::unique_ptr<leveldb::Cache> cache_;
+  std::unique_ptr<const leveldb::FilterPolicy> filter_;
+  std::unique_ptr<leveldb::DB> db_;
+
+  std::atomic<int> live_scanners_{0};
+
+  absl::Mutex catalog_mu_ ABSL_ACQUIRED_BEFORE(write_mu_);
+  absl::flat_hash_map<std::string, std::unique_ptr<QueueImpl>> queues_
+      ABSL_GUARDED_BY(catalog_mu_);
+  // Dropped queues stay allocated so that Queue* handles stay valid.
+  std::vector<std::unique_ptr<QueueImpl>> dropped_ ABSL_GUARDED_BY(catalog_mu_);
+  uint32_t next_queue_id_ ABSL_GUARDED_BY(catalog_mu_) = 1;
+
+  absl::Mutex write_mu_;
+  std::deque<Writer*> writers_ ABSL_GUARDED_BY(write_mu_);
+  // Per (queue id << 16 | partition): loaded on the first write after Open.
+  absl::flat_hash_map<uint64_t, PartitionIds> ids_ ABSL_GUARDED_BY(write_mu_);
+  // Used by the leader only; the leader may touch it without write_mu_
+  // while it writes.
+  leveldb::WriteBatch batch_;
+  std::string key_buf_;
+  std::string value_buf_;
+};
+
+}  // namespace hq
+
+#endif  // HQ_LIB_DB_IMPL_H_

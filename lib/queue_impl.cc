@@ -1,0 +1,149 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+
+#include "lib/queue_impl.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "lib/db_impl.h"
+#include "lib/strings.h"
+#include "lib/scanner_impl.h"
+#include "xxhash.h"
+
+namespace hq {
+
+QueueImpl::QueueImpl(DbImpl* db, std::string name,
+                     const format::QueueRecord& record)
+    : db_(db),
+      name_(std::move(name)),
+      record_(record),
+      codec_(LayoutCodec::For(record.options.layout)) {}
+
+QueueInfo QueueImpl::info() const {
+  return QueueInfo{name_, record_.options, record_.created};
+}
+
+absl::Status QueueImpl::DroppedError() const {
+  return absl::NotFoundError(
+      absl::StrCat("queue '", name_, "' was dropped"));
+}
+
+absl::Status QueueImpl::Validate(const Message& m, int64_t index) const {
+  auto error = [&](const std::string& what) {
+    return absl::InvalidArgumentError(
+        index < 0 ? absl::StrCat("queue '", name_, "': ", what)
+                  : absl::StrCat("queue '", name_, "': message ", index, ": ",
+                                 what));
+  };
+  const QueueOptions& o = record_.options;
+  if (m.payload.size() > o.max_payload_bytes) {
+    return error(absl::StrFormat(
+        "payload of %d bytes exceeds max_payload_bytes %d", m.payload.size(),
+        o.max_payload_bytes));
+  }
+  if (m.topic.size() > format::kMaxTopicBytes) {
+    return error(absl::StrFormat("topic of %d bytes exceeds the limit of %d",
+                                 m.topic.size(), format::kMaxTopicBytes));
+  }
+  if (m.key.size() > format::kMaxKeyBytes) {
+    return error(absl::StrFormat("key of %d bytes exceeds the limit of %d",
+                                 m.key.size(), format::kMaxKeyBytes));
+  }
+  if (m.partition.has_value() && *m.partition >= o.partitions) {
+    return error(absl::StrFormat("partition %d is out of range 0..%d",
+                                 *m.partition, o.partitions - 1));
+  }
+  if (m.priority < 0 || m.priority >= o.priorities) {
+    return error(absl::StrFormat("priority %d is out of range 0..%d",
+                                 m.priority, o.priorities - 1));
+  }
+  return absl::OkStatus();
+}
+
+// DO NOT CHANGE: users rely on a key (or topic) always mapping to the same
+// partition, across versions.
+uint32_t QueueImpl::ChoosePartition(const Message& m) {
+  const uint32_t n = record_.options.partitions;
+  if (m.partition.has_value()) return *m.partition;
+  if (n == 1) return 0;
+  if (!m.key.empty()) return XXH3_64bits(m.key.data(), m.key.size()) % n;
+  if (record_.options.layout == Layout::kTopic) {
+    return XXH3_64bits(m.topic.data(), m.topic.size()) % n;
+  }
+  return round_robin_.fetch_add(1, std::memory_order_relaxed) % n;
+}
+
+bool QueueImpl::Sync(const PutOptions& o) const {
+  return o.sync.value_or(db_->default_sync());
+}
+
+absl::StatusOr<PutResult> QueueImpl::Put(const Message& message,
+                                         const PutOptions& options) {
+  if (dropped()) return DroppedError();
+  if (absl::Status s = Validate(message, -1); !s.ok()) return s;
+  const uint32_t partition = ChoosePartition(message);
+  PutResult result;
+  absl::Status s = db_->WriteMessages(this, std::span(&message, 1), &partition,
+                                      &result, Sync(options));
+  if (!s.ok()) return s;
+  return result;
+}
+
+absl::Status QueueImpl::PutBatch(std::span<const Message> messages,
+                                 std::vector<PutResult>* results,
+                                 const PutOptions& options) {
+  if (dropped()) return DroppedError();
+  for (size_t i = 0; i < messages.size(); ++i) {
+    if (absl::Status s = Validate(messages[i], static_cast<int64_t>(i));
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (messages.empty()) {
+    if (results != nullptr) results->clear();
+    return absl::OkStatus();
+  }
+  std::vector<uint32_t> partitions(messages.size());
+  for (size_t i = 0; i < messages.size(); ++i) {
+    partitions[i] = ChoosePartition(messages[i]);
+  }
+  std::vector<PutResult> local;
+  std::vector<PutResult>* out = results != nullptr ? results : &local;
+  out->assign(messages.size(), PutResult{});
+  return db_->WriteMessages(this, messages, partitions.data(), out->data(),
+                            Sync(options));
+}
+
+absl::StatusOr<std::unique_ptr<Scanner>> QueueImpl::NewScanner(
+    const ScanOptions& options) {
+  if (dropped()) return DroppedError();
+  const QueueOptions& o = record_.options;
+  for (uint32_t p : options.partitions) {
+    if (p >= o.partitions) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "queue '%s': ScanOptions::partitions holds %d, out of range 0..%d",
+          name_, p, o.partitions - 1));
+    }
+  }
+  for (const std::string& t : options.topics) {
+    if (t.size() > format::kMaxTopicBytes) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "queue '%s': ScanOptions::topics holds a topic of %d bytes, over "
+          "the limit of %d",
+          name_, t.size(), format::kMaxTopicBytes));
+    }
+  }
+  if (options.to < options.from) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "queue '", name_, "': ScanOptions::from ", options.from.ToString(),
+        " is after ScanOptions::to ", options.to.ToString()));
+  }
+  if (options.order != ScanOptions::Order::kMerged &&
+      options.order != ScanOptions::Order::kLane) {
+    return absl::InvalidArgumentError("ScanOptions::order is not known");
+  }
+  return NewScannerImpl(db_, this, options);
+}
+
+}  // namespace hq

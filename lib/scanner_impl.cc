@@ -1,0 +1,377 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// How a scanner reads.
+//
+// It holds one LevelDB snapshot and one iterator. The lanes in scope are
+// found by seeking: for each candidate lane (partition, priority[, topic]) the
+// iterator seeks straight to lane_prefix + from; it never walks a lane from
+// its first key (which, once TTL deletes the head of a lane, may sit behind
+// many tombstones). Where a seek lands past the lane, the landing key tells
+// which later lanes and partitions are empty, and those are skipped. With
+// the topic layout and no topic filter, lanes are found by a skip scan: seek
+// to the partition, read one key to learn its lane, seek past that lane.
+//
+// Each lane keeps a small buffer of copied entries and the key to resume
+// from. A lane refills by seeking its resume key, unless the iterator is
+// still where that lane left it; so a one-lane scan is a plain sequential
+// walk. kMerged order keeps every lane in a heap keyed by (id, partition);
+// kLane order reads lanes one after the other and finds the next lane only
+// when the current one ends, in constant memory.
+
+#include "lib/scanner_impl.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "lib/coding.h"
+#include "lib/strings.h"
+#include "lib/db_impl.h"
+#include "lib/format.h"
+#include "lib/layout_codec.h"
+#include "lib/queue_impl.h"
+
+namespace hq {
+namespace {
+
+std::string_view ToStd(const leveldb::Slice& s) {
+  return std::string_view(s.data(), s.size());
+}
+
+// Entries buffered across all lanes at most (about), and per lane.
+constexpr size_t kBufferedEntries = 65536;
+constexpr size_t kMaxChunk = 256;
+
+struct Entry {
+  std::string key;
+  std::string value;
+  MessageId id;
+};
+
+struct Lane {
+  uint32_t partition = 0;
+  std::string prefix;  // Every key of the lane starts with it.
+  std::string resume;  // Next key to read.
+  std::vector<Entry> buf;
+  size_t n = 0;    // Entries in buf.
+  size_t pos = 0;  // Current entry.
+  size_t chunk = 1;
+  bool exhausted = false;  // Nothing more after buf.
+
+  const Entry& current() const { return buf[pos]; }
+};
+
+class ScannerImpl final : public Scanner {
+ public:
+  ScannerImpl(DbImpl* db, QueueImpl* queue, const ScanOptions& options)
+      : db_(db),
+        queue_id_(queue->id()),
+        codec_(queue->codec()),
+        priorities_(queue->options().priorities),
+        from_(options.from),
+        to_(options.to),
+        merged_(options.order == ScanOptions::Order::kMerged) {
+    if (options.partitions.empty()) {
+      parts_.resize(queue->options().partitions);
+      for (uint32_t p = 0; p < parts_.size(); ++p) parts_[p] = p;
+    } else {
+      parts_ = options.partitions;
+      std::sort(parts_.begin(), parts_.end());
+      parts_.erase(std::unique(parts_.begin(), parts_.end()), parts_.end());
+    }
+    topics_ = options.topics;
+    std::sort(topics_.begin(), topics_.end());
+    topics_.erase(std::unique(topics_.begin(), topics_.end()), topics_.end());
+    topic_set_.insert(topics_.begin(), topics_.end());
+    // Lanes of the time layout hold every topic: filter rows while reading.
+    filter_rows_ = !codec_.lane_has_topic() && !topics_.empty();
+
+    snapshot_ = db_->leveldb()->GetSnapshot();
+    leveldb::ReadOptions ro;
+    ro.snapshot = snapshot_;
+    iter_.reset(db_->leveldb()->NewIterator(ro));
+    db_->ScannerOpened();
+
+    if (merged_) {
+      while (true) {
+        auto lane = NextLane();
+        if (lane == nullptr) break;
+        lanes_.push_back(std::move(lane));
+      }
+      max_chunk_ = std::clamp(kBufferedEntries / std::max<size_t>(
+                                                     lanes_.size(), 1),
+                              size_t{1}, kMaxChunk);
+      for (auto& lane : lanes_) heap_.push_back(lane.get());
+      std::make_heap(heap_.begin(), heap_.end(), After);
+    }
+  }
+
+  ~ScannerImpl() override {
+    iter_.reset();
+    db_->leveldb()->ReleaseSnapshot(snapshot_);
+    db_->ScannerClosed();
+  }
+
+  bool Next() override {
+    if (done_) return false;
+    Lane* lane = merged_ ? NextMerged() : NextInLaneOrder();
+    if (lane == nullptr) {
+      done_ = true;
+      return false;
+    }
+    const Entry& e = lane->current();
+    DecodedKey k;
+    if (!codec_.DecodeMessageKey(e.key, queue_id_, &k) ||
+        !format::DecodeMessageValue(e.value, &view_.key, &view_.payload)) {
+      return Fail(absl::DataLossError(
+          absl::StrCat("undecodable message record at key '",
+                       Printable(e.key), "'")));
+    }
+    view_.id = k.id;
+    view_.partition = k.partition;
+    view_.priority = k.priority;
+    view_.topic = k.topic;
+    return true;
+  }
+
+  const MessageView& message() const override { return view_; }
+  absl::Status status() const override { return status_; }
+
+ private:
+  // Heap order: the lane with the smallest (id, partition) on top.
+  static bool After(const Lane* a, const Lane* b) {
+    const MessageId ia = a->current().id, ib = b->current().id;
+    if (ia != ib) return ia > ib;
+    return a->partition > b->partition;
+  }
+
+  bool Fail(absl::Status s) {
+    if (status_.ok()) status_ = std::move(s);
+    done_ = true;
+    return false;
+  }
+
+  // Moves `lane` past its current entry. False when it has no more.
+  bool Advance(Lane* lane) {
+    if (++lane->pos < lane->n) return true;
+    return !lane->exhausted && Refill(lane);
+  }
+
+  Lane* NextMerged() {
+    if (current_ != nullptr) {
+      if (Advance(current_)) {
+        heap_.push_back(current_);
+        std::push_heap(heap_.begin(), heap_.end(), After);
+      }
+      current_ = nullptr;
+    }
+    if (!status_.ok() || heap_.empty()) return nullptr;
+    std::pop_heap(heap_.begin(), heap_.end(), After);
+    current_ = heap_.back();
+    heap_.pop_back();
+    return current_;
+  }
+
+  Lane* NextInLaneOrder() {
+    if (current_ != nullptr && Advance(current_)) return current_;
+    if (!status_.ok()) return nullptr;
+    owned_current_ = NextLane();
+    current_ = owned_current_.get();
+    return current_;
+  }
+
+  std::unique_ptr<Lane> MakeLane(uint32_t partition, int priority,
+                                 std::string_view topic) {
+    auto lane = std::make_unique<Lane>();
+    lane->partition = partition;
+    codec_.AppendLanePrefix(&lane->prefix, queue_id_, partition, priority,
+                            topic);
+    lane->resume = lane->prefix;
+    LayoutCodec::AppendMessageId(&lane->resume, from_);
+    return lane;
+  }
+
+  // Reads up to lane->chunk entries from lane->resume. Returns whether it
+  // read any; sets lane->exhausted at the lane's end or the range's end.
+  bool Refill(Lane* lane) {
+    if (iter_owner_ != lane) iter_->Seek(lane->resume);
+    iter_owner_ = nullptr;
+    lane->n = lane->pos = 0;
+    if (lane->buf.size() < lane->chunk) lane->buf.resize(lane->chunk);
+    while (lane->n < lane->chunk) {
+      if (!iter_->Valid()) {
+        lane->exhausted = true;
+        break;
+      }
+      const std::string_view key = ToStd(iter_->key());
+      if (!key.starts_with(lane->prefix)) {
+        lane->exhausted = true;
+        break;
+      }
+      DecodedKey k;
+      if (!codec_.DecodeMessageKey(key, queue_id_, &k) ||
+          k.lane_prefix_size != lane->prefix.size()) {
+        Fail(absl::DataLossError(absl::StrCat(
+            "undecodable message key '", Printable(key), "'")));
+        return false;
+      }
+      if (k.id >= to_) {
+        lane->exhausted = true;
+        break;
+      }
+      if (!filter_rows_ || topic_set_.contains(Av(k.topic))) {
+        Entry& e = lane->buf[lane->n++];
+        e.key.assign(key);
+        e.value.assign(ToStd(iter_->value()));
+        e.id = k.id;
+      }
+      iter_->Next();
+    }
+    if (!iter_->status().ok()) {
+      Fail(FromLevelDb(iter_->status(), "scanning"));
+      return false;
+    }
+    if (!lane->exhausted) {
+      iter_owner_ = lane;
+      lane->resume.assign(ToStd(iter_->key()));
+    }
+    lane->chunk = std::min(lane->chunk * 2, max_chunk_);
+    return lane->n > 0;
+  }
+
+  // Moves to the next partition in scope that is >= `min_partition`.
+  void SkipPartitions(uint32_t min_partition) {
+    in_partition_ = false;
+    while (pi_ < parts_.size() && parts_[pi_] < min_partition) ++pi_;
+  }
+
+  // After a candidate lane turned out empty: uses the key where the seek
+  // landed to skip lanes and partitions that must be empty too.
+  void SkipFromLanding(uint32_t partition) {
+    if (!iter_->Valid()) {
+      pi_ = parts_.size();  // Nothing at all after the seek key.
+      return;
+    }
+    const std::string_view key = ToStd(iter_->key());
+    const std::string queue_prefix = format::MessagePrefix(queue_id_);
+    if (!key.starts_with(queue_prefix)) {
+      pi_ = parts_.size();  // Past the queue's last message.
+      return;
+    }
+    if (key.size() < LayoutCodec::kHeadSize) return;
+    const uint32_t landed = coding::DecodeFixed16(key.data() + 5);
+    if (landed > partition) {
+      SkipPartitions(landed);
+      return;
+    }
+    if (!codec_.lane_has_topic() && landed == partition) {
+      const int landed_priority = 255 - static_cast<unsigned char>(key[7]);
+      prio_ = std::min(prio_, landed_priority);
+    }
+  }
+
+  // The next lane in scope with a message in range, its buffer filled; or
+  // nullptr when there is none (or on error).
+  std::unique_ptr<Lane> NextLane() {
+    while (status_.ok() && pi_ < parts_.size()) {
+      const uint32_t p = parts_[pi_];
+      if (!in_partition_) {
+        in_partition_ = true;
+        prio_ = priorities_ - 1;
+        ti_ = 0;
+        skip_key_.clear();
+        LayoutCodec::AppendPartitionPrefix(&skip_key_, queue_id_, p);
+      }
+      if (codec_.lane_has_topic() && topics_.empty()) {
+        // Skip scan over the partition's lanes.
+        iter_->Seek(skip_key_);
+        iter_owner_ = nullptr;
+        std::string partition_prefix;
+        LayoutCodec::AppendPartitionPrefix(&partition_prefix, queue_id_, p);
+        if (!iter_->Valid() ||
+            !ToStd(iter_->key()).starts_with(partition_prefix)) {
+          if (!iter_->status().ok()) {
+            Fail(FromLevelDb(iter_->status(), "scanning"));
+            return nullptr;
+          }
+          SkipFromLanding(p);
+          if (pi_ < parts_.size() && parts_[pi_] == p) SkipPartitions(p + 1);
+          continue;
+        }
+        DecodedKey k;
+        if (!codec_.DecodeMessageKey(ToStd(iter_->key()), queue_id_, &k)) {
+          Fail(absl::DataLossError(
+              absl::StrCat("undecodable message key '",
+                           Printable(ToStd(iter_->key())), "'")));
+          return nullptr;
+        }
+        auto lane = MakeLane(p, k.priority, k.topic);
+        skip_key_ = coding::PrefixSuccessor(lane->prefix);
+        if (Refill(lane.get())) return lane;
+        continue;
+      }
+      if (prio_ < 0) {
+        SkipPartitions(p + 1);
+        continue;
+      }
+      const std::string_view topic =
+          codec_.lane_has_topic() ? std::string_view(topics_[ti_]) : "";
+      auto lane = MakeLane(p, prio_, topic);
+      if (codec_.lane_has_topic() && ti_ + 1 < topics_.size()) {
+        ++ti_;
+      } else {
+        ti_ = 0;
+        --prio_;
+      }
+      if (Refill(lane.get())) return lane;
+      if (!status_.ok()) return nullptr;
+      if (lane->n == 0 && iter_owner_ == nullptr) SkipFromLanding(p);
+    }
+    return nullptr;
+  }
+
+  DbImpl* const db_;
+  const uint32_t queue_id_;
+  const LayoutCodec& codec_;
+  const int priorities_;
+  const MessageId from_;
+  const MessageId to_;
+  const bool merged_;
+
+  std::vector<uint32_t> parts_;
+  std::vector<std::string> topics_;
+  absl::flat_hash_set<std::string> topic_set_;
+  bool filter_rows_ = false;
+
+  const leveldb::Snapshot* snapshot_ = nullptr;
+  std::unique_ptr<leveldb::Iterator> iter_;
+  Lane* iter_owner_ = nullptr;  // Lane whose resume key iter_ is at.
+  size_t max_chunk_ = kMaxChunk;
+
+  // Lane discovery state.
+  size_t pi_ = 0;
+  bool in_partition_ = false;
+  int prio_ = 0;
+  size_t ti_ = 0;
+  std::string skip_key_;
+
+  std::vector<std::unique_ptr<Lane>> lanes_;  // kMerged: all lanes.
+  std::vector<Lane*> heap_;                   // kMerged: lanes with entries.
+  std::unique_ptr<Lane> owned_current_;       // kLane: the current lane.
+  Lane* current_ = nullptr;
+
+  MessageView view_;
+  absl::Status status_;
+  bool done_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Scanner> NewScannerImpl(DbImpl* db, QueueImpl* queue,
+                                        const ScanOptions& options) {
+  return std::make_unique<ScannerImpl>(db, queue, options);
+}
+
+}  // namespace hq

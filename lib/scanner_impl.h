@@ -1,0 +1,22 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+
+#ifndef HQ_LIB_SCANNER_IMPL_H_
+#define HQ_LIB_SCANNER_IMPL_H_
+
+#include <memory>
+
+#include "hq/options.h"
+#include "hq/scanner.h"
+
+namespace hq {
+
+class DbImpl;
+class QueueImpl;
+
+// REQUIRES: `options` validated by QueueImpl::NewScanner.
+std::unique_ptr<Scanner> NewScannerImpl(DbImpl* db, QueueImpl* queue,
+                                        const ScanOptions& options);
+
+}  // namespace hq
+
+#endif  // HQ_LIB_SCANNER_IMPL_H_
