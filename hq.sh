@@ -3,10 +3,18 @@
 # missing (apt-get), configures and builds, then:
 #   ./hq.sh demo   runs the example on a default data directory (demo-data/)
 #   ./hq.sh test   runs the whole test suite and ends with "N passed, N failed"
-# Environment: BUILD_DIR (default: build), HQ_DEMO_DIR (default: demo-data).
+# Environment:
+#   BUILD_DIR    build directory (default: build, or build-<sanitizer>)
+#   HQ_SANITIZE  build with sanitizers: "address,undefined" or "thread"
+#   HQ_DEMO_DIR  the demo's data directory (default: demo-data)
 set -euo pipefail
 cd "$(dirname "$0")"
-BUILD_DIR=${BUILD_DIR:-build}
+HQ_SANITIZE=${HQ_SANITIZE:-}
+if [ -n "$HQ_SANITIZE" ]; then
+  BUILD_DIR=${BUILD_DIR:-build-${HQ_SANITIZE//,/-}}
+else
+  BUILD_DIR=${BUILD_DIR:-build}
+fi
 
 PACKAGES=(g++ meson ninja-build pkg-config cmake libleveldb-dev libabsl-dev
           catch2 libxxhash-dev python3)
@@ -28,7 +36,11 @@ install_missing() {
 build() {
   install_missing
   if [ ! -f "$BUILD_DIR/build.ninja" ]; then
-    meson setup "$BUILD_DIR" >/dev/null
+    local extra=()
+    if [ -n "$HQ_SANITIZE" ]; then
+      extra=(-Db_sanitize="$HQ_SANITIZE" -Db_lundef=false)
+    fi
+    meson setup "$BUILD_DIR" "${extra[@]}" >/dev/null
   fi
   ninja -C "$BUILD_DIR"
 }
@@ -68,7 +80,10 @@ case "$cmd" in
     build
     rm -f "$BUILD_DIR/meson-logs/testlog.json"
     rc=0
-    meson test -C "$BUILD_DIR" --print-errorlogs "$@" || rc=$?
+    # Sanitizer reports fail the test that produced them.
+    UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+    TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:suppressions=$PWD/test/tsan.supp} \
+      meson test -C "$BUILD_DIR" --print-errorlogs "$@" || rc=$?
     summary
     exit $rc
     ;;

@@ -2,6 +2,8 @@
 
 #include "hq/clock.h"
 
+#include "absl/time/clock.h"
+
 namespace hq {
 namespace {
 
@@ -17,21 +19,27 @@ Clock* Clock::Default() {
   return clock;
 }
 
-SimulatedClock::SimulatedClock(absl::Time start) : now_(start) {}
+SimulatedClock::SimulatedClock(absl::Time start)
+    : now_ns_(absl::ToUnixNanos(start)) {}
 
 absl::Time SimulatedClock::Now() const {
-  absl::MutexLock l(&mu_);
-  return now_;
+  return absl::FromUnixNanos(now_ns_.load(std::memory_order_acquire));
 }
 
 void SimulatedClock::Advance(absl::Duration d) {
-  absl::MutexLock l(&mu_);
-  now_ += d;
+  const int64_t delta = absl::ToInt64Nanoseconds(d);  // Saturates.
+  int64_t cur = now_ns_.load(std::memory_order_relaxed);
+  int64_t next;
+  do {
+    if (__builtin_add_overflow(cur, delta, &next)) {
+      next = delta > 0 ? INT64_MAX : INT64_MIN;
+    }
+  } while (
+      !now_ns_.compare_exchange_weak(cur, next, std::memory_order_acq_rel));
 }
 
 void SimulatedClock::Set(absl::Time t) {
-  absl::MutexLock l(&mu_);
-  now_ = t;
+  now_ns_.store(absl::ToUnixNanos(t), std::memory_order_release);
 }
 
 }  // namespace hq

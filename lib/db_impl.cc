@@ -14,10 +14,10 @@
 #include "absl/strings/str_format.h"
 #include "leveldb/env.h"
 #include "lib/coding.h"
-#include "lib/strings.h"
 #include "lib/format.h"
 #include "lib/queue_impl.h"
 #include "lib/status_macros.h"
+#include "lib/strings.h"
 
 namespace hq {
 namespace {
@@ -25,7 +25,7 @@ namespace {
 // Directories open in this process, keyed by Env and normalized path. LevelDB
 // detects a second opener through its LOCK file only on a real file system
 // in another process; this also covers the same process and in-memory Envs.
-absl::Mutex registry_mu(absl::kConstInit);
+Mutex registry_mu(absl::kConstInit);
 absl::flat_hash_set<std::string>* OpenDirs()
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(registry_mu) {
   static auto* dirs = new absl::flat_hash_set<std::string>;
@@ -77,7 +77,7 @@ struct DbImpl::Writer {
   bool done = false;
   bool in_batch = false;
   absl::Status status;
-  absl::CondVar cv;
+  CondVar cv;
 };
 
 absl::StatusOr<std::unique_ptr<Db>> Db::Open(const std::string& path,
@@ -92,7 +92,7 @@ absl::StatusOr<std::unique_ptr<Db>> DbImpl::Open(const std::string& path,
   leveldb::Env* env = options.env ? options.env : leveldb::Env::Default();
   std::string lock_key = LockKey(path, env);
   {
-    absl::MutexLock l(&registry_mu);
+    MutexLock l(&registry_mu);
     if (!OpenDirs()->insert(lock_key).second) {
       return absl::FailedPreconditionError(absl::StrCat(
           "hq database directory '", path,
@@ -139,9 +139,9 @@ absl::Status DbImpl::Init() {
           "hq database '", path_, "' exists and error_if_exists is true"));
     }
     if (s.IsIOError() && absl::StrContains(text, "lock")) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "hq database directory '", path_,
-          "' is in use by another process (LevelDB: ", text, ")"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("hq database directory '", path_,
+                       "' is in use by another process (LevelDB: ", text, ")"));
     }
     return FromLevelDb(s, absl::StrCat("opening hq database '", path_, "'"));
   }
@@ -186,7 +186,7 @@ absl::Status DbImpl::Init() {
   HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading next_queue_id"));
   in = value;
   {
-    absl::MutexLock l(&catalog_mu_);
+    MutexLock l(&catalog_mu_);
     if (!coding::GetFixed32(&in, &next_queue_id_) || !in.empty()) {
       return absl::DataLossError("malformed next_queue_id record");
     }
@@ -204,7 +204,7 @@ DbImpl::~DbImpl() {
   }
   if (db_ != nullptr) TightenReservations();
   db_.reset();
-  absl::MutexLock l(&registry_mu);
+  MutexLock l(&registry_mu);
   OpenDirs()->erase(lock_key_);
 }
 
@@ -213,7 +213,7 @@ void DbImpl::TightenReservations() {
   // known: lower its reservation to just past it, so the next Open continues
   // from the last id instead of up to kReserveWindowMs ahead. Best effort:
   // if this fails the wider reservations stay, which is also correct.
-  absl::MutexLock l(&write_mu_);
+  MutexLock l(&write_mu_);
   leveldb::WriteBatch b;
   std::string v;
   for (const auto& [k, st] : ids_) {
@@ -236,7 +236,7 @@ leveldb::WriteOptions DbImpl::CatalogWriteOptions() const {
 }
 
 size_t DbImpl::TEST_CachedQueueCount() {
-  absl::MutexLock l(&catalog_mu_);
+  MutexLock l(&catalog_mu_);
   return queues_.size();
 }
 
@@ -266,7 +266,7 @@ absl::StatusOr<Queue*> DbImpl::CreateQueue(std::string_view name,
                                            const QueueOptions& options) {
   HQ_RETURN_IF_ERROR(format::ValidateQueueName(name));
   HQ_RETURN_IF_ERROR(format::ValidateQueueOptions(options));
-  absl::MutexLock l(&catalog_mu_);
+  MutexLock l(&catalog_mu_);
   auto existing = FindQueueLocked(name);
   if (existing.ok()) {
     return absl::AlreadyExistsError(
@@ -285,8 +285,9 @@ absl::StatusOr<Queue*> DbImpl::CreateQueue(std::string_view name,
   std::string next;
   coding::PutFixed32(&next, record.id + 1);
   b.Put(format::MetaKey("next_queue_id"), next);
-  HQ_RETURN_IF_ERROR(FromLevelDb(db_->Write(CatalogWriteOptions(), &b),
-                                 absl::StrCat("creating queue '", Av(name), "'")));
+  HQ_RETURN_IF_ERROR(
+      FromLevelDb(db_->Write(CatalogWriteOptions(), &b),
+                  absl::StrCat("creating queue '", Av(name), "'")));
   ++next_queue_id_;
   auto q = std::make_unique<QueueImpl>(this, std::string(name), record);
   QueueImpl* raw = q.get();
@@ -295,7 +296,7 @@ absl::StatusOr<Queue*> DbImpl::CreateQueue(std::string_view name,
 }
 
 absl::StatusOr<Queue*> DbImpl::OpenQueue(std::string_view name) {
-  absl::MutexLock l(&catalog_mu_);
+  MutexLock l(&catalog_mu_);
   HQ_ASSIGN_OR_RETURN(QueueImpl * q, FindQueueLocked(name));
   return q;
 }
@@ -303,7 +304,7 @@ absl::StatusOr<Queue*> DbImpl::OpenQueue(std::string_view name) {
 absl::Status DbImpl::DropQueue(std::string_view name) {
   uint32_t queue_id;
   {
-    absl::MutexLock l(&catalog_mu_);
+    MutexLock l(&catalog_mu_);
     HQ_ASSIGN_OR_RETURN(QueueImpl * q, FindQueueLocked(name));
     queue_id = q->id();
     // Run inside the write pipeline so that no write of this queue is in
@@ -316,9 +317,8 @@ absl::Status DbImpl::DropQueue(std::string_view name) {
       b.Put(format::DropKey(queue_id), "");
       leveldb::WriteOptions wo;
       wo.sync = true;
-      HQ_RETURN_IF_ERROR(FromLevelDb(db_->Write(wo, &b),
-                                     absl::StrCat("dropping queue '", Av(name),
-                                                  "'")));
+      HQ_RETURN_IF_ERROR(FromLevelDb(
+          db_->Write(wo, &b), absl::StrCat("dropping queue '", Av(name), "'")));
       q->MarkDropped();
       for (uint32_t p = 0; p < q->options().partitions; ++p) {
         ids_.erase((uint64_t{queue_id} << 16) | p);
@@ -446,8 +446,9 @@ absl::Status DbImpl::AddToBatch(Writer* w) {
   const LayoutCodec& codec = q->codec();
   const int64_t clock_ms = absl::ToUnixMillis(clock_->Now());
   const uint64_t now_ms =
-      clock_ms < 0 ? 0
-                   : std::min(static_cast<uint64_t>(clock_ms), MessageId::kMaxMs);
+      clock_ms < 0
+          ? 0
+          : std::min(static_cast<uint64_t>(clock_ms), MessageId::kMaxMs);
   // First pass: load partitions and assign ids. Every failure happens here,
   // before anything is appended to batch_ or any reservation is raised.
   for (size_t i = 0; i < w->messages.size(); ++i) {
@@ -489,7 +490,7 @@ absl::Status DbImpl::AddToBatch(Writer* w) {
 }
 
 absl::Status DbImpl::RunWriter(Writer* w) {
-  absl::MutexLock l(&write_mu_);
+  MutexLock l(&write_mu_);
   writers_.push_back(w);
   while (!w->done && w != writers_.front()) w->cv.Wait(&write_mu_);
   if (w->done) return w->status;

@@ -16,13 +16,13 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "hq/clock.h"
 #include "hq/db.h"
 #include "leveldb/cache.h"
 #include "leveldb/db.h"
 #include "leveldb/filter_policy.h"
 #include "leveldb/write_batch.h"
+#include "lib/sync.h"
 
 namespace hq {
 
@@ -82,7 +82,7 @@ class DbImpl final : public Db {
  private:
   struct Writer;
   struct PartitionIds {
-    MessageId last;           // The last id handed out; valid if has_last.
+    MessageId last;  // The last id handed out; valid if has_last.
     bool has_last = false;
     uint64_t reserved_ms = 0;  // Persisted: all ids have ms < this.
   };
@@ -118,14 +118,14 @@ class DbImpl final : public Db {
 
   std::atomic<int> live_scanners_{0};
 
-  absl::Mutex catalog_mu_ ABSL_ACQUIRED_BEFORE(write_mu_);
+  Mutex catalog_mu_ ABSL_ACQUIRED_BEFORE(write_mu_);
   absl::flat_hash_map<std::string, std::unique_ptr<QueueImpl>> queues_
       ABSL_GUARDED_BY(catalog_mu_);
   // Dropped queues stay allocated so that Queue* handles stay valid.
   std::vector<std::unique_ptr<QueueImpl>> dropped_ ABSL_GUARDED_BY(catalog_mu_);
   uint32_t next_queue_id_ ABSL_GUARDED_BY(catalog_mu_) = 1;
 
-  absl::Mutex write_mu_;
+  Mutex write_mu_;
   std::deque<Writer*> writers_ ABSL_GUARDED_BY(write_mu_);
   // Per (queue id << 16 | partition): loaded on the first write after Open.
   absl::flat_hash_map<uint64_t, PartitionIds> ids_ ABSL_GUARDED_BY(write_mu_);

@@ -66,15 +66,15 @@ absl::Status ValidateQueueName(std::string_view name) {
            (c >= '0' && c <= '9');
   };
   if (!alnum(name[0])) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "queue name '", Printable(name),
-        "' must start with a letter or a digit"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("queue name '", Printable(name),
+                     "' must start with a letter or a digit"));
   }
   for (char c : name) {
     if (!alnum(c) && c != '.' && c != '_' && c != '-') {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "queue name '", Printable(name),
-          "' holds a character outside [A-Za-z0-9._-]"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("queue name '", Printable(name),
+                       "' holds a character outside [A-Za-z0-9._-]"));
     }
   }
   return absl::OkStatus();
@@ -82,14 +82,14 @@ absl::Status ValidateQueueName(std::string_view name) {
 
 absl::Status ValidateQueueOptions(const QueueOptions& o) {
   if (o.partitions < 1 || o.partitions > kMaxPartitions) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "QueueOptions::partitions is %d; it must be in 1..%d", o.partitions,
-        kMaxPartitions));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("QueueOptions::partitions is %d; it must be in 1..%d",
+                        o.partitions, kMaxPartitions));
   }
   if (o.priorities < 1 || o.priorities > kMaxPriorities) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "QueueOptions::priorities is %d; it must be in 1..%d", o.priorities,
-        kMaxPriorities));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("QueueOptions::priorities is %d; it must be in 1..%d",
+                        o.priorities, kMaxPriorities));
   }
   if (o.ttl != absl::InfiniteDuration()) {
     if (o.ttl < absl::Milliseconds(1) ||

@@ -6,7 +6,8 @@
 //
 // The first byte of every key is a record tag. DO NOT CHANGE the tags.
 //
-//   meta key     := 0x00 name                   name: "format" | "next_queue_id"
+//   meta key     := 0x00 name                   name: "format" |
+//   "next_queue_id"
 //     "format"        -> fixed32 format version (kFormatVersion)
 //     "next_queue_id" -> fixed32 the next queue id to hand out
 //   catalog key  := 0x01 queue_name             -> queue record

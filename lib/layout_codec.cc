@@ -36,15 +36,15 @@ class TimeCodec final : public LayoutCodec {
   Layout layout() const override { return Layout::kTime; }
   bool lane_has_topic() const override { return false; }
 
-  void AppendLanePrefix(std::string* dst, uint32_t queue_id,
-                        uint32_t partition, int priority,
+  void AppendLanePrefix(std::string* dst, uint32_t queue_id, uint32_t partition,
+                        int priority,
                         std::string_view /*topic*/) const override {
     AppendHead(dst, queue_id, partition, priority);
   }
 
-  void AppendMessageKey(std::string* dst, uint32_t queue_id,
-                        uint32_t partition, int priority,
-                        std::string_view topic, MessageId id) const override {
+  void AppendMessageKey(std::string* dst, uint32_t queue_id, uint32_t partition,
+                        int priority, std::string_view topic,
+                        MessageId id) const override {
     AppendHead(dst, queue_id, partition, priority);
     AppendMessageId(dst, id);
     dst->append(topic);
@@ -65,17 +65,16 @@ class TopicCodec final : public LayoutCodec {
   Layout layout() const override { return Layout::kTopic; }
   bool lane_has_topic() const override { return true; }
 
-  void AppendLanePrefix(std::string* dst, uint32_t queue_id,
-                        uint32_t partition, int priority,
-                        std::string_view topic) const override {
+  void AppendLanePrefix(std::string* dst, uint32_t queue_id, uint32_t partition,
+                        int priority, std::string_view topic) const override {
     AppendHead(dst, queue_id, partition, priority);
     coding::PutFixed16(dst, static_cast<uint16_t>(topic.size()));
     dst->append(topic);
   }
 
-  void AppendMessageKey(std::string* dst, uint32_t queue_id,
-                        uint32_t partition, int priority,
-                        std::string_view topic, MessageId id) const override {
+  void AppendMessageKey(std::string* dst, uint32_t queue_id, uint32_t partition,
+                        int priority, std::string_view topic,
+                        MessageId id) const override {
     AppendLanePrefix(dst, queue_id, partition, priority, topic);
     AppendMessageId(dst, id);
   }

@@ -5,8 +5,8 @@
 //
 // Every message key starts with the same fixed part (format.h):
 //
-//   head        := 0x10 fixed32 queue_id fixed16 partition fixed8 (255 - priority)
-//   message_id  := fixed64 (ms << 16 | seq)        ms < 2^48
+//   head        := 0x10 fixed32 queue_id fixed16 partition fixed8 (255 -
+//   priority) message_id  := fixed64 (ms << 16 | seq)        ms < 2^48
 //
 // and a layout appends its own suffix (grammar in layout_time.cc and
 // layout_topic.cc). The stored priority byte is inverted so that, within a

@@ -10,12 +10,12 @@ namespace hq {
 
 MessageId MessageId::AtTime(absl::Time t) {
   if (t <= absl::UnixEpoch()) return Min();
-  // Round up to the next whole millisecond.
   const absl::Duration since = t - absl::UnixEpoch();
-  int64_t ms = absl::ToInt64Milliseconds(since);
-  if (absl::Milliseconds(ms) < since) ++ms;
-  if (static_cast<uint64_t>(ms) > kMaxMs) return Max();
-  return MessageId{static_cast<uint64_t>(ms), 0};
+  const int64_t ms = absl::ToInt64Milliseconds(since);  // Saturates.
+  if (static_cast<uint64_t>(ms) >= kMaxMs) return Max();
+  // Round up to the next whole millisecond.
+  const uint64_t up = absl::Milliseconds(ms) < since ? ms + 1 : ms;
+  return MessageId{up, 0};
 }
 
 MessageId MessageId::Next() const {

@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "lib/db_impl.h"
-#include "lib/strings.h"
 #include "lib/scanner_impl.h"
+#include "lib/strings.h"
 #include "xxhash.h"
 
 namespace hq {
@@ -25,22 +25,21 @@ QueueInfo QueueImpl::info() const {
 }
 
 absl::Status QueueImpl::DroppedError() const {
-  return absl::NotFoundError(
-      absl::StrCat("queue '", name_, "' was dropped"));
+  return absl::NotFoundError(absl::StrCat("queue '", name_, "' was dropped"));
 }
 
 absl::Status QueueImpl::Validate(const Message& m, int64_t index) const {
   auto error = [&](const std::string& what) {
     return absl::InvalidArgumentError(
-        index < 0 ? absl::StrCat("queue '", name_, "': ", what)
-                  : absl::StrCat("queue '", name_, "': message ", index, ": ",
-                                 what));
+        index < 0
+            ? absl::StrCat("queue '", name_, "': ", what)
+            : absl::StrCat("queue '", name_, "': message ", index, ": ", what));
   };
   const QueueOptions& o = record_.options;
   if (m.payload.size() > o.max_payload_bytes) {
-    return error(absl::StrFormat(
-        "payload of %d bytes exceeds max_payload_bytes %d", m.payload.size(),
-        o.max_payload_bytes));
+    return error(
+        absl::StrFormat("payload of %d bytes exceeds max_payload_bytes %d",
+                        m.payload.size(), o.max_payload_bytes));
   }
   if (m.topic.size() > format::kMaxTopicBytes) {
     return error(absl::StrFormat("topic of %d bytes exceeds the limit of %d",

@@ -27,11 +27,11 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "lib/coding.h"
-#include "lib/strings.h"
 #include "lib/db_impl.h"
 #include "lib/format.h"
 #include "lib/layout_codec.h"
 #include "lib/queue_impl.h"
+#include "lib/strings.h"
 
 namespace hq {
 namespace {
@@ -82,7 +82,15 @@ class ScannerImpl final : public Scanner {
       parts_.erase(std::unique(parts_.begin(), parts_.end()), parts_.end());
     }
     topics_ = options.topics;
-    std::sort(topics_.begin(), topics_.end());
+    // In the order of their lane prefixes (length first, then bytes): the
+    // topic layout visits candidate lanes in key order, which kLane order
+    // and SkipFromLanding (it skips whatever lies before the landing key)
+    // rely on.
+    std::sort(topics_.begin(), topics_.end(),
+              [](const std::string& a, const std::string& b) {
+                if (a.size() != b.size()) return a.size() < b.size();
+                return a < b;
+              });
     topics_.erase(std::unique(topics_.begin(), topics_.end()), topics_.end());
     topic_set_.insert(topics_.begin(), topics_.end());
     // Lanes of the time layout hold every topic: filter rows while reading.
@@ -100,9 +108,9 @@ class ScannerImpl final : public Scanner {
         if (lane == nullptr) break;
         lanes_.push_back(std::move(lane));
       }
-      max_chunk_ = std::clamp(kBufferedEntries / std::max<size_t>(
-                                                     lanes_.size(), 1),
-                              size_t{1}, kMaxChunk);
+      max_chunk_ =
+          std::clamp(kBufferedEntries / std::max<size_t>(lanes_.size(), 1),
+                     size_t{1}, kMaxChunk);
       for (auto& lane : lanes_) heap_.push_back(lane.get());
       std::make_heap(heap_.begin(), heap_.end(), After);
     }
@@ -125,9 +133,8 @@ class ScannerImpl final : public Scanner {
     DecodedKey k;
     if (!codec_.DecodeMessageKey(e.key, queue_id_, &k) ||
         !format::DecodeMessageValue(e.value, &view_.key, &view_.payload)) {
-      return Fail(absl::DataLossError(
-          absl::StrCat("undecodable message record at key '",
-                       Printable(e.key), "'")));
+      return Fail(absl::DataLossError(absl::StrCat(
+          "undecodable message record at key '", Printable(e.key), "'")));
     }
     view_.id = k.id;
     view_.partition = k.partition;
@@ -213,8 +220,8 @@ class ScannerImpl final : public Scanner {
       DecodedKey k;
       if (!codec_.DecodeMessageKey(key, queue_id_, &k) ||
           k.lane_prefix_size != lane->prefix.size()) {
-        Fail(absl::DataLossError(absl::StrCat(
-            "undecodable message key '", Printable(key), "'")));
+        Fail(absl::DataLossError(
+            absl::StrCat("undecodable message key '", Printable(key), "'")));
         return false;
       }
       if (k.id >= to_) {
@@ -232,6 +239,9 @@ class ScannerImpl final : public Scanner {
     if (!iter_->status().ok()) {
       Fail(FromLevelDb(iter_->status(), "scanning"));
       return false;
+    }
+    if (!lane->exhausted && !iter_->Valid()) {
+      lane->exhausted = true;  // The chunk ended with the last key stored.
     }
     if (!lane->exhausted) {
       iter_owner_ = lane;
@@ -302,9 +312,9 @@ class ScannerImpl final : public Scanner {
         }
         DecodedKey k;
         if (!codec_.DecodeMessageKey(ToStd(iter_->key()), queue_id_, &k)) {
-          Fail(absl::DataLossError(
-              absl::StrCat("undecodable message key '",
-                           Printable(ToStd(iter_->key())), "'")));
+          Fail(absl::DataLossError(absl::StrCat("undecodable message key '",
+                                                Printable(ToStd(iter_->key())),
+                                                "'")));
           return nullptr;
         }
         auto lane = MakeLane(p, k.priority, k.topic);

@@ -11,20 +11,21 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-#define HQ_RETURN_IF_ERROR(expr)                 \
-  do {                                           \
-    ::absl::Status hq_status_ = (expr);          \
-    if (!hq_status_.ok()) return hq_status_;     \
+#define HQ_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::absl::Status hq_status_ = (expr);      \
+    if (!hq_status_.ok()) return hq_status_; \
   } while (0)
 
 #define HQ_STATUS_CONCAT_INNER_(a, b) a##b
 #define HQ_STATUS_CONCAT_(a, b) HQ_STATUS_CONCAT_INNER_(a, b)
 
-#define HQ_ASSIGN_OR_RETURN(lhs, expr) \
-  HQ_ASSIGN_OR_RETURN_IMPL_(HQ_STATUS_CONCAT_(hq_statusor_, __LINE__), lhs, expr)
+#define HQ_ASSIGN_OR_RETURN(lhs, expr)                                      \
+  HQ_ASSIGN_OR_RETURN_IMPL_(HQ_STATUS_CONCAT_(hq_statusor_, __LINE__), lhs, \
+                            expr)
 
-#define HQ_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr) \
-  auto statusor = (expr);                              \
+#define HQ_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr)     \
+  auto statusor = (expr);                                  \
   if (!statusor.ok()) return std::move(statusor).status(); \
   lhs = std::move(statusor).value()
 

@@ -8,8 +8,9 @@
 #ifndef HQ_CLOCK_H_
 #define HQ_CLOCK_H_
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include <atomic>
+#include <cstdint>
+
 #include "absl/time/time.h"
 
 namespace hq {
@@ -30,13 +31,14 @@ class Clock {
 };
 
 // A clock that only moves when told to. For tests.
+// Holds nanoseconds since the Unix epoch: times outside years 1678..2261 are
+// clamped to that range.
 //
-// Thread safety: all methods may be called concurrently.
+// Thread safety: all methods may be called concurrently (lock-free).
 class SimulatedClock final : public Clock {
  public:
   // Starts at `start`, by default 2026-01-01T00:00:00Z.
-  explicit SimulatedClock(
-      absl::Time start = absl::FromUnixSeconds(1767225600));
+  explicit SimulatedClock(absl::Time start = absl::FromUnixSeconds(1767225600));
 
   absl::Time Now() const override;
 
@@ -47,8 +49,7 @@ class SimulatedClock final : public Clock {
   void Set(absl::Time t);
 
  private:
-  mutable absl::Mutex mu_;
-  absl::Time now_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int64_t> now_ns_;
 };
 
 }  // namespace hq

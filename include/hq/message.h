@@ -24,7 +24,8 @@ namespace hq {
 // clock steps backwards, or more than 65536 messages are written to one
 // partition in one millisecond, the id's millisecond runs ahead of the clock
 // rather than repeat or go back, so `time()` is the write time only
-// approximately (never earlier than the write's clock reading).
+// approximately: never earlier than the write's clock reading truncated to
+// the millisecond.
 // Ids of different partitions are independent and may be equal.
 struct MessageId {
   // Milliseconds since the Unix epoch. Limit: < 2^48 (year 10889).
@@ -43,7 +44,9 @@ struct MessageId {
   static MessageId AtTime(absl::Time t);
 
   // The write time the id carries (see the guarantees above).
-  absl::Time time() const { return absl::FromUnixMillis(static_cast<int64_t>(ms)); }
+  absl::Time time() const {
+    return absl::FromUnixMillis(static_cast<int64_t>(ms));
+  }
 
   // The id that follows this one; Max().Next() == Max().
   MessageId Next() const;
@@ -52,7 +55,8 @@ struct MessageId {
   std::string ToString() const;
   static std::optional<MessageId> Parse(std::string_view text);
 
-  friend constexpr auto operator<=>(const MessageId&, const MessageId&) = default;
+  friend constexpr auto operator<=>(const MessageId&,
+                                    const MessageId&) = default;
 };
 
 // A message to write. The views must stay valid for the duration of the

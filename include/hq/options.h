@@ -121,7 +121,8 @@ struct ScanOptions {
     // topic with messages in range: prefer kLane for millions of topics.
     kMerged,
     // Lane by lane in storage order: partition ascending, then priority
-    // descending, then (topic layout) topic; within a lane by MessageId.
+    // descending, then (topic layout) topic, shorter topics first and equal
+    // lengths in byte order; within a lane by MessageId.
     // Constant memory whatever the number of lanes.
     kLane,
   };

@@ -1,0 +1,912 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// hq_bench: hq against raw LevelDB, in one run, in the shape of LevelDB's
+// db_bench. Each workload writes or reads --num messages of --value_size
+// payload bytes and prints one line
+//
+//   NAME : X micros/op; Y msgs/s; Z MB/s
+//
+// An op is one message (with --batch=N one write call carries N of them).
+// MB/s counts payload bytes only (--value_size per message; 1 MB = 2^20
+// bytes), not hq's key and value framing, so hq and raw LevelDB lines
+// compare directly.
+//
+// Workloads, run in the order given by --benchmarks:
+//
+//   put              hq Queue::Put of --num messages from one thread into a
+//                    fresh hq Db holding one queue (Queue::PutBatch of
+//                    --batch messages per call when --batch > 1). Message i
+//                    names partition i % partitions explicitly, has priority
+//                    (i / partitions) % priorities and topic
+//                    "t<(i / (partitions * priorities)) % topics>".
+//   fillseq_leveldb  The same messages written to a fresh raw LevelDB with
+//                    one leveldb::DB::Put each (one leveldb::WriteBatch of
+//                    --batch entries per Write when --batch > 1). Keys and
+//                    values are the ones hq stores: encoded inside the timed
+//                    loop with hq's own encoders (lib/layout_codec.h,
+//                    lib/format.h), with MessageIds assigned as hq assigns
+//                    them (clock ms, seq increasing within a ms, per
+//                    partition). The database uses the leveldb::Options hq
+//                    uses (DbImpl::Init): write buffer, block cache of
+//                    --cache_bytes, 10-bit bloom filter, max_open_files.
+//   scan             A full scan of the queue `put` wrote: every partition,
+//                    ScanOptions::Order::kMerged, reading every payload.
+//                    REQUIRES: `put` earlier in --benchmarks.
+//   scan_leveldb     A raw leveldb::Iterator over the database
+//                    fillseq_leveldb wrote, SeekToFirst to the end, reading
+//                    every key and value. REQUIRES: fillseq_leveldb earlier
+//                    in --benchmarks.
+//
+// After the workloads, for every pair that ran, one line each:
+//
+//   ratio put/leveldb_put : R      put msgs/s / fillseq_leveldb msgs/s
+//   ratio scan/leveldb_scan : R    scan msgs/s / scan_leveldb msgs/s
+//
+// Fairness: after each write workload, untimed, the benchmark waits until
+// that database has no compaction due (LevelDB's compaction score below 1
+// and its table files unchanged for a second), like RocksDB db_bench's
+// waitforcompaction. So no workload is charged for background work an
+// earlier one left behind, and both scans read databases settled the same
+// way. Both databases stay open until the end; writes do not fill the block
+// cache, so both scans start with a cold block cache and a warm page cache.
+// A scan's time includes opening its scanner or iterator.
+//
+// Flags:
+//
+//   --benchmarks=LIST  Comma-separated workloads, run in that order.
+//                      Default: fillseq_leveldb,put,scan_leveldb,scan.
+//   --num=N            Messages per workload. Default: 1000000.
+//   --value_size=N     Payload bytes per message, about half compressible.
+//                      Default: 100.
+//   --partitions=N     Partitions of the queue (1..65535). Default: 1.
+//   --priorities=N     Priority levels of the queue (1..256). Default: 1.
+//   --topics=N         Topics "t0".."t<N-1>" the messages cycle over.
+//                      Default: 1.
+//   --batch=N          Messages per write call: > 1 uses Queue::PutBatch and,
+//                      for raw LevelDB, one WriteBatch of N. Default: 1.
+//   --layout=L         Queue layout: time or topic. Default: time.
+//   --sync=B           fsync every write call (PutOptions::sync,
+//                      WriteOptions::sync). Default: false.
+//   --histogram=B      After each workload line, print a line
+//                        NAME latency micros/call : count N avg A p50 B
+//                        p99 C p99.9 D max E
+//                      A call is one Put / PutBatch / DB::Put / DB::Write,
+//                      or one Scanner::Next / Iterator::Next. Timing every
+//                      call adds two clock reads to it, visible in the scan
+//                      lines. Default: false.
+//   --db=DIR           Directory for the two databases (DIR/hq and
+//                      DIR/leveldb, destroyed before each write workload and
+//                      kept at the end). Default: a fresh directory under
+//                      /tmp, removed at the end.
+//   --cache_bytes=N    Block cache of each database (hq::Options::
+//                      cache_bytes; 0: LevelDB's internal 8 MiB cache).
+//                      Default: 67108864.
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/attributes.h"
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "hq/hq.h"
+#include "leveldb/cache.h"
+#include "leveldb/db.h"
+#include "leveldb/filter_policy.h"
+#include "leveldb/iterator.h"
+#include "leveldb/options.h"
+#include "leveldb/write_batch.h"
+#include "lib/db_impl.h"
+#include "lib/format.h"
+#include "lib/layout_codec.h"
+#include "lib/queue_impl.h"
+#include "lib/status_macros.h"
+
+#ifndef HQ_VERSION
+#define HQ_VERSION "unknown"
+#endif
+
+ABSL_FLAG(std::string, benchmarks, "fillseq_leveldb,put,scan_leveldb,scan",
+          "Comma-separated workloads, run in that order: put, "
+          "fillseq_leveldb, scan, scan_leveldb.");
+ABSL_FLAG(int64_t, num, 1000000, "Messages per workload.");
+ABSL_FLAG(int32_t, value_size, 100, "Payload bytes per message.");
+ABSL_FLAG(int32_t, partitions, 1, "Partitions of the queue (1..65535).");
+ABSL_FLAG(int32_t, priorities, 1, "Priority levels of the queue (1..256).");
+ABSL_FLAG(int32_t, topics, 1, "Topics t0..t<N-1> the messages cycle over.");
+ABSL_FLAG(int32_t, batch, 1,
+          "Messages per write call (>1: PutBatch / raw WriteBatch).");
+ABSL_FLAG(std::string, layout, "time", "Queue layout: time or topic.");
+ABSL_FLAG(bool, sync, false, "fsync every write call.");
+ABSL_FLAG(bool, histogram, false,
+          "Print a latency histogram of each workload's calls.");
+ABSL_FLAG(std::string, db, "",
+          "Directory for the databases (default: a temporary directory "
+          "under /tmp, removed at the end).");
+ABSL_FLAG(int64_t, cache_bytes, int64_t{64} << 20,
+          "Block cache bytes of each database (0: LevelDB's own 8 MiB).");
+
+namespace hq::bench {
+namespace {
+
+// The id a fresh hq Db gives its first queue; the raw LevelDB keys use it so
+// that they are byte for byte the keys hq writes. `put` checks it.
+constexpr uint32_t kQueueId = 1;
+constexpr char kQueueName[] = "bench";
+
+constexpr char kPut[] = "put";
+constexpr char kFillLevelDb[] = "fillseq_leveldb";
+constexpr char kScan[] = "scan";
+constexpr char kScanLevelDb[] = "scan_leveldb";
+
+// What the scans read is added here, so that no read can be optimised away.
+volatile uint64_t sink = 0;
+
+using SteadyClock = std::chrono::steady_clock;
+
+double MicrosSince(SteadyClock::time_point start) {
+  return std::chrono::duration<double, std::micro>(SteadyClock::now() - start)
+      .count();
+}
+
+struct Config {
+  std::vector<std::string> benchmarks;
+  int64_t num = 0;
+  size_t value_size = 0;
+  uint32_t partitions = 1;
+  int priorities = 1;
+  int topics = 1;
+  int64_t batch = 1;
+  Layout layout = Layout::kTime;
+  bool sync = false;
+  bool histogram = false;
+  std::string db;  // Empty: a temporary directory.
+  size_t cache_bytes = 0;
+};
+
+absl::StatusOr<Config> ConfigFromFlags() {
+  Config c;
+  for (absl::string_view name : absl::StrSplit(absl::GetFlag(FLAGS_benchmarks),
+                                               ',', absl::SkipEmpty())) {
+    c.benchmarks.emplace_back(name);
+  }
+  const int64_t num = absl::GetFlag(FLAGS_num);
+  const int32_t value_size = absl::GetFlag(FLAGS_value_size);
+  const int32_t partitions = absl::GetFlag(FLAGS_partitions);
+  const int32_t priorities = absl::GetFlag(FLAGS_priorities);
+  const int32_t topics = absl::GetFlag(FLAGS_topics);
+  const int32_t batch = absl::GetFlag(FLAGS_batch);
+  const int64_t cache_bytes = absl::GetFlag(FLAGS_cache_bytes);
+  const std::string layout = absl::GetFlag(FLAGS_layout);
+  if (num < 1) return absl::InvalidArgumentError("--num must be >= 1");
+  if (value_size < 0 ||
+      static_cast<uint32_t>(value_size) > format::kMaxPayloadLimit) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--value_size must be in 0..%d", format::kMaxPayloadLimit));
+  }
+  if (partitions < 1 ||
+      static_cast<uint32_t>(partitions) > format::kMaxPartitions) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--partitions must be in 1..%d", format::kMaxPartitions));
+  }
+  if (priorities < 1 || priorities > format::kMaxPriorities) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--priorities must be in 1..%d", format::kMaxPriorities));
+  }
+  if (topics < 1) return absl::InvalidArgumentError("--topics must be >= 1");
+  if (batch < 1) return absl::InvalidArgumentError("--batch must be >= 1");
+  if (cache_bytes < 0) {
+    return absl::InvalidArgumentError("--cache_bytes must be >= 0");
+  }
+  const std::optional<Layout> parsed = ParseLayout(layout);
+  if (!parsed.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--layout must be time or topic, not '", layout, "'"));
+  }
+  c.num = num;
+  c.value_size = static_cast<size_t>(value_size);
+  c.partitions = static_cast<uint32_t>(partitions);
+  c.priorities = priorities;
+  c.topics = topics;
+  c.batch = batch;
+  c.layout = *parsed;
+  c.sync = absl::GetFlag(FLAGS_sync);
+  c.histogram = absl::GetFlag(FLAGS_histogram);
+  c.db = absl::GetFlag(FLAGS_db);
+  c.cache_bytes = static_cast<size_t>(cache_bytes);
+
+  // Every name known, every scan after the write it reads.
+  bool put = false, fill = false;
+  for (const std::string& name : c.benchmarks) {
+    if (name == kPut) {
+      put = true;
+    } else if (name == kFillLevelDb) {
+      fill = true;
+    } else if (name == kScan) {
+      if (!put) {
+        return absl::FailedPreconditionError(
+            "'scan' reads the queue 'put' writes: list put before scan in "
+            "--benchmarks");
+      }
+    } else if (name == kScanLevelDb) {
+      if (!fill) {
+        return absl::FailedPreconditionError(
+            "'scan_leveldb' reads the database 'fillseq_leveldb' writes: "
+            "list fillseq_leveldb before scan_leveldb in --benchmarks");
+      }
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown benchmark '", name,
+                       "'; known: put, fillseq_leveldb, scan, scan_leveldb"));
+    }
+  }
+  if (c.benchmarks.empty()) {
+    return absl::InvalidArgumentError("--benchmarks is empty");
+  }
+  return c;
+}
+
+// The messages every write workload writes; message i is a pure function of
+// i, so `put` and `fillseq_leveldb` write the same ones.
+class MessageSource {
+ public:
+  explicit MessageSource(const Config& c)
+      : partitions_(c.partitions),
+        priorities_(static_cast<uint32_t>(c.priorities)),
+        value_size_(c.value_size) {
+    for (int t = 0; t < c.topics; ++t) topics_.push_back(absl::StrCat("t", t));
+    // Pieces of 100 bytes: 50 random printable bytes, then the same 50
+    // again, so that Snappy (LevelDB's default) halves them, as in db_bench.
+    std::mt19937 rng(301);
+    std::uniform_int_distribution<int> printable(' ', '~');
+    pool_.resize(kPoolBytes + value_size_);
+    for (size_t i = 0; i < pool_.size(); i += 100) {
+      for (size_t j = 0; j < 50 && i + j < pool_.size(); ++j) {
+        pool_[i + j] = static_cast<char>(printable(rng));
+        if (i + j + 50 < pool_.size()) pool_[i + j + 50] = pool_[i + j];
+      }
+    }
+  }
+
+  uint32_t partition(int64_t i) const {
+    return static_cast<uint32_t>(static_cast<uint64_t>(i) % partitions_);
+  }
+  int priority(int64_t i) const {
+    return static_cast<int>(static_cast<uint64_t>(i) / partitions_ %
+                            priorities_);
+  }
+  const std::string& topic(int64_t i) const {
+    return topics_[static_cast<uint64_t>(i) / partitions_ / priorities_ %
+                   topics_.size()];
+  }
+  std::string_view payload(int64_t i) const {
+    const size_t offset = static_cast<uint64_t>(i) * value_size_ % kPoolBytes;
+    return std::string_view(pool_).substr(offset, value_size_);
+  }
+  const std::vector<std::string>& topics() const { return topics_; }
+
+ private:
+  static constexpr size_t kPoolBytes = size_t{1} << 20;
+
+  const uint64_t partitions_;
+  const uint64_t priorities_;
+  const size_t value_size_;
+  std::vector<std::string> topics_;
+  std::string pool_;
+};
+
+// Assigns MessageIds as DbImpl::AddToBatch does: per partition, the clock's
+// ms if it moved past the last id, else the last id's successor.
+class IdAssigner {
+ public:
+  explicit IdAssigner(uint32_t partitions) : last_(partitions) {}
+
+  static uint64_t NowMs() {
+    const int64_t ms = absl::ToUnixMillis(absl::Now());
+    return ms < 0 ? 0 : std::min(static_cast<uint64_t>(ms), MessageId::kMaxMs);
+  }
+
+  MessageId Next(uint32_t partition, uint64_t now_ms) {
+    std::optional<MessageId>& last = last_[partition];
+    if (!last.has_value() || now_ms > last->ms) {
+      last = MessageId{now_ms, 0};
+    } else {
+      last = last->Next();
+    }
+    return *last;
+  }
+
+ private:
+  std::vector<std::optional<MessageId>> last_;
+};
+
+// Per-call latencies in micros. Keeps every sample: exact percentiles.
+class Histogram {
+ public:
+  void Reserve(size_t n) { micros_.reserve(n); }
+  void Add(double micros) { micros_.push_back(micros); }
+
+  std::string Summary() {
+    if (micros_.empty()) return "count 0";
+    std::sort(micros_.begin(), micros_.end());
+    double sum = 0;
+    for (double m : micros_) sum += m;
+    auto at = [this](double q) {
+      const size_t i = static_cast<size_t>(
+          std::ceil(q * static_cast<double>(micros_.size())));
+      return micros_[std::min(i == 0 ? 0 : i - 1, micros_.size() - 1)];
+    };
+    return absl::StrFormat(
+        "count %d avg %.3f p50 %.3f p99 %.3f p99.9 %.3f max %.3f",
+        micros_.size(), sum / static_cast<double>(micros_.size()), at(0.50),
+        at(0.99), at(0.999), micros_.back());
+  }
+
+ private:
+  std::vector<double> micros_;
+};
+
+struct Result {
+  double seconds = 0;
+  int64_t messages = 0;
+  int64_t payload_bytes = 0;
+
+  double msgs_per_sec() const {
+    return seconds > 0 ? static_cast<double>(messages) / seconds : 0;
+  }
+};
+
+// A raw LevelDB opened with the leveldb::Options hq derives from the same
+// hq::Options (as DbImpl::Init does).
+struct RawDb {
+  std::unique_ptr<leveldb::Cache> cache;
+  std::unique_ptr<const leveldb::FilterPolicy> filter;
+  std::unique_ptr<leveldb::DB> db;  // Declared last: destroyed first.
+};
+
+leveldb::Options LevelDbOptions(const Options& o, RawDb* raw) {
+  leveldb::Options lo;
+  lo.create_if_missing = true;
+  lo.paranoid_checks = o.paranoid_checks;
+  lo.write_buffer_size = o.write_buffer_bytes;
+  lo.max_open_files = o.max_open_files;
+  if (o.cache_bytes > 0) {
+    raw->cache.reset(leveldb::NewLRUCache(o.cache_bytes));
+    lo.block_cache = raw->cache.get();
+  }
+  if (o.bloom_bits_per_key > 0) {
+    raw->filter.reset(leveldb::NewBloomFilterPolicy(o.bloom_bits_per_key));
+    lo.filter_policy = raw->filter.get();
+  }
+  return lo;
+}
+
+absl::Status FromLevelDb(const leveldb::Status& s, std::string_view what) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(
+      absl::string_view(what.data(), what.size()), ": ", s.ToString()));
+}
+
+std::string CpuSummary(std::string* cache) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, model;
+  int count = 0;
+  while (std::getline(in, line)) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key(absl::StripAsciiWhitespace(line.substr(0, colon)));
+    const std::string value(absl::StripAsciiWhitespace(line.substr(colon + 1)));
+    if (key == "model name") {
+      ++count;
+      model = value;
+    } else if (key == "cache size") {
+      *cache = value;
+    }
+  }
+  if (count == 0) return "unknown";
+  return absl::StrCat(count, " * ", model);
+}
+
+// LevelDB 1.23's compaction score (VersionSet::Finalize): level-0 files / 4,
+// level-L bytes / (10 MiB * 10^(L-1)); a compaction is due at >= 1. Reads
+// the files from the "leveldb.sstables" property, whose lines are
+// "--- level L ---" and " number:size[smallest .. largest]".
+double CompactionScore(const std::string& sstables) {
+  double score = 0;
+  int level = -1;
+  int files = 0;
+  uint64_t bytes = 0;
+  auto finish_level = [&] {
+    if (level == 0) {
+      score = std::max(score, files / 4.0);
+    } else if (level >= 1 && level < 6) {
+      double max_bytes = 10.0 * 1048576.0;
+      for (int l = 1; l < level; ++l) max_bytes *= 10;
+      score = std::max(score, static_cast<double>(bytes) / max_bytes);
+    }
+    files = 0;
+    bytes = 0;
+  };
+  for (absl::string_view line : absl::StrSplit(sstables, '\n')) {
+    if (absl::ConsumePrefix(&line, "--- level ")) {
+      finish_level();
+      level = line.empty() ? -1 : line[0] - '0';
+      continue;
+    }
+    const size_t colon = line.find(':');
+    const size_t bracket = line.find('[');
+    if (colon == absl::string_view::npos ||
+        bracket == absl::string_view::npos || bracket < colon) {
+      continue;
+    }
+    uint64_t size = 0;
+    if (absl::SimpleAtoi(line.substr(colon + 1, bracket - colon - 1), &size)) {
+      ++files;
+      bytes += size;
+    }
+  }
+  finish_level();
+  return score;
+}
+
+// Waits (untimed) until `db` has no compaction due and its table files have
+// not changed for a second (a memtable being written out shows up as a new
+// level-0 file well within that). Gives up after ten minutes.
+void WaitForCompactions(leveldb::DB* db) {
+  const SteadyClock::time_point give_up =
+      SteadyClock::now() + std::chrono::minutes(10);
+  std::string last;
+  int quiet_polls = 0;
+  while (SteadyClock::now() < give_up) {
+    std::string sstables;
+    db->GetProperty("leveldb.sstables", &sstables);
+    if (sstables == last && CompactionScore(sstables) < 1) {
+      if (++quiet_polls >= 20) return;
+    } else {
+      quiet_polls = 0;
+      last = std::move(sstables);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::fprintf(stderr,
+               "hq_bench: warning: compactions still due after 10 minutes\n");
+}
+
+class Benchmark {
+ public:
+  explicit Benchmark(Config config)
+      : config_(std::move(config)), source_(config_) {
+    hq_options_.cache_bytes = config_.cache_bytes;
+    queue_options_.partitions = config_.partitions;
+    queue_options_.priorities = config_.priorities;
+    queue_options_.layout = config_.layout;
+    queue_options_.max_payload_bytes =
+        std::max<uint32_t>(queue_options_.max_payload_bytes,
+                           static_cast<uint32_t>(config_.value_size));
+  }
+
+  ~Benchmark() {
+    CloseHq();
+    CloseRaw();
+    if (remove_root_) {
+      std::error_code ec;
+      std::filesystem::remove_all(root_, ec);
+    }
+  }
+
+  absl::Status Run() {
+    HQ_RETURN_IF_ERROR(MakeDirectories());
+    PrintHeader();
+    std::optional<Result> put, fill, scan, scan_leveldb;
+    for (const std::string& name : config_.benchmarks) {
+      Histogram hist;
+      Histogram* h = config_.histogram ? &hist : nullptr;
+      absl::StatusOr<Result> r;
+      if (name == kPut) {
+        r = Put(h);
+        if (r.ok()) put = *r;
+      } else if (name == kFillLevelDb) {
+        r = FillLevelDb(h);
+        if (r.ok()) fill = *r;
+      } else if (name == kScan) {
+        r = Scan(h);
+        if (r.ok()) scan = *r;
+      } else {
+        r = ScanLevelDb(h);
+        if (r.ok()) scan_leveldb = *r;
+      }
+      if (!r.ok()) {
+        return absl::Status(r.status().code(),
+                            absl::StrCat(name, ": ", r.status().message()));
+      }
+      const double mb = static_cast<double>(r->payload_bytes) / 1048576.0;
+      std::printf("%s : %.3f micros/op; %.0f msgs/s; %.1f MB/s\n", name.c_str(),
+                  r->seconds * 1e6 / static_cast<double>(r->messages),
+                  r->msgs_per_sec(), r->seconds > 0 ? mb / r->seconds : 0);
+      if (h != nullptr) {
+        std::printf("%s latency micros/call : %s\n", name.c_str(),
+                    h->Summary().c_str());
+      }
+      std::fflush(stdout);
+    }
+    if (put && fill && fill->msgs_per_sec() > 0) {
+      std::printf("ratio put/leveldb_put : %.2f\n",
+                  put->msgs_per_sec() / fill->msgs_per_sec());
+    }
+    if (scan && scan_leveldb && scan_leveldb->msgs_per_sec() > 0) {
+      std::printf("ratio scan/leveldb_scan : %.2f\n",
+                  scan->msgs_per_sec() / scan_leveldb->msgs_per_sec());
+    }
+    std::fflush(stdout);
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status MakeDirectories() {
+    if (config_.db.empty()) {
+      std::string tmpl = "/tmp/hq_bench-XXXXXX";
+      if (mkdtemp(tmpl.data()) == nullptr) {
+        return absl::InternalError("cannot create a directory under /tmp");
+      }
+      root_ = tmpl;
+      remove_root_ = true;
+    } else {
+      root_ = config_.db;
+      std::error_code ec;
+      std::filesystem::create_directories(root_, ec);
+      if (ec) {
+        return absl::InternalError(
+            absl::StrCat("cannot create --db ", root_, ": ", ec.message()));
+      }
+    }
+    hq_path_ = root_ + "/hq";
+    raw_path_ = root_ + "/leveldb";
+    return absl::OkStatus();
+  }
+
+  void PrintHeader() const {
+    const LayoutCodec& codec = LayoutCodec::For(config_.layout);
+    size_t key_bytes = 0;
+    for (const std::string& topic : source_.topics()) {
+      std::string key;
+      codec.AppendMessageKey(&key, kQueueId, 0, 0, topic, MessageId{});
+      key_bytes += key.size();
+    }
+    const double avg_key = static_cast<double>(key_bytes) /
+                           static_cast<double>(source_.topics().size());
+    std::string value;
+    format::AppendMessageValue(&value, "", source_.payload(0));
+    std::string cpu_cache = "unknown";
+    const std::string cpu = CpuSummary(&cpu_cache);
+    const double raw_mb = (avg_key + static_cast<double>(value.size())) *
+                          static_cast<double>(config_.num) / 1048576.0;
+
+    std::printf("hq:          version %s\n", HQ_VERSION);
+    std::printf("LevelDB:     version %d.%d\n", leveldb::kMajorVersion,
+                leveldb::kMinorVersion);
+    std::printf("Date:        %s\n",
+                absl::FormatTime("%Y-%m-%d %H:%M:%S %Z", absl::Now(),
+                                 absl::LocalTimeZone())
+                    .c_str());
+    std::printf("CPU:         %s\n", cpu.c_str());
+    std::printf("CPUCache:    %s\n", cpu_cache.c_str());
+    std::printf("Keys:        %.1f bytes each (%s layout, avg over topics)\n",
+                avg_key, std::string(LayoutName(config_.layout)).c_str());
+    std::printf(
+        "Values:      %zu bytes each (%zu-byte payload, about half "
+        "compressible)\n",
+        value.size(), config_.value_size);
+    std::printf("Entries:     %" PRId64 "\n", config_.num);
+    std::printf("RawSize:     %.1f MB (estimated keys + values)\n", raw_mb);
+    std::printf("Layout:      %s\n",
+                std::string(LayoutName(config_.layout)).c_str());
+    std::printf("Partitions:  %u\n", config_.partitions);
+    std::printf("Priorities:  %d\n", config_.priorities);
+    std::printf("Topics:      %d\n", config_.topics);
+    std::printf("Batch:       %" PRId64 "\n", config_.batch);
+    std::printf("Sync:        %s\n", config_.sync ? "true" : "false");
+    std::printf("Cache:       %zu bytes\n", config_.cache_bytes);
+    std::printf("WriteBuffer: %zu bytes\n", hq_options_.write_buffer_bytes);
+    std::printf("Bloom:       %d bits/key\n", hq_options_.bloom_bits_per_key);
+    std::printf("DB:          %s%s\n", root_.c_str(),
+                remove_root_ ? " (removed at the end)" : "");
+    std::printf("Throughput:  MB/s counts payload bytes only\n");
+#if !defined(__OPTIMIZE__)
+    std::printf(
+        "WARNING: Optimization is disabled: benchmarks unnecessarily "
+        "slow\n");
+#endif
+#ifndef NDEBUG
+    std::printf(
+        "WARNING: Assertions are enabled; benchmarks unnecessarily "
+        "slow\n");
+#endif
+    std::printf("------------------------------------------------\n");
+    std::fflush(stdout);
+  }
+
+  // ---- Opening and closing.
+
+  // Opens a fresh hq Db holding one empty queue.
+  absl::Status OpenFreshHq() {
+    CloseHq();
+    HQ_RETURN_IF_ERROR(
+        FromLevelDb(leveldb::DestroyDB(hq_path_, leveldb::Options()),
+                    absl::StrCat("destroying ", hq_path_)));
+    HQ_ASSIGN_OR_RETURN(hq_db_, Db::Open(hq_path_, hq_options_));
+    HQ_ASSIGN_OR_RETURN(queue_,
+                        hq_db_->CreateQueue(kQueueName, queue_options_));
+    const uint32_t id = static_cast<QueueImpl*>(queue_)->id();
+    if (id != kQueueId) {
+      return absl::InternalError(absl::StrFormat(
+          "the first queue of a fresh hq Db has id %d, not %d: update "
+          "kQueueId so that fillseq_leveldb writes hq's keys",
+          id, kQueueId));
+    }
+    return absl::OkStatus();
+  }
+
+  void CloseHq() {
+    queue_ = nullptr;
+    hq_db_.reset();
+  }
+
+  // Opens a fresh raw LevelDB.
+  absl::Status OpenFreshRaw() {
+    CloseRaw();
+    HQ_RETURN_IF_ERROR(
+        FromLevelDb(leveldb::DestroyDB(raw_path_, leveldb::Options()),
+                    absl::StrCat("destroying ", raw_path_)));
+    const leveldb::Options lo = LevelDbOptions(hq_options_, &raw_);
+    leveldb::DB* db = nullptr;
+    HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DB::Open(lo, raw_path_, &db),
+                                   absl::StrCat("opening ", raw_path_)));
+    raw_.db.reset(db);
+    return absl::OkStatus();
+  }
+
+  void CloseRaw() {
+    raw_.db.reset();
+    raw_.filter.reset();
+    raw_.cache.reset();
+  }
+
+  // ---- Workloads. Never inlined, so that a profiler (perf, callgrind
+  // --toggle-collect) can tell them apart.
+
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> Put(Histogram* hist) {
+    HQ_RETURN_IF_ERROR(OpenFreshHq());
+    const int64_t num = config_.num;
+    const int64_t batch = config_.batch;
+    if (hist != nullptr) hist->Reserve(static_cast<size_t>(num / batch + 1));
+    PutOptions po;
+    po.sync = config_.sync;
+    std::vector<Message> messages(static_cast<size_t>(std::min(batch, num)));
+    const SteadyClock::time_point start = SteadyClock::now();
+    for (int64_t i = 0; i < num; i += batch) {
+      const int64_t n = std::min(batch, num - i);
+      for (int64_t j = 0; j < n; ++j) {
+        Message& m = messages[static_cast<size_t>(j)];
+        m.topic = source_.topic(i + j);
+        m.payload = source_.payload(i + j);
+        m.partition = source_.partition(i + j);
+        m.priority = source_.priority(i + j);
+      }
+      const SteadyClock::time_point op_start =
+          hist != nullptr ? SteadyClock::now() : SteadyClock::time_point();
+      if (batch == 1) {
+        absl::StatusOr<PutResult> r = queue_->Put(messages[0], po);
+        if (!r.ok()) return r.status();
+      } else {
+        HQ_RETURN_IF_ERROR(queue_->PutBatch(
+            std::span<const Message>(messages.data(), static_cast<size_t>(n)),
+            nullptr, po));
+      }
+      if (hist != nullptr) hist->Add(MicrosSince(op_start));
+    }
+    const double seconds = MicrosSince(start) / 1e6;
+    put_messages_ = num;
+    WaitForCompactions(static_cast<DbImpl*>(hq_db_.get())->leveldb());
+    return Result{seconds, num, num * static_cast<int64_t>(config_.value_size)};
+  }
+
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> FillLevelDb(Histogram* hist) {
+    HQ_RETURN_IF_ERROR(OpenFreshRaw());
+    leveldb::DB* db = raw_.db.get();
+    const LayoutCodec& codec = LayoutCodec::For(config_.layout);
+    const int64_t num = config_.num;
+    const int64_t batch = config_.batch;
+    if (hist != nullptr) hist->Reserve(static_cast<size_t>(num / batch + 1));
+    leveldb::WriteOptions wo;
+    wo.sync = config_.sync;
+    IdAssigner ids(config_.partitions);
+    std::string key, value;
+    leveldb::WriteBatch wb;
+    const SteadyClock::time_point start = SteadyClock::now();
+    for (int64_t i = 0; i < num; i += batch) {
+      const int64_t n = std::min(batch, num - i);
+      const SteadyClock::time_point op_start =
+          hist != nullptr ? SteadyClock::now() : SteadyClock::time_point();
+      // One clock reading per write call, as hq reads it once per writer.
+      const uint64_t now_ms = IdAssigner::NowMs();
+      wb.Clear();
+      for (int64_t j = 0; j < n; ++j) {
+        const uint32_t p = source_.partition(i + j);
+        key.clear();
+        codec.AppendMessageKey(&key, kQueueId, p, source_.priority(i + j),
+                               source_.topic(i + j), ids.Next(p, now_ms));
+        value.clear();
+        format::AppendMessageValue(&value, "", source_.payload(i + j));
+        if (batch == 1) {
+          HQ_RETURN_IF_ERROR(FromLevelDb(db->Put(wo, key, value), "Put"));
+        } else {
+          wb.Put(key, value);
+        }
+      }
+      if (batch > 1) {
+        HQ_RETURN_IF_ERROR(FromLevelDb(db->Write(wo, &wb), "Write"));
+      }
+      if (hist != nullptr) hist->Add(MicrosSince(op_start));
+    }
+    const double seconds = MicrosSince(start) / 1e6;
+    fill_messages_ = num;
+    WaitForCompactions(db);
+    return Result{seconds, num, num * static_cast<int64_t>(config_.value_size)};
+  }
+
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> Scan(Histogram* hist) {
+    if (queue_ == nullptr) {
+      return absl::FailedPreconditionError("no queue: run put first");
+    }
+    if (hist != nullptr) hist->Reserve(static_cast<size_t>(put_messages_ + 1));
+    int64_t count = 0;
+    int64_t payload_bytes = 0;
+    uint64_t touched = 0;
+    const SteadyClock::time_point start = SteadyClock::now();
+    {
+      ScanOptions so;
+      so.order = ScanOptions::Order::kMerged;
+      HQ_ASSIGN_OR_RETURN(std::unique_ptr<Scanner> scanner,
+                          queue_->NewScanner(so));
+      while (true) {
+        const SteadyClock::time_point op_start =
+            hist != nullptr ? SteadyClock::now() : SteadyClock::time_point();
+        if (!scanner->Next()) break;
+        if (hist != nullptr) hist->Add(MicrosSince(op_start));
+        const MessageView& m = scanner->message();
+        ++count;
+        payload_bytes += static_cast<int64_t>(m.payload.size());
+        if (!m.payload.empty()) {
+          touched += static_cast<unsigned char>(m.payload.back());
+        }
+      }
+      HQ_RETURN_IF_ERROR(scanner->status());
+    }
+    const double seconds = MicrosSince(start) / 1e6;
+    sink = sink + touched;
+    if (count != put_messages_ ||
+        payload_bytes != count * static_cast<int64_t>(config_.value_size)) {
+      return absl::DataLossError(absl::StrFormat(
+          "read %d messages of %d payload bytes; put wrote %d of %d bytes",
+          count, payload_bytes, put_messages_,
+          put_messages_ * static_cast<int64_t>(config_.value_size)));
+    }
+    return Result{seconds, count, payload_bytes};
+  }
+
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ScanLevelDb(Histogram* hist) {
+    if (raw_.db == nullptr) {
+      return absl::FailedPreconditionError(
+          "no raw database: run fillseq_leveldb first");
+    }
+    if (hist != nullptr) {
+      hist->Reserve(static_cast<size_t>(fill_messages_ + 1));
+    }
+    int64_t count = 0;
+    int64_t stored_bytes = 0;
+    uint64_t touched = 0;
+    const SteadyClock::time_point start = SteadyClock::now();
+    {
+      std::unique_ptr<leveldb::Iterator> it(
+          raw_.db->NewIterator(leveldb::ReadOptions()));
+      SteadyClock::time_point op_start =
+          hist != nullptr ? SteadyClock::now() : SteadyClock::time_point();
+      it->SeekToFirst();
+      for (; it->Valid(); it->Next()) {
+        if (hist != nullptr) {
+          hist->Add(MicrosSince(op_start));
+        }
+        const leveldb::Slice key = it->key();
+        const leveldb::Slice value = it->value();
+        ++count;
+        stored_bytes += static_cast<int64_t>(key.size() + value.size());
+        touched += static_cast<unsigned char>(key[key.size() - 1]);
+        if (!value.empty()) {
+          touched += static_cast<unsigned char>(value[value.size() - 1]);
+        }
+        if (hist != nullptr) op_start = SteadyClock::now();
+      }
+      HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "iterating"));
+    }
+    const double seconds = MicrosSince(start) / 1e6;
+    sink = sink + touched + static_cast<uint64_t>(stored_bytes);
+    if (count != fill_messages_) {
+      return absl::DataLossError(absl::StrFormat(
+          "read %d records; fillseq_leveldb wrote %d", count, fill_messages_));
+    }
+    return Result{seconds, count,
+                  count * static_cast<int64_t>(config_.value_size)};
+  }
+
+  const Config config_;
+  const MessageSource source_;
+  Options hq_options_;
+  QueueOptions queue_options_;
+
+  std::string root_;
+  bool remove_root_ = false;
+  std::string hq_path_;
+  std::string raw_path_;
+
+  std::unique_ptr<Db> hq_db_;
+  Queue* queue_ = nullptr;  // Owned by hq_db_.
+  RawDb raw_;
+
+  int64_t put_messages_ = 0;   // Written by the last `put`.
+  int64_t fill_messages_ = 0;  // Written by the last `fillseq_leveldb`.
+};
+
+}  // namespace
+}  // namespace hq::bench
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "hq_bench [--benchmarks=fillseq_leveldb,put,scan_leveldb,scan] "
+      "[--num=N] [--value_size=N] [--batch=N] ...\n"
+      "Measures hq against raw LevelDB; see the top of bench/hq_bench.cc.");
+  const std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  if (rest.size() > 1) {
+    std::fprintf(stderr, "hq_bench: unexpected argument '%s'\n", rest[1]);
+    return 2;
+  }
+  absl::StatusOr<hq::bench::Config> config = hq::bench::ConfigFromFlags();
+  if (!config.ok()) {
+    std::fprintf(stderr, "hq_bench: %s\n",
+                 std::string(config.status().message()).c_str());
+    return 2;
+  }
+  hq::bench::Benchmark bench(*std::move(config));
+  const absl::Status s = bench.Run();
+  if (!s.ok()) {
+    std::fprintf(stderr, "hq_bench: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,232 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+
+#include "leveldb/db.h"
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "lib/db_impl.h"
+#include "lib/format.h"
+#include "lib/queue_impl.h"
+#include "test/test_util.h"
+
+namespace hq {
+namespace {
+
+using test::Child;
+using test::DbFixture;
+using test::ScanAll;
+using test::Storage;
+using test::TempDir;
+using test::ValueOrDie;
+
+DbImpl* Impl(Db* db) { return static_cast<DbImpl*>(db); }
+
+// Number of LevelDB keys that start with `prefix`.
+size_t CountKeys(Db* db, const std::string& prefix) {
+  std::unique_ptr<leveldb::Iterator> it(
+      Impl(db)->leveldb()->NewIterator(leveldb::ReadOptions()));
+  size_t n = 0;
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
+       it->Next()) {
+    ++n;
+  }
+  return n;
+}
+
+TEST_CASE("open creates, reopen keeps queues and their options") {
+  const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);
+  INFO(test::StorageName(storage));
+  DbFixture f(storage);
+  QueueOptions o;
+  o.partitions = 12;
+  o.priorities = 3;
+  o.ttl = absl::Hours(6);
+  o.layout = Layout::kTopic;
+  o.max_payload_bytes = 4096;
+  Queue* q = ValueOrDie(f.db()->CreateQueue("frontier", o));
+  CHECK(q->name() == "frontier");
+  const absl::Time created = q->info().created;
+  CHECK(created == f.clock().Now());
+  HQ_REQUIRE_OK(q->Put({.payload = "hello"}).status());
+
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("frontier"));
+  const QueueInfo info = q->info();
+  CHECK(info.name == "frontier");
+  CHECK(info.options.partitions == 12);
+  CHECK(info.options.priorities == 3);
+  CHECK(info.options.ttl == absl::Hours(6));
+  CHECK(info.options.layout == Layout::kTopic);
+  CHECK(info.options.max_payload_bytes == 4096);
+  CHECK(info.created == created);
+  const auto all = ScanAll(q);
+  REQUIRE(all.size() == 1);
+  CHECK(all[0].payload == "hello");
+}
+
+TEST_CASE("create_if_missing and error_if_exists") {
+  TempDir dir;
+  Options o;
+  o.create_if_missing = false;
+  auto missing = Db::Open(dir.Sub("none"), o);
+  CHECK(absl::IsNotFound(missing.status()));
+  CHECK(absl::StrContains(missing.status().message(), dir.Sub("none")));
+
+  { auto db = ValueOrDie(Db::Open(dir.Sub("db"))); }
+  o.create_if_missing = true;
+  o.error_if_exists = true;
+  CHECK(absl::IsAlreadyExists(Db::Open(dir.Sub("db"), o).status()));
+  // The failed opens did not leave the directory locked.
+  auto again = ValueOrDie(Db::Open(dir.Sub("db")));
+}
+
+TEST_CASE("a second Db on the same directory in one process is refused") {
+  const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);
+  INFO(test::StorageName(storage));
+  DbFixture f(storage);
+  auto second = Db::Open(f.path(), f.options());
+  REQUIRE(absl::IsFailedPrecondition(second.status()));
+  CHECK(absl::StrContains(second.status().message(), f.path()));
+  // Same directory spelled differently.
+  if (storage == Storage::kDisk) {
+    auto dotted = Db::Open(f.path() + "/./", f.options());
+    CHECK(absl::IsFailedPrecondition(dotted.status()));
+  }
+  // The first is unharmed, and once closed the directory opens again.
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  HQ_REQUIRE_OK(q->Put({.payload = "x"}).status());
+  f.Close();
+  auto reopened = ValueOrDie(Db::Open(f.path(), f.options()));
+  CHECK(test::ScanAll(ValueOrDie(reopened->OpenQueue("q"))).size() == 1);
+}
+
+TEST_CASE("a second process on the same directory is refused") {
+  TempDir dir;
+  const std::string path = dir.Sub("db");
+  SECTION("the other process holds it") {
+    Child holder({"hold", path});
+    REQUIRE(holder.ReadLine() == "OK");
+    auto db = Db::Open(path);
+    REQUIRE(absl::IsFailedPrecondition(db.status()));
+    CHECK(absl::StrContains(db.status().message(), path));
+    CHECK(absl::StrContains(db.status().message(), "another process"));
+    holder.CloseStdin();
+    holder.Wait();
+    ValueOrDie(Db::Open(path));  // Free again once the holder exited.
+  }
+  SECTION("this process holds it") {
+    auto db = ValueOrDie(Db::Open(path));
+    Child other({"hold", path});
+    const std::string line = other.ReadLine();
+    CHECK(absl::StartsWith(line, "ERROR FAILED_PRECONDITION"));
+    CHECK(absl::StrContains(line, path));
+  }
+}
+
+TEST_CASE("a LevelDB directory that is not an hq Db is refused untouched") {
+  TempDir dir;
+  {
+    leveldb::Options lo;
+    lo.create_if_missing = true;
+    leveldb::DB* raw;
+    REQUIRE(leveldb::DB::Open(lo, dir.Sub("other"), &raw).ok());
+    REQUIRE(raw->Put(leveldb::WriteOptions(), "user-key", "v").ok());
+    delete raw;
+  }
+  auto db = Db::Open(dir.Sub("other"));
+  CHECK(absl::IsFailedPrecondition(db.status()));
+  leveldb::DB* raw;
+  REQUIRE(leveldb::DB::Open(leveldb::Options(), dir.Sub("other"), &raw).ok());
+  std::string v;
+  CHECK(raw->Get(leveldb::ReadOptions(), format::MetaKey("format"), &v)
+            .IsNotFound());
+  CHECK(raw->Get(leveldb::ReadOptions(), "user-key", &v).ok());
+  delete raw;
+}
+
+TEST_CASE("catalog: create, open, list, drop") {
+  const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);
+  INFO(test::StorageName(storage));
+  DbFixture f(storage);
+  Db* db = f.db();
+  CHECK(ValueOrDie(db->ListQueues()).empty());
+  Queue* b = ValueOrDie(db->CreateQueue("b", {}));
+  Queue* a = ValueOrDie(db->CreateQueue("a", {.partitions = 3}));
+  ValueOrDie(db->CreateQueue("c.1", {}));
+  CHECK(ValueOrDie(db->ListQueues()) ==
+        std::vector<std::string>{"a", "b", "c.1"});
+  CHECK(ValueOrDie(db->OpenQueue("a")) == a);
+  CHECK(ValueOrDie(db->OpenQueue("b")) == b);
+  CHECK(absl::IsAlreadyExists(db->CreateQueue("a", {}).status()));
+  CHECK(absl::IsNotFound(db->OpenQueue("zz").status()));
+  CHECK(absl::IsNotFound(db->DropQueue("zz")));
+
+  for (int i = 0; i < 100; ++i) {
+    HQ_REQUIRE_OK(a->Put({.payload = "m", .partition = i % 3u}).status());
+  }
+  const uint32_t a_id = static_cast<QueueImpl*>(a)->id();
+  CHECK(CountKeys(db, format::MessagePrefix(a_id)) == 100);
+
+  HQ_REQUIRE_OK(db->DropQueue("a"));
+  // The handle stays valid and says the queue is gone.
+  CHECK(absl::IsNotFound(a->Put({.payload = "late"}).status()));
+  CHECK(absl::IsNotFound(a->NewScanner({}).status()));
+  CHECK(absl::IsNotFound(db->OpenQueue("a").status()));
+  CHECK(ValueOrDie(db->ListQueues()) == std::vector<std::string>{"b", "c.1"});
+  // Its messages and id reservations are deleted.
+  CHECK(CountKeys(db, format::MessagePrefix(a_id)) == 0);
+  CHECK(CountKeys(db, format::ReservePrefix(a_id)) == 0);
+  CHECK(CountKeys(db, format::DropPrefix()) == 0);
+
+  // A new queue of the same name starts empty, with its own options.
+  Queue* a2 = ValueOrDie(db->CreateQueue("a", {.partitions = 5}));
+  CHECK(a2 != a);
+  CHECK(a2->options().partitions == 5);
+  CHECK(ScanAll(a2).empty());
+
+  f.Reopen();
+  CHECK(ValueOrDie(f.db()->ListQueues()) ==
+        std::vector<std::string>{"a", "b", "c.1"});
+  CHECK(ValueOrDie(f.db()->OpenQueue("a"))->options().partitions == 5);
+}
+
+TEST_CASE("a drop interrupted by a crash is finished by the next Open") {
+  DbFixture f(Storage::kDisk);
+  Queue* q = ValueOrDie(f.db()->CreateQueue("victim", {.partitions = 2}));
+  for (int i = 0; i < 500; ++i) {
+    HQ_REQUIRE_OK(q->Put({.payload = "payload"}).status());
+  }
+  const uint32_t id = static_cast<QueueImpl*>(q)->id();
+  // Do what DropQueue's first, atomic step does, then "crash".
+  leveldb::WriteBatch b;
+  b.Delete(format::CatalogKey("victim"));
+  b.Put(format::DropKey(id), "");
+  REQUIRE(Impl(f.db())->leveldb()->Write(leveldb::WriteOptions(), &b).ok());
+  REQUIRE(CountKeys(f.db(), format::MessagePrefix(id)) == 500);
+  f.Reopen();
+  CHECK(CountKeys(f.db(), format::MessagePrefix(id)) == 0);
+  CHECK(CountKeys(f.db(), format::DropPrefix()) == 0);
+  CHECK(absl::IsNotFound(f.db()->OpenQueue("victim").status()));
+}
+
+TEST_CASE("Open loads nothing per queue") {
+  const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);
+  INFO(test::StorageName(storage));
+  DbFixture f(storage);
+  for (int i = 0; i < 3000; ++i) {
+    ValueOrDie(f.db()->CreateQueue(absl::StrCat("q", i), {}));
+  }
+  CHECK(Impl(f.db())->TEST_CachedQueueCount() == 3000);
+  f.Reopen();
+  CHECK(Impl(f.db())->TEST_CachedQueueCount() == 0);
+  Queue* q = ValueOrDie(f.db()->OpenQueue("q2718"));
+  CHECK(q->name() == "q2718");
+  CHECK(Impl(f.db())->TEST_CachedQueueCount() == 1);
+  CHECK(ValueOrDie(f.db()->ListQueues()).size() == 3000);
+  CHECK(Impl(f.db())->TEST_CachedQueueCount() == 1);
+}
+
+}  // namespace
+}  // namespace hq

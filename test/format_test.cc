@@ -1,0 +1,119 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+
+#include "lib/format.h"
+
+#include "test/test_util.h"
+
+namespace hq::format {
+namespace {
+
+TEST_CASE("queue records round-trip") {
+  QueueRecord r;
+  r.id = 123456;
+  r.options.partitions = GENERATE(1u, 7u, 65535u);
+  r.options.priorities = GENERATE(1, 256);
+  r.options.ttl = GENERATE(absl::InfiniteDuration(), absl::Milliseconds(1),
+                           absl::Hours(24 * 365));
+  r.options.layout = GENERATE(Layout::kTime, Layout::kTopic);
+  r.options.max_payload_bytes = GENERATE(1u, 1u << 20, 64u << 20);
+  r.created = absl::FromUnixMillis(1767225600123);
+  QueueRecord out;
+  HQ_REQUIRE_OK(DecodeQueueRecord(EncodeQueueRecord(r), &out));
+  CHECK(out.id == r.id);
+  CHECK(out.options.partitions == r.options.partitions);
+  CHECK(out.options.priorities == r.options.priorities);
+  CHECK(out.options.ttl == r.options.ttl);
+  CHECK(out.options.layout == r.options.layout);
+  CHECK(out.options.max_payload_bytes == r.options.max_payload_bytes);
+  CHECK(out.created == r.created);
+}
+
+TEST_CASE("malformed queue records are DataLoss") {
+  QueueRecord r;
+  r.id = 9;
+  const std::string good = EncodeQueueRecord(r);
+  QueueRecord out;
+  // Every truncation, every trailing byte, and a bad version.
+  for (size_t n = 0; n < good.size(); ++n) {
+    CHECK(absl::IsDataLoss(DecodeQueueRecord(good.substr(0, n), &out)));
+  }
+  CHECK(absl::IsDataLoss(DecodeQueueRecord(good + "x", &out)));
+  std::string bad_version = good;
+  bad_version[0] = 2;
+  CHECK(absl::IsDataLoss(DecodeQueueRecord(bad_version, &out)));
+  // Options outside their limits (partitions = 0) are caught too.
+  std::string zero_partitions = good;
+  zero_partitions[5] = zero_partitions[6] = 0;
+  CHECK(absl::IsDataLoss(DecodeQueueRecord(zero_partitions, &out)));
+  std::string bad_layout = good;
+  bad_layout[9] = 7;
+  CHECK(absl::IsDataLoss(DecodeQueueRecord(bad_layout, &out)));
+}
+
+TEST_CASE("message values round-trip with and without a key") {
+  const std::string binary("\0\xff\x01payload", 10);
+  for (const std::string& key : {std::string(), std::string("url"), binary}) {
+    for (const std::string& payload :
+         {std::string(), std::string("x"), binary, std::string(5000, 'p')}) {
+      std::string v;
+      AppendMessageValue(&v, key, payload);
+      std::string_view k, p;
+      REQUIRE(DecodeMessageValue(v, &k, &p));
+      CHECK(k == key);
+      CHECK(p == payload);
+    }
+  }
+}
+
+TEST_CASE("malformed message values are rejected") {
+  std::string_view k, p;
+  CHECK_FALSE(DecodeMessageValue("", &k, &p));
+  CHECK_FALSE(DecodeMessageValue(std::string("\x01", 1), &k, &p));
+  CHECK_FALSE(DecodeMessageValue(std::string("\x02\x00", 2), &k, &p));
+  CHECK_FALSE(DecodeMessageValue(std::string("\x01\x02", 2), &k, &p));
+  // Key flag with a key length running past the end.
+  CHECK_FALSE(DecodeMessageValue(std::string("\x01\x01\x05"
+                                             "ab",
+                                             5),
+                                 &k, &p));
+}
+
+TEST_CASE("queue names are validated") {
+  for (const char* good :
+       {"a", "Z", "0", "crawl.frontier", "q_1-2", "a.b.c-d_e"}) {
+    INFO(good);
+    HQ_REQUIRE_OK(ValidateQueueName(good));
+  }
+  HQ_REQUIRE_OK(ValidateQueueName(std::string(kMaxQueueNameBytes, 'q')));
+  for (const std::string& bad :
+       {std::string(), std::string(kMaxQueueNameBytes + 1, 'q'),
+        std::string(".hidden"), std::string("-x"), std::string("_x"),
+        std::string("has space"), std::string("slash/name"),
+        std::string("nul\0byte", 8), std::string("caf\xc3\xa9")}) {
+    INFO(bad);
+    const absl::Status s = ValidateQueueName(bad);
+    CHECK(absl::IsInvalidArgument(s));
+  }
+}
+
+TEST_CASE("queue options outside their limits are InvalidArgument") {
+  auto bad = [](auto mutate) {
+    QueueOptions o;
+    mutate(o);
+    return absl::IsInvalidArgument(ValidateQueueOptions(o));
+  };
+  HQ_REQUIRE_OK(ValidateQueueOptions(QueueOptions{}));
+  CHECK(bad([](QueueOptions& o) { o.partitions = 0; }));
+  CHECK(bad([](QueueOptions& o) { o.partitions = 65536; }));
+  CHECK(bad([](QueueOptions& o) { o.priorities = 0; }));
+  CHECK(bad([](QueueOptions& o) { o.priorities = 257; }));
+  CHECK(bad([](QueueOptions& o) { o.ttl = absl::ZeroDuration(); }));
+  CHECK(bad([](QueueOptions& o) { o.ttl = absl::Microseconds(1500); }));
+  CHECK(bad([](QueueOptions& o) { o.ttl = -absl::Seconds(1); }));
+  CHECK(bad([](QueueOptions& o) { o.layout = static_cast<Layout>(0); }));
+  CHECK(bad([](QueueOptions& o) { o.max_payload_bytes = 0; }));
+  CHECK(bad([](QueueOptions& o) { o.max_payload_bytes = (64u << 20) + 1; }));
+}
+
+}  // namespace
+}  // namespace hq::format

@@ -1,0 +1,59 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// A second process for tests.
+//   hq_test_helper hold DIR
+//       Opens DIR; prints "OK" or "ERROR <code>: <message>"; if open, keeps
+//       it open until stdin closes.
+//   hq_test_helper put DIR QUEUE PARTITIONS
+//       Opens DIR, creates QUEUE if missing, then puts sync messages round
+//       the partitions forever, printing "<partition> <id>" after each
+//       acknowledged Put. Meant to be killed with SIGKILL.
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "hq/hq.h"
+
+int main(int argc, char** argv) {
+  if (argc < 3) return 2;
+  const std::string cmd = argv[1];
+  auto db = hq::Db::Open(argv[2]);
+  if (!db.ok()) {
+    std::printf("ERROR %s\n", db.status().ToString().c_str());
+    return 1;
+  }
+  if (cmd == "hold") {
+    std::printf("OK\n");
+    std::fflush(stdout);
+    while (std::getchar() != EOF) {
+    }
+    return 0;
+  }
+  if (cmd == "put" && argc == 5) {
+    const uint32_t partitions = static_cast<uint32_t>(std::atoi(argv[4]));
+    hq::Queue* q;
+    auto opened = (*db)->OpenQueue(argv[3]);
+    if (opened.ok()) {
+      q = *opened;
+    } else {
+      auto created = (*db)->CreateQueue(argv[3], {.partitions = partitions});
+      if (!created.ok()) return 1;
+      q = *created;
+    }
+    for (uint64_t i = 0;; ++i) {
+      const std::string payload = absl::StrCat("m", i);
+      auto r = q->Put({.payload = payload,
+                       .partition = static_cast<uint32_t>(i % partitions)},
+                      {.sync = true});
+      if (!r.ok()) {
+        std::printf("ERROR %s\n", r.status().ToString().c_str());
+        return 1;
+      }
+      std::printf("%u %s\n", r->partition, r->id.ToString().c_str());
+      std::fflush(stdout);
+    }
+  }
+  return 2;
+}

@@ -1,0 +1,214 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// Shared test helpers: temporary directories, the in-memory Env, and a
+// fixture that opens, reopens and closes a Db on either.
+
+#ifndef HQ_TEST_TEST_UTIL_H_
+#define HQ_TEST_TEST_UTIL_H_
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "catch2/catch.hpp"
+#include "hq/hq.h"
+#include "leveldb/env.h"
+#include "leveldb/helpers/memenv.h"
+
+namespace hq::test {
+
+// Fails the current test with the status' message unless it is OK.
+#define HQ_REQUIRE_OK(expr)              \
+  do {                                   \
+    const ::absl::Status hq_s_ = (expr); \
+    INFO(hq_s_.ToString());              \
+    REQUIRE(hq_s_.ok());                 \
+  } while (0)
+
+// Returns the value of a StatusOr, failing the test if it is not OK.
+template <typename T>
+T ValueOrDie(absl::StatusOr<T> v) {
+  INFO(v.status().ToString());
+  REQUIRE(v.ok());
+  return std::move(v).value();
+}
+
+// A fresh directory under $TMPDIR (or /tmp), removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string tmpl =
+        std::string(base && *base ? base : "/tmp") + "/hq_test_XXXXXX";
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    REQUIRE(mkdtemp(buf.data()) != nullptr);
+    path_ = buf.data();
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string Sub(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// A random seed for this run: Catch's --rng-seed if given, else a fixed one,
+// mixed with `salt` so that threads and cases draw different streams.
+inline uint64_t Seed(uint64_t salt) {
+  const uint64_t base = Catch::rngSeed() != 0 ? Catch::rngSeed() : 20260101;
+  return base * 1000003 + salt;
+}
+
+// Where a test Db lives: a real directory or the in-memory Env.
+enum class Storage { kDisk, kMemory };
+
+inline const char* StorageName(Storage s) {
+  return s == Storage::kDisk ? "disk" : "memory";
+}
+
+// Owns the storage (directory or in-memory Env), a simulated clock and the
+// open Db; Reopen() closes and opens it again on the same storage.
+class DbFixture {
+ public:
+  explicit DbFixture(Storage storage = Storage::kDisk, Options options = {})
+      : storage_(storage), options_(options) {
+    if (storage_ == Storage::kMemory) {
+      env_.reset(leveldb::NewMemEnv(leveldb::Env::Default()));
+      options_.env = env_.get();
+      path_ = "/hq-mem/db";
+    } else {
+      path_ = dir_.Sub("db");
+    }
+    if (options_.clock == nullptr) options_.clock = &clock_;
+    Reopen();
+  }
+
+  Db* db() { return db_.get(); }
+  SimulatedClock& clock() { return clock_; }
+  const Options& options() const { return options_; }
+  const std::string& path() const { return path_; }
+
+  void Close() { db_.reset(); }
+  void Reopen() {
+    db_.reset();
+    db_ = ValueOrDie(Db::Open(path_, options_));
+  }
+
+ private:
+  Storage storage_;
+  TempDir dir_;
+  std::unique_ptr<leveldb::Env> env_;
+  SimulatedClock clock_;
+  Options options_;
+  std::string path_;
+  std::unique_ptr<Db> db_;
+};
+
+// Reads every message a scanner yields (failing the test on error).
+struct ScannedMessage {
+  MessageId id;
+  uint32_t partition;
+  int priority;
+  std::string topic, key, payload;
+  bool operator==(const ScannedMessage&) const = default;
+};
+
+inline std::vector<ScannedMessage> ScanAll(Queue* q,
+                                           const ScanOptions& o = {}) {
+  auto scanner = ValueOrDie(q->NewScanner(o));
+  std::vector<ScannedMessage> out;
+  while (scanner->Next()) {
+    const MessageView& m = scanner->message();
+    out.push_back({m.id, m.partition, m.priority, std::string(m.topic),
+                   std::string(m.key), std::string(m.payload)});
+  }
+  HQ_REQUIRE_OK(scanner->status());
+  return out;
+}
+
+// A child process (test/hq_test_helper, found through $HQ_TEST_HELPER) with
+// pipes to its stdin and stdout.
+class Child {
+ public:
+  explicit Child(const std::vector<std::string>& args) {
+    const char* helper = std::getenv("HQ_TEST_HELPER");
+    REQUIRE(helper != nullptr);
+    int in[2], out[2];
+    REQUIRE(pipe(in) == 0);
+    REQUIRE(pipe(out) == 0);
+    pid_ = fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      dup2(in[0], 0);
+      dup2(out[1], 1);
+      close(in[0]);
+      close(in[1]);
+      close(out[0]);
+      close(out[1]);
+      std::vector<char*> argv;
+      argv.push_back(const_cast<char*>(helper));
+      for (const std::string& a : args)
+        argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(helper, argv.data());
+      _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    stdin_fd_ = in[1];
+    out_ = fdopen(out[0], "r");
+  }
+  ~Child() {
+    CloseStdin();
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      Wait();
+    }
+    if (out_) fclose(out_);
+  }
+
+  // The next line of the child's stdout without the newline; "" at EOF.
+  std::string ReadLine() {
+    std::string line;
+    int c;
+    while ((c = fgetc(out_)) != EOF && c != '\n')
+      line.push_back(static_cast<char>(c));
+    return line;
+  }
+  void CloseStdin() {
+    if (stdin_fd_ >= 0) close(stdin_fd_);
+    stdin_fd_ = -1;
+  }
+  void Kill() { kill(pid_, SIGKILL); }
+  // Waits for the child to exit; returns its wait status.
+  int Wait() {
+    int status = 0;
+    if (pid_ > 0) waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return status;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int stdin_fd_ = -1;
+  FILE* out_ = nullptr;
+};
+
+}  // namespace hq::test
+
+#endif  // HQ_TEST_TEST_UTIL_H_
