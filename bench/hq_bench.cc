@@ -32,6 +32,11 @@
 //   scan             A full scan of the queue `put` wrote: every partition,
 //                    ScanOptions::Order::kMerged, reading every payload.
 //                    REQUIRES: `put` earlier in --benchmarks.
+//   scan_lanes       The same full scan in ScanOptions::Order::kLane (storage
+//                    order, lane after lane): the same order as the raw
+//                    iterator, so the pair measures hq's own overhead, while
+//                    `scan` adds the cost of merging lanes into id order.
+//                    REQUIRES: `put` earlier in --benchmarks.
 //   scan_leveldb     A raw leveldb::Iterator over the database
 //                    fillseq_leveldb wrote, SeekToFirst to the end, reading
 //                    every key and value. REQUIRES: fillseq_leveldb earlier
@@ -41,20 +46,22 @@
 //
 //   ratio put/leveldb_put : R      put msgs/s / fillseq_leveldb msgs/s
 //   ratio scan/leveldb_scan : R    scan msgs/s / scan_leveldb msgs/s
+//   ratio scan_lanes/leveldb_scan : R  scan_lanes msgs/s / scan_leveldb
 //
 // Fairness: after each write workload, untimed, the benchmark waits until
 // that database has no compaction due (LevelDB's compaction score below 1
 // and its table files unchanged for a second), like RocksDB db_bench's
 // waitforcompaction. So no workload is charged for background work an
 // earlier one left behind, and both scans read databases settled the same
-// way. Both databases stay open until the end; writes do not fill the block
-// cache, so both scans start with a cold block cache and a warm page cache.
-// A scan's time includes opening its scanner or iterator.
+// way. Before each scan workload its database is closed and reopened,
+// untimed, so every scan starts alike: cold block cache, warm page cache,
+// empty memtable. A scan's time includes opening its scanner or iterator.
 //
 // Flags:
 //
 //   --benchmarks=LIST  Comma-separated workloads, run in that order.
-//                      Default: fillseq_leveldb,put,scan_leveldb,scan.
+//                      Default:
+//                      fillseq_leveldb,put,scan_leveldb,scan,scan_lanes.
 //   --num=N            Messages per workload. Default: 1000000.
 //   --value_size=N     Payload bytes per message, about half compressible.
 //                      Default: 100.
@@ -133,7 +140,8 @@
 #define HQ_VERSION "unknown"
 #endif
 
-ABSL_FLAG(std::string, benchmarks, "fillseq_leveldb,put,scan_leveldb,scan",
+ABSL_FLAG(std::string, benchmarks,
+          "fillseq_leveldb,put,scan_leveldb,scan,scan_lanes",
           "Comma-separated workloads, run in that order: put, "
           "fillseq_leveldb, scan, scan_leveldb.");
 ABSL_FLAG(int64_t, num, 1000000, "Messages per workload.");
@@ -165,6 +173,7 @@ constexpr char kPut[] = "put";
 constexpr char kFillLevelDb[] = "fillseq_leveldb";
 constexpr char kScan[] = "scan";
 constexpr char kScanLevelDb[] = "scan_leveldb";
+constexpr char kScanLanes[] = "scan_lanes";
 
 // What the scans read is added here, so that no read can be optimised away.
 volatile uint64_t sink = 0;
@@ -249,11 +258,12 @@ absl::StatusOr<Config> ConfigFromFlags() {
       put = true;
     } else if (name == kFillLevelDb) {
       fill = true;
-    } else if (name == kScan) {
+    } else if (name == kScan || name == kScanLanes) {
       if (!put) {
-        return absl::FailedPreconditionError(
-            "'scan' reads the queue 'put' writes: list put before scan in "
-            "--benchmarks");
+        return absl::FailedPreconditionError(absl::StrCat(
+            "'", name,
+            "' reads the queue 'put' writes: list put before it in "
+            "--benchmarks"));
       }
     } else if (name == kScanLevelDb) {
       if (!fill) {
@@ -262,9 +272,9 @@ absl::StatusOr<Config> ConfigFromFlags() {
             "list fillseq_leveldb before scan_leveldb in --benchmarks");
       }
     } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown benchmark '", name,
-                       "'; known: put, fillseq_leveldb, scan, scan_leveldb"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown benchmark '", name,
+          "'; known: put, fillseq_leveldb, scan, scan_lanes, scan_leveldb"));
     }
   }
   if (c.benchmarks.empty()) {
@@ -524,7 +534,7 @@ class Benchmark {
   absl::Status Run() {
     HQ_RETURN_IF_ERROR(MakeDirectories());
     PrintHeader();
-    std::optional<Result> put, fill, scan, scan_leveldb;
+    std::optional<Result> put, fill, scan, scan_lanes, scan_leveldb;
     for (const std::string& name : config_.benchmarks) {
       Histogram hist;
       Histogram* h = config_.histogram ? &hist : nullptr;
@@ -536,8 +546,11 @@ class Benchmark {
         r = FillLevelDb(h);
         if (r.ok()) fill = *r;
       } else if (name == kScan) {
-        r = Scan(h);
+        r = Scan(h, ScanOptions::Order::kMerged);
         if (r.ok()) scan = *r;
+      } else if (name == kScanLanes) {
+        r = Scan(h, ScanOptions::Order::kLane);
+        if (r.ok()) scan_lanes = *r;
       } else {
         r = ScanLevelDb(h);
         if (r.ok()) scan_leveldb = *r;
@@ -563,6 +576,10 @@ class Benchmark {
     if (scan && scan_leveldb && scan_leveldb->msgs_per_sec() > 0) {
       std::printf("ratio scan/leveldb_scan : %.2f\n",
                   scan->msgs_per_sec() / scan_leveldb->msgs_per_sec());
+    }
+    if (scan_lanes && scan_leveldb && scan_leveldb->msgs_per_sec() > 0) {
+      std::printf("ratio scan_lanes/leveldb_scan : %.2f\n",
+                  scan_lanes->msgs_per_sec() / scan_leveldb->msgs_per_sec());
     }
     std::fflush(stdout);
     return absl::OkStatus();
@@ -678,6 +695,27 @@ class Benchmark {
     hq_db_.reset();
   }
 
+  // Closes and reopens the hq Db and the raw LevelDB (untimed), so every
+  // scan starts the same way: cold block cache, warm page cache, nothing in
+  // the memtable, no compaction due.
+  absl::Status ReopenHq() {
+    CloseHq();
+    HQ_ASSIGN_OR_RETURN(hq_db_, Db::Open(hq_path_, hq_options_));
+    HQ_ASSIGN_OR_RETURN(queue_, hq_db_->OpenQueue(kQueueName));
+    WaitForCompactions(static_cast<DbImpl*>(hq_db_.get())->leveldb());
+    return absl::OkStatus();
+  }
+  absl::Status ReopenRaw() {
+    CloseRaw();
+    const leveldb::Options lo = LevelDbOptions(hq_options_, &raw_);
+    leveldb::DB* db = nullptr;
+    HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DB::Open(lo, raw_path_, &db),
+                                   absl::StrCat("opening ", raw_path_)));
+    raw_.db.reset(db);
+    WaitForCompactions(db);
+    return absl::OkStatus();
+  }
+
   // Opens a fresh raw LevelDB.
   absl::Status OpenFreshRaw() {
     CloseRaw();
@@ -781,10 +819,12 @@ class Benchmark {
     return Result{seconds, num, num * static_cast<int64_t>(config_.value_size)};
   }
 
-  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> Scan(Histogram* hist) {
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> Scan(
+      Histogram* hist, ScanOptions::Order order) {
     if (queue_ == nullptr) {
       return absl::FailedPreconditionError("no queue: run put first");
     }
+    HQ_RETURN_IF_ERROR(ReopenHq());
     if (hist != nullptr) hist->Reserve(static_cast<size_t>(put_messages_ + 1));
     int64_t count = 0;
     int64_t payload_bytes = 0;
@@ -792,7 +832,7 @@ class Benchmark {
     const SteadyClock::time_point start = SteadyClock::now();
     {
       ScanOptions so;
-      so.order = ScanOptions::Order::kMerged;
+      so.order = order;
       HQ_ASSIGN_OR_RETURN(std::unique_ptr<Scanner> scanner,
                           queue_->NewScanner(so));
       while (true) {
@@ -826,6 +866,7 @@ class Benchmark {
       return absl::FailedPreconditionError(
           "no raw database: run fillseq_leveldb first");
     }
+    HQ_RETURN_IF_ERROR(ReopenRaw());
     if (hist != nullptr) {
       hist->Reserve(static_cast<size_t>(fill_messages_ + 1));
     }
@@ -888,7 +929,8 @@ class Benchmark {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "hq_bench [--benchmarks=fillseq_leveldb,put,scan_leveldb,scan] "
+      "hq_bench "
+      "[--benchmarks=fillseq_leveldb,put,scan_leveldb,scan,scan_lanes] "
       "[--num=N] [--value_size=N] [--batch=N] ...\n"
       "Measures hq against raw LevelDB; see the top of bench/hq_bench.cc.");
   const std::vector<char*> rest = absl::ParseCommandLine(argc, argv);

@@ -13,10 +13,13 @@
 //
 // Each lane keeps a small buffer of copied entries and the key to resume
 // from. A lane refills by seeking its resume key, unless the iterator is
-// still where that lane left it; so a one-lane scan is a plain sequential
-// walk. kMerged order keeps every lane in a heap keyed by (id, partition);
-// kLane order reads lanes one after the other and finds the next lane only
-// when the current one ends, in constant memory.
+// still where that lane left it. The one lane left to read (always the
+// current lane in kLane order, the last lane in kMerged order) stops
+// buffering and streams from the iterator in place, so a one-lane scan is a
+// plain sequential walk without copies. kMerged order keeps lanes in a heap
+// keyed by (id, partition), touched only when the current lane stops being
+// the smallest; kLane order finds the next lane only when the current one
+// ends, in constant memory.
 
 #include "lib/scanner_impl.h"
 
@@ -44,10 +47,14 @@ std::string_view ToStd(const leveldb::Slice& s) {
 constexpr size_t kBufferedEntries = 65536;
 constexpr size_t kMaxChunk = 256;
 
+// A buffered message: copies of its key and value, and its decoded key.
 struct Entry {
   std::string key;
   std::string value;
   MessageId id;
+  int priority = 0;
+  size_t topic_offset = 0;  // The topic is key.substr(offset, size).
+  size_t topic_size = 0;
 };
 
 struct Lane {
@@ -55,12 +62,20 @@ struct Lane {
   std::string prefix;  // Every key of the lane starts with it.
   std::string resume;  // Next key to read.
   std::vector<Entry> buf;
-  size_t n = 0;    // Entries in buf.
-  size_t pos = 0;  // Current entry.
-  size_t chunk = 1;
-  bool exhausted = false;  // Nothing more after buf.
+  size_t n = 0;             // Entries in buf.
+  size_t pos = 0;           // Current entry.
+  bool discovered = false;  // Filled once: later fills read full chunks.
+  bool exhausted = false;   // Nothing more after buf.
+  // The lane reads straight from the scanner's iterator: its current entry
+  // is the iterator's, and buf is unused. Only for the one lane left.
+  bool streaming = false;
+};
 
-  const Entry& current() const { return buf[pos]; }
+// A lane in the merge heap with its current (id, partition) inline.
+struct HeapItem {
+  MessageId id;
+  uint32_t partition;
+  Lane* lane;
 };
 
 class ScannerImpl final : public Scanner {
@@ -111,7 +126,7 @@ class ScannerImpl final : public Scanner {
       max_chunk_ =
           std::clamp(kBufferedEntries / std::max<size_t>(lanes_.size(), 1),
                      size_t{1}, kMaxChunk);
-      for (auto& lane : lanes_) heap_.push_back(lane.get());
+      for (auto& lane : lanes_) heap_.push_back(ItemOf(lane.get()));
       std::make_heap(heap_.begin(), heap_.end(), After);
     }
   }
@@ -129,17 +144,27 @@ class ScannerImpl final : public Scanner {
       done_ = true;
       return false;
     }
-    const Entry& e = lane->current();
-    DecodedKey k;
-    if (!codec_.DecodeMessageKey(e.key, queue_id_, &k) ||
-        !format::DecodeMessageValue(e.value, &view_.key, &view_.payload)) {
-      return Fail(absl::DataLossError(absl::StrCat(
-          "undecodable message record at key '", Printable(e.key), "'")));
+    std::string_view value;
+    if (lane->streaming) {
+      const DecodedKey& k = stream_key_;
+      view_.id = k.id;
+      view_.priority = k.priority;
+      view_.topic = k.topic;
+      value = ToStd(iter_->value());
+    } else {
+      const Entry& e = lane->buf[lane->pos];
+      view_.id = e.id;
+      view_.priority = e.priority;
+      view_.topic =
+          std::string_view(e.key).substr(e.topic_offset, e.topic_size);
+      value = e.value;
     }
-    view_.id = k.id;
-    view_.partition = k.partition;
-    view_.priority = k.priority;
-    view_.topic = k.topic;
+    view_.partition = lane->partition;
+    if (!format::DecodeMessageValue(value, &view_.key, &view_.payload)) {
+      return Fail(absl::DataLossError(
+          absl::StrCat("undecodable message value in partition ",
+                       lane->partition, " at id ", view_.id.ToString())));
+    }
     return true;
   }
 
@@ -147,11 +172,15 @@ class ScannerImpl final : public Scanner {
   absl::Status status() const override { return status_; }
 
  private:
-  // Heap order: the lane with the smallest (id, partition) on top.
-  static bool After(const Lane* a, const Lane* b) {
-    const MessageId ia = a->current().id, ib = b->current().id;
-    if (ia != ib) return ia > ib;
-    return a->partition > b->partition;
+  // Heap order: the smallest (id, partition) on top.
+  static bool After(const HeapItem& a, const HeapItem& b) {
+    if (a.id != b.id) return a.id > b.id;
+    return a.partition > b.partition;
+  }
+
+  HeapItem ItemOf(Lane* lane) const {
+    return HeapItem{lane->streaming ? stream_key_.id : lane->buf[lane->pos].id,
+                    lane->partition, lane};
   }
 
   bool Fail(absl::Status s) {
@@ -162,23 +191,53 @@ class ScannerImpl final : public Scanner {
 
   // Moves `lane` past its current entry. False when it has no more.
   bool Advance(Lane* lane) {
+    if (lane->streaming) return Stream(lane, /*first=*/false);
     if (++lane->pos < lane->n) return true;
-    return !lane->exhausted && Refill(lane);
+    if (lane->exhausted) return false;
+    // The one lane left needs no buffer: read it in place.
+    if (!merged_ || heap_.empty()) {
+      lane->streaming = true;
+      return Stream(lane, /*first=*/true);
+    }
+    return Refill(lane);
   }
 
   Lane* NextMerged() {
     if (current_ != nullptr) {
       if (Advance(current_)) {
-        heap_.push_back(current_);
-        std::push_heap(heap_.begin(), heap_.end(), After);
+        const HeapItem item = ItemOf(current_);
+        // Still the smallest: no heap work (the common case of long runs).
+        if (heap_.empty() || !After(item, heap_.front())) return current_;
+        // Otherwise the top lane is next: swap it out for this one with a
+        // single sift-down instead of a push and a pop.
+        current_ = heap_.front().lane;
+        heap_.front() = item;
+        SiftDown();
+        return current_;
       }
       current_ = nullptr;
     }
     if (!status_.ok() || heap_.empty()) return nullptr;
     std::pop_heap(heap_.begin(), heap_.end(), After);
-    current_ = heap_.back();
+    current_ = heap_.back().lane;
     heap_.pop_back();
     return current_;
+  }
+
+  // Restores the heap after its top item grew.
+  void SiftDown() {
+    const size_t n = heap_.size();
+    size_t i = 0;
+    const HeapItem moving = heap_[0];
+    while (true) {
+      size_t child = 2 * i + 1;
+      if (child >= n) break;
+      if (child + 1 < n && After(heap_[child], heap_[child + 1])) ++child;
+      if (!After(moving, heap_[child])) break;
+      heap_[i] = heap_[child];
+      i = child;
+    }
+    heap_[i] = moving;
   }
 
   Lane* NextInLaneOrder() {
@@ -200,55 +259,87 @@ class ScannerImpl final : public Scanner {
     return lane;
   }
 
-  // Reads up to lane->chunk entries from lane->resume. Returns whether it
-  // read any; sets lane->exhausted at the lane's end or the range's end.
-  bool Refill(Lane* lane) {
-    if (iter_owner_ != lane) iter_->Seek(lane->resume);
-    iter_owner_ = nullptr;
-    lane->n = lane->pos = 0;
-    if (lane->buf.size() < lane->chunk) lane->buf.resize(lane->chunk);
-    while (lane->n < lane->chunk) {
+  // From the iterator's position, skips rows the topic filter rejects and
+  // returns true if it is on a message of `lane` in range, decoded into
+  // *k. Otherwise sets lane->exhausted (or fails) and returns false.
+  bool PositionInLane(Lane* lane, DecodedKey* k) {
+    while (true) {
       if (!iter_->Valid()) {
+        if (!iter_->status().ok()) {
+          return Fail(FromLevelDb(iter_->status(), "scanning"));
+        }
         lane->exhausted = true;
-        break;
+        return false;
       }
       const std::string_view key = ToStd(iter_->key());
       if (!key.starts_with(lane->prefix)) {
         lane->exhausted = true;
-        break;
-      }
-      DecodedKey k;
-      if (!codec_.DecodeMessageKey(key, queue_id_, &k) ||
-          k.lane_prefix_size != lane->prefix.size()) {
-        Fail(absl::DataLossError(
-            absl::StrCat("undecodable message key '", Printable(key), "'")));
         return false;
       }
-      if (k.id >= to_) {
+      if (!codec_.DecodeMessageKey(key, queue_id_, k) ||
+          k->lane_prefix_size != lane->prefix.size()) {
+        return Fail(absl::DataLossError(
+            absl::StrCat("undecodable message key '", Printable(key), "'")));
+      }
+      if (k->id >= to_) {
         lane->exhausted = true;
-        break;
+        return false;
       }
-      if (!filter_rows_ || topic_set_.contains(Av(k.topic))) {
-        Entry& e = lane->buf[lane->n++];
-        e.key.assign(key);
-        e.value.assign(ToStd(iter_->value()));
-        e.id = k.id;
-      }
+      if (!filter_rows_ || topic_set_.contains(Av(k->topic))) return true;
       iter_->Next();
     }
-    if (!iter_->status().ok()) {
-      Fail(FromLevelDb(iter_->status(), "scanning"));
-      return false;
+  }
+
+  // Reads up to lane->chunk entries from lane->resume into lane->buf.
+  // Returns whether it read any; sets lane->exhausted at the lane's end or
+  // the range's end.
+  bool Refill(Lane* lane) {
+    if (iter_owner_ != lane) iter_->Seek(lane->resume);
+    iter_owner_ = nullptr;
+    lane->n = lane->pos = 0;
+    // Discovery reads one entry per lane (memory: one per lane in scope);
+    // after that, full chunks.
+    const size_t chunk = lane->discovered ? max_chunk_ : 1;
+    lane->discovered = true;
+    if (lane->buf.size() < chunk) lane->buf.resize(chunk);
+    DecodedKey k;
+    while (lane->n < chunk && PositionInLane(lane, &k)) {
+      Entry& e = lane->buf[lane->n++];
+      e.key.assign(ToStd(iter_->key()));
+      e.value.assign(ToStd(iter_->value()));
+      e.id = k.id;
+      e.priority = k.priority;
+      e.topic_offset =
+          static_cast<size_t>(k.topic.data() - iter_->key().data());
+      e.topic_size = k.topic.size();
+      iter_->Next();
     }
-    if (!lane->exhausted && !iter_->Valid()) {
-      lane->exhausted = true;  // The chunk ended with the last key stored.
-    }
+    if (!status_.ok()) return false;
     if (!lane->exhausted) {
-      iter_owner_ = lane;
-      lane->resume.assign(ToStd(iter_->key()));
+      if (iter_->Valid()) {
+        iter_owner_ = lane;
+        lane->resume.assign(ToStd(iter_->key()));
+      } else if (!iter_->status().ok()) {
+        return Fail(FromLevelDb(iter_->status(), "scanning"));
+      } else {
+        lane->exhausted = true;  // The chunk ended with the last key stored.
+      }
     }
-    lane->chunk = std::min(lane->chunk * 2, max_chunk_);
     return lane->n > 0;
+  }
+
+  // Moves a streaming lane to its next message, reading in place. `first`:
+  // the iterator is not yet on the lane (its buffer just ran out).
+  bool Stream(Lane* lane, bool first) {
+    if (first) {
+      if (iter_owner_ != lane) iter_->Seek(lane->resume);
+    } else {
+      iter_->Next();
+    }
+    iter_owner_ = lane;
+    if (PositionInLane(lane, &stream_key_)) return true;
+    iter_owner_ = nullptr;
+    return false;
   }
 
   // Moves to the next partition in scope that is >= `min_partition`.
@@ -368,8 +459,9 @@ class ScannerImpl final : public Scanner {
   std::string skip_key_;
 
   std::vector<std::unique_ptr<Lane>> lanes_;  // kMerged: all lanes.
-  std::vector<Lane*> heap_;                   // kMerged: lanes with entries.
-  std::unique_ptr<Lane> owned_current_;       // kLane: the current lane.
+  std::vector<HeapItem> heap_;                // kMerged: lanes with entries.
+  DecodedKey stream_key_;  // The streaming lane's current key (in iter_).
+  std::unique_ptr<Lane> owned_current_;  // kLane: the current lane.
   Lane* current_ = nullptr;
 
   MessageView view_;
