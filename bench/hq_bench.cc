@@ -32,6 +32,16 @@
 //   scan             A full scan of the queue `put` wrote: every partition,
 //                    ScanOptions::Order::kMerged, reading every payload.
 //                    REQUIRES: `put` earlier in --benchmarks.
+//   create_queues    Db::CreateQueue of --num queues ("q0", "q1", ...) in
+//                    the hq Db (a fresh one if no workload opened it yet):
+//                    one catalog record each, --num ops.
+//   reopen           Closes the hq Db and times Db::Open (one op), after an
+//                    untimed close and open that turns the log into tables,
+//                    so the timed Open reads what a restart reads. Also
+//                    prints `reopen rss_kb : N`, the growth of the process's
+//                    resident memory across that Open. Run it before and
+//                    after create_queues to see Open's cost per queue:
+//                    --benchmarks=put,reopen,create_queues,reopen
 //   scan_lanes       The same full scan in ScanOptions::Order::kLane (storage
 //                    order, lane after lane): the same order as the raw
 //                    iterator, so the pair measures hq's own overhead, while
@@ -90,6 +100,7 @@
 //                      Default: 67108864.
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -174,6 +185,8 @@ constexpr char kFillLevelDb[] = "fillseq_leveldb";
 constexpr char kScan[] = "scan";
 constexpr char kScanLevelDb[] = "scan_leveldb";
 constexpr char kScanLanes[] = "scan_lanes";
+constexpr char kCreateQueues[] = "create_queues";
+constexpr char kReopen[] = "reopen";
 
 // What the scans read is added here, so that no read can be optimised away.
 volatile uint64_t sink = 0;
@@ -258,6 +271,14 @@ absl::StatusOr<Config> ConfigFromFlags() {
       put = true;
     } else if (name == kFillLevelDb) {
       fill = true;
+    } else if (name == kCreateQueues) {
+      put = true;  // Leaves an hq Db open.
+    } else if (name == kReopen) {
+      if (!put) {
+        return absl::FailedPreconditionError(
+            "'reopen' reopens the hq Db: list put or create_queues before it "
+            "in --benchmarks");
+      }
     } else if (name == kScan || name == kScanLanes) {
       if (!put) {
         return absl::FailedPreconditionError(absl::StrCat(
@@ -274,7 +295,8 @@ absl::StatusOr<Config> ConfigFromFlags() {
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
           "unknown benchmark '", name,
-          "'; known: put, fillseq_leveldb, scan, scan_lanes, scan_leveldb"));
+          "'; known: put, fillseq_leveldb, scan, scan_lanes, scan_leveldb, "
+          "create_queues, reopen"));
     }
   }
   if (c.benchmarks.empty()) {
@@ -548,6 +570,10 @@ class Benchmark {
       } else if (name == kScan) {
         r = Scan(h, ScanOptions::Order::kMerged);
         if (r.ok()) scan = *r;
+      } else if (name == kCreateQueues) {
+        r = CreateQueues(h);
+      } else if (name == kReopen) {
+        r = Reopen();
       } else if (name == kScanLanes) {
         r = Scan(h, ScanOptions::Order::kLane);
         if (r.ok()) scan_lanes = *r;
@@ -773,6 +799,45 @@ class Benchmark {
     put_messages_ = num;
     WaitForCompactions(static_cast<DbImpl*>(hq_db_.get())->leveldb());
     return Result{seconds, num, num * static_cast<int64_t>(config_.value_size)};
+  }
+
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> CreateQueues(Histogram* hist) {
+    if (hq_db_ == nullptr) HQ_RETURN_IF_ERROR(OpenFreshHq());
+    const int64_t num = config_.num;
+    if (hist != nullptr) hist->Reserve(static_cast<size_t>(num));
+    std::string name;
+    const SteadyClock::time_point start = SteadyClock::now();
+    for (int64_t i = 0; i < num; ++i) {
+      name = absl::StrCat("q", i);
+      const SteadyClock::time_point op_start =
+          hist != nullptr ? SteadyClock::now() : SteadyClock::time_point();
+      HQ_RETURN_IF_ERROR(hq_db_->CreateQueue(name, queue_options_).status());
+      if (hist != nullptr) hist->Add(MicrosSince(op_start));
+    }
+    const double seconds = MicrosSince(start) / 1e6;
+    WaitForCompactions(static_cast<DbImpl*>(hq_db_.get())->leveldb());
+    return Result{seconds, num, 0};
+  }
+
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> Reopen() {
+    HQ_RETURN_IF_ERROR(ReopenHq());  // Untimed: log -> tables.
+    CloseHq();
+    const int64_t rss_before = ResidentKb();
+    const SteadyClock::time_point start = SteadyClock::now();
+    HQ_ASSIGN_OR_RETURN(hq_db_, Db::Open(hq_path_, hq_options_));
+    const double seconds = MicrosSince(start) / 1e6;
+    std::printf("reopen rss_kb : %lld\n",
+                static_cast<long long>(ResidentKb() - rss_before));
+    HQ_ASSIGN_OR_RETURN(queue_, hq_db_->OpenQueue(kQueueName));
+    return Result{seconds, 1, 0};
+  }
+
+  // Resident memory of this process, from /proc/self/statm.
+  static int64_t ResidentKb() {
+    std::ifstream statm("/proc/self/statm");
+    int64_t size = 0, resident = 0;
+    statm >> size >> resident;
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
   }
 
   ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> FillLevelDb(Histogram* hist) {
