@@ -45,23 +45,25 @@ build() {
   ninja -C "$BUILD_DIR"
 }
 
-# Prints "N passed, N failed" from meson's test log.
+# Prints "N passed, N failed" summed over meson test logs (testlog.json);
+# a missing log (its build failed before testing) counts as one failure.
 summary() {
-  python3 - "$BUILD_DIR/meson-logs/testlog.json" <<'PY'
+  python3 - "$@" <<'PY'
 import json, sys
 passed = failed = 0
-try:
-    with open(sys.argv[1]) as f:
-        for line in f:
-            if not line.strip():
-                continue
-            r = json.loads(line).get("result")
-            if r in ("OK", "EXPECTEDFAIL"):
-                passed += 1
-            elif r != "SKIP":
-                failed += 1
-except FileNotFoundError:
-    failed = 1
+for path in sys.argv[1:]:
+    try:
+        with open(path) as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                r = json.loads(line).get("result")
+                if r in ("OK", "EXPECTEDFAIL"):
+                    passed += 1
+                elif r != "SKIP":
+                    failed += 1
+    except FileNotFoundError:
+        failed += 1
 print(f"{passed} passed, {failed} failed")
 PY
 }
@@ -77,18 +79,21 @@ case "$cmd" in
     "$BUILD_DIR/examples/quickstart" "$dir/quickstart" "$@"
     ;;
   test)
-    build
     rm -f "$BUILD_DIR/meson-logs/testlog.json"
     rc=0
+    build || { summary "$BUILD_DIR/meson-logs/testlog.json"; exit 1; }
     # Sanitizer reports fail the test that produced them.
     UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
     TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:suppressions=$PWD/test/tsan.supp} \
       meson test -C "$BUILD_DIR" --print-errorlogs "$@" || rc=$?
-    summary
+    summary "$BUILD_DIR/meson-logs/testlog.json"
     exit $rc
     ;;
+  summary)
+    summary "$@"
+    ;;
   *)
-    echo "usage: ./hq.sh demo|test [args]" >&2
+    echo "usage: ./hq.sh demo|test [args] | summary TESTLOG.json..." >&2
     exit 2
     ;;
 esac
