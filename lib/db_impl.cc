@@ -138,7 +138,10 @@ absl::Status DbImpl::Init() {
       return absl::AlreadyExistsError(absl::StrCat(
           "hq database '", path_, "' exists and error_if_exists is true"));
     }
-    if (s.IsIOError() && absl::StrContains(text, "lock")) {
+    // LevelDB's LockFile: "IO error: lock <dir>/LOCK: <errno text>", or
+    // "... already held by process" within one process.
+    if (s.IsIOError() && (absl::StartsWith(text, "IO error: lock ") ||
+                          absl::StrContains(text, "already held by process"))) {
       return absl::FailedPreconditionError(
           absl::StrCat("hq database directory '", path_,
                        "' is in use by another process (LevelDB: ", text, ")"));
@@ -167,7 +170,11 @@ absl::Status DbImpl::Init() {
     b.Put(format::MetaKey("next_queue_id"), v);
     leveldb::WriteOptions wo;
     wo.sync = true;
-    return FromLevelDb(db_->Write(wo, &b), "initializing hq database");
+    HQ_RETURN_IF_ERROR(
+        FromLevelDb(db_->Write(wo, &b), "initializing hq database"));
+    MutexLock l(&write_mu_);
+    opened_ = true;
+    return absl::OkStatus();
   }
   HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading the format record"));
   std::string_view in = value;
@@ -191,7 +198,10 @@ absl::Status DbImpl::Init() {
       return absl::DataLossError("malformed next_queue_id record");
     }
   }
-  return FinishPendingDrops();
+  HQ_RETURN_IF_ERROR(FinishPendingDrops());
+  MutexLock l(&write_mu_);
+  opened_ = true;
+  return absl::OkStatus();
 }
 
 DbImpl::~DbImpl() {
@@ -202,7 +212,14 @@ DbImpl::~DbImpl() {
                  path_.c_str(), live_scanners_.load());
     std::abort();
   }
-  if (db_ != nullptr) TightenReservations();
+  {
+    // Wait for calls in progress (a leader may be inside LevelDB's Write
+    // with write_mu_ released); new ones fail.
+    MutexLock l(&write_mu_);
+    closing_ = true;
+    while (active_ops_ > 0) ops_done_.Wait(&write_mu_);
+    if (opened_ && bg_error_.ok()) TightenReservations();
+  }
   db_.reset();
   MutexLock l(&registry_mu);
   OpenDirs()->erase(lock_key_);
@@ -213,7 +230,6 @@ void DbImpl::TightenReservations() {
   // known: lower its reservation to just past it, so the next Open continues
   // from the last id instead of up to kReserveWindowMs ahead. Best effort:
   // if this fails the wider reservations stay, which is also correct.
-  MutexLock l(&write_mu_);
   leveldb::WriteBatch b;
   std::string v;
   for (const auto& [k, st] : ids_) {
@@ -226,13 +242,67 @@ void DbImpl::TightenReservations() {
   }
   leveldb::WriteOptions wo;
   wo.sync = true;
-  db_->Write(wo, &b);
+  if (b.ApproximateSize() > leveldb::WriteBatch().ApproximateSize()) {
+    db_->Write(wo, &b);
+  }
+}
+
+absl::Status DbImpl::BeginOp() {
+  MutexLock l(&write_mu_);
+  if (closing_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("hq database '", path_, "' is closing"));
+  }
+  ++active_ops_;
+  return absl::OkStatus();
+}
+
+void DbImpl::EndOp() {
+  MutexLock l(&write_mu_);
+  if (--active_ops_ == 0 && closing_) ops_done_.SignalAll();
+}
+
+absl::Status DbImpl::BrokenError() const {
+  return absl::FailedPreconditionError(
+      absl::StrCat("hq database '", path_,
+                   "' refuses writes after an earlier write failed (",
+                   bg_error_.ToString(), "); reopen it"));
+}
+
+void DbImpl::RecordWriteError(const absl::Status& s) {
+  if (bg_error_.ok()) bg_error_ = s;
+  ids_.clear();
+}
+
+absl::Status DbImpl::WriteOther(const leveldb::WriteOptions& wo,
+                                leveldb::WriteBatch* b,
+                                std::string_view context) {
+  {
+    MutexLock l(&write_mu_);
+    if (!bg_error_.ok()) return BrokenError();
+  }
+  absl::Status s = FromLevelDb(db_->Write(wo, b), context);
+  if (!s.ok()) {
+    MutexLock l(&write_mu_);
+    RecordWriteError(s);
+  }
+  return s;
 }
 
 leveldb::WriteOptions DbImpl::CatalogWriteOptions() const {
   leveldb::WriteOptions wo;
   wo.sync = options_.sync_writes;
   return wo;
+}
+
+size_t DbImpl::TEST_QueuedWriters() {
+  MutexLock l(&write_mu_);
+  return writers_.size();
+}
+
+bool DbImpl::TEST_Closing() {
+  MutexLock l(&write_mu_);
+  return closing_;
 }
 
 size_t DbImpl::TEST_CachedQueueCount() {
@@ -266,6 +336,8 @@ absl::StatusOr<Queue*> DbImpl::CreateQueue(std::string_view name,
                                            const QueueOptions& options) {
   HQ_RETURN_IF_ERROR(format::ValidateQueueName(name));
   HQ_RETURN_IF_ERROR(format::ValidateQueueOptions(options));
+  OpScope op(this);
+  HQ_RETURN_IF_ERROR(op.status());
   MutexLock l(&catalog_mu_);
   auto existing = FindQueueLocked(name);
   if (existing.ok()) {
@@ -279,15 +351,17 @@ absl::StatusOr<Queue*> DbImpl::CreateQueue(std::string_view name,
   format::QueueRecord record;
   record.id = next_queue_id_;
   record.options = options;
-  record.created = absl::FromUnixMillis(absl::ToUnixMillis(clock_->Now()));
+  // Whole ms, and not before 1970 (the catalog stores unsigned ms).
+  record.created = absl::FromUnixMillis(
+      std::max<int64_t>(0, absl::ToUnixMillis(clock_->Now())));
   leveldb::WriteBatch b;
   b.Put(format::CatalogKey(name), format::EncodeQueueRecord(record));
   std::string next;
   coding::PutFixed32(&next, record.id + 1);
   b.Put(format::MetaKey("next_queue_id"), next);
   HQ_RETURN_IF_ERROR(
-      FromLevelDb(db_->Write(CatalogWriteOptions(), &b),
-                  absl::StrCat("creating queue '", Av(name), "'")));
+      WriteOther(CatalogWriteOptions(), &b,
+                 absl::StrCat("creating queue '", Av(name), "'")));
   ++next_queue_id_;
   auto q = std::make_unique<QueueImpl>(this, std::string(name), record);
   QueueImpl* raw = q.get();
@@ -296,12 +370,16 @@ absl::StatusOr<Queue*> DbImpl::CreateQueue(std::string_view name,
 }
 
 absl::StatusOr<Queue*> DbImpl::OpenQueue(std::string_view name) {
+  OpScope op(this);
+  HQ_RETURN_IF_ERROR(op.status());
   MutexLock l(&catalog_mu_);
   HQ_ASSIGN_OR_RETURN(QueueImpl * q, FindQueueLocked(name));
   return q;
 }
 
 absl::Status DbImpl::DropQueue(std::string_view name) {
+  OpScope op(this);
+  HQ_RETURN_IF_ERROR(op.status());
   uint32_t queue_id;
   {
     MutexLock l(&catalog_mu_);
@@ -312,13 +390,18 @@ absl::Status DbImpl::DropQueue(std::string_view name) {
     Writer w;
     w.exclusive = [this, q, queue_id, name]() -> absl::Status {
       write_mu_.AssertHeld();
+      if (!bg_error_.ok()) return BrokenError();
       leveldb::WriteBatch b;
       b.Delete(format::CatalogKey(name));
       b.Put(format::DropKey(queue_id), "");
       leveldb::WriteOptions wo;
       wo.sync = true;
-      HQ_RETURN_IF_ERROR(FromLevelDb(
-          db_->Write(wo, &b), absl::StrCat("dropping queue '", Av(name), "'")));
+      const absl::Status s = FromLevelDb(
+          db_->Write(wo, &b), absl::StrCat("dropping queue '", Av(name), "'"));
+      if (!s.ok()) {
+        RecordWriteError(s);
+        return s;
+      }
       q->MarkDropped();
       for (uint32_t p = 0; p < q->options().partitions; ++p) {
         ids_.erase((uint64_t{queue_id} << 16) | p);
@@ -329,7 +412,15 @@ absl::Status DbImpl::DropQueue(std::string_view name) {
     auto node = queues_.extract(queues_.find(std::string(name)));
     dropped_.push_back(std::move(node.mapped()));
   }
-  return DeleteQueueData(queue_id);
+  absl::Status s = DeleteQueueData(queue_id);
+  if (!s.ok()) {
+    return absl::Status(
+        s.code(), absl::StrCat("queue '", Av(name),
+                               "' is dropped, but deleting its data failed "
+                               "(the next Open finishes it): ",
+                               s.message()));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status DbImpl::DeleteQueueData(uint32_t queue_id) {
@@ -343,22 +434,23 @@ absl::Status DbImpl::DeleteQueueData(uint32_t queue_id) {
          it->Next()) {
       b.Delete(it->key());
       if (++n % kDeleteBatch == 0) {
-        HQ_RETURN_IF_ERROR(FromLevelDb(db_->Write(leveldb::WriteOptions(), &b),
-                                       "deleting a dropped queue"));
+        HQ_RETURN_IF_ERROR(WriteOther(leveldb::WriteOptions(), &b,
+                                      "deleting a dropped queue"));
         b.Clear();
       }
     }
     HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "scanning a dropped queue"));
-    HQ_RETURN_IF_ERROR(FromLevelDb(db_->Write(leveldb::WriteOptions(), &b),
-                                   "deleting a dropped queue"));
+    HQ_RETURN_IF_ERROR(
+        WriteOther(leveldb::WriteOptions(), &b, "deleting a dropped queue"));
     const std::string end = coding::PrefixSuccessor(prefix);
     leveldb::Slice begin_slice(prefix), end_slice(end);
     db_->CompactRange(&begin_slice, &end_slice);
   }
   leveldb::WriteOptions wo;
   wo.sync = true;
-  return FromLevelDb(db_->Delete(wo, format::DropKey(queue_id)),
-                     "finishing a queue drop");
+  leveldb::WriteBatch b;
+  b.Delete(format::DropKey(queue_id));
+  return WriteOther(wo, &b, "finishing a queue drop");
 }
 
 absl::Status DbImpl::FinishPendingDrops() {
@@ -384,6 +476,8 @@ absl::Status DbImpl::FinishPendingDrops() {
 }
 
 absl::StatusOr<std::vector<std::string>> DbImpl::ListQueues() {
+  OpScope op(this);
+  HQ_RETURN_IF_ERROR(op.status());
   std::vector<std::string> names;
   std::unique_ptr<leveldb::Iterator> it(
       db_->NewIterator(leveldb::ReadOptions()));
@@ -457,7 +551,8 @@ absl::Status DbImpl::AddToBatch(Writer* w) {
     MessageId id;
     if (!st->has_last || now_ms > st->last.ms) {
       id = MessageId{now_ms, 0};
-    } else if (st->last < MessageId::Max()) {
+    } else if (st->last.Next() < MessageId::Max()) {
+      // Max() is never assigned: it stays the exclusive end of every range.
       id = st->last.Next();
     } else {
       return absl::ResourceExhaustedError(absl::StrFormat(
@@ -491,13 +586,26 @@ absl::Status DbImpl::AddToBatch(Writer* w) {
 
 absl::Status DbImpl::RunWriter(Writer* w) {
   MutexLock l(&write_mu_);
+  if (closing_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("hq database '", path_, "' is closing"));
+  }
+  ++active_ops_;
+  const absl::Status s = RunWriterLocked(w);
+  if (--active_ops_ == 0 && closing_) ops_done_.SignalAll();
+  return s;
+}
+
+absl::Status DbImpl::RunWriterLocked(Writer* w) {
   writers_.push_back(w);
   while (!w->done && w != writers_.front()) w->cv.Wait(&write_mu_);
   if (w->done) return w->status;
 
   // This writer leads: no other write is in flight until it pops itself.
   Writer* last = w;
-  if (w->exclusive) {
+  if (!bg_error_.ok()) {
+    w->status = BrokenError();
+  } else if (w->exclusive) {
     w->status = w->exclusive();
   } else {
     batch_.Clear();
@@ -525,10 +633,10 @@ absl::Status DbImpl::RunWriter(Writer* w) {
         write_mu_.Lock();
       }
       if (!s.ok()) {
-        // Forget the in-memory id state: the reservations in this batch may
-        // not be on disk. The next write reloads them.
-        ids_.clear();
+        // The reservations in this batch may not be on disk, and LevelDB's
+        // log may have lost its place: refuse writes until reopened.
         const absl::Status err = FromLevelDb(s, "writing messages");
+        RecordWriteError(err);
         for (Writer* x : writers_) {
           if (x->in_batch) x->status = err;
           if (x == last) break;

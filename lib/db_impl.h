@@ -68,6 +68,23 @@ class DbImpl final : public Db {
                              const uint32_t* partitions, PutResult* results,
                              bool sync);
 
+  // Registers a call that uses the storage, so that ~DbImpl waits for it.
+  // Fails with FailedPrecondition once the Db is closing.
+  absl::Status BeginOp();
+  void EndOp();
+  class OpScope {
+   public:
+    explicit OpScope(DbImpl* db) : db_(db), status_(db->BeginOp()) {}
+    ~OpScope() {
+      if (status_.ok()) db_->EndOp();
+    }
+    const absl::Status& status() const { return status_; }
+
+   private:
+    DbImpl* const db_;
+    const absl::Status status_;
+  };
+
   leveldb::DB* leveldb() const { return db_.get(); }
   Clock* clock() const { return clock_; }
   bool default_sync() const { return options_.sync_writes; }
@@ -76,6 +93,10 @@ class DbImpl final : public Db {
 
   // Queues held in memory (created or opened since Open).
   size_t TEST_CachedQueueCount();
+  // Writers in the write pipeline (the leader and those queued behind it).
+  size_t TEST_QueuedWriters();
+  // Whether the destructor has begun.
+  bool TEST_Closing();
 
   static constexpr uint64_t kReserveWindowMs = 1000;
 
@@ -90,8 +111,19 @@ class DbImpl final : public Db {
   DbImpl(std::string path, const Options& options, std::string lock_key);
   absl::Status Init();
 
+  // Writes `b` outside the write pipeline (catalog changes, drops), unless
+  // an earlier write failed; a failure poisons the Db (bg_error_).
+  absl::Status WriteOther(const leveldb::WriteOptions& wo,
+                          leveldb::WriteBatch* b, std::string_view context);
+  // The status writes get once a write has failed. REQUIRES: bg_error_.
+  absl::Status BrokenError() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  void RecordWriteError(const absl::Status& s)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+
   // Runs `w` through the write pipeline; returns its status.
   absl::Status RunWriter(Writer* w);
+  absl::Status RunWriterLocked(Writer* w)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // As leader: assigns ids for `w` and appends it to batch_.
   absl::Status AddToBatch(Writer* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   absl::StatusOr<PartitionIds*> LoadPartition(uint32_t queue_id,
@@ -105,7 +137,7 @@ class DbImpl final : public Db {
   absl::Status DeleteQueueData(uint32_t queue_id);
   absl::Status FinishPendingDrops();
   leveldb::WriteOptions CatalogWriteOptions() const;
-  void TightenReservations();
+  void TightenReservations() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
 
   // Constant after construction.
   const std::string path_;
@@ -127,6 +159,16 @@ class DbImpl final : public Db {
 
   Mutex write_mu_;
   std::deque<Writer*> writers_ ABSL_GUARDED_BY(write_mu_);
+  // Set once Init succeeded.
+  bool opened_ ABSL_GUARDED_BY(write_mu_) = false;
+  // Set by the destructor: new calls fail, it waits for active_ops_ == 0.
+  bool closing_ ABSL_GUARDED_BY(write_mu_) = false;
+  int active_ops_ ABSL_GUARDED_BY(write_mu_) = 0;
+  CondVar ops_done_;
+  // The first failed write. LevelDB 1.23 cannot safely append to its log
+  // after a failed append (later records may be lost on recovery), so every
+  // later write fails until the Db is reopened.
+  absl::Status bg_error_ ABSL_GUARDED_BY(write_mu_);
   // Per (queue id << 16 | partition): loaded on the first write after Open.
   absl::flat_hash_map<uint64_t, PartitionIds> ids_ ABSL_GUARDED_BY(write_mu_);
   // Used by the leader only; the leader may touch it without write_mu_

@@ -12,9 +12,10 @@ MessageId MessageId::AtTime(absl::Time t) {
   if (t <= absl::UnixEpoch()) return Min();
   const absl::Duration since = t - absl::UnixEpoch();
   const int64_t ms = absl::ToInt64Milliseconds(since);  // Saturates.
-  if (static_cast<uint64_t>(ms) >= kMaxMs) return Max();
+  if (static_cast<uint64_t>(ms) > kMaxMs) return Max();
   // Round up to the next whole millisecond.
   const uint64_t up = absl::Milliseconds(ms) < since ? ms + 1 : ms;
+  if (up > kMaxMs) return Max();
   return MessageId{up, 0};
 }
 

@@ -133,6 +133,13 @@ absl::StatusOr<std::unique_ptr<Scanner>> QueueImpl::NewScanner(
           name_, t.size(), format::kMaxTopicBytes));
     }
   }
+  for (const MessageId& id : {options.from, options.to}) {
+    if (id.ms > MessageId::kMaxMs) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("queue '", name_, "': ScanOptions id ", id.ToString(),
+                       " has ms above MessageId::kMaxMs"));
+    }
+  }
   if (options.to < options.from) {
     return absl::InvalidArgumentError(absl::StrCat(
         "queue '", name_, "': ScanOptions::from ", options.from.ToString(),
@@ -142,6 +149,8 @@ absl::StatusOr<std::unique_ptr<Scanner>> QueueImpl::NewScanner(
       options.order != ScanOptions::Order::kLane) {
     return absl::InvalidArgumentError("ScanOptions::order is not known");
   }
+  DbImpl::OpScope op(db_);
+  if (!op.status().ok()) return op.status();
   return NewScannerImpl(db_, this, options);
 }
 

@@ -140,6 +140,18 @@ TEST_CASE("bad input gets a clear status and changes nothing") {
          return q->NewScanner({.from = MessageId{5, 0}, .to = MessageId{4, 0}})
              .status();
        }},
+      {"scan from above kMaxMs", C::kInvalidArgument, "kMaxMs",
+       [&] {
+         return q
+             ->NewScanner({.from = MessageId{MessageId::kMaxMs + 1, 0},
+                           .to = MessageId{MessageId::kMaxMs + 2, 0}})
+             .status();
+       }},
+      {"scan to above kMaxMs", C::kInvalidArgument, "kMaxMs",
+       [&] {
+         return q->NewScanner({.to = MessageId{MessageId::kMaxMs + 1, 0}})
+             .status();
+       }},
       {"scan bad order", C::kInvalidArgument, "order",
        [&] {
          return q->NewScanner({.order = static_cast<ScanOptions::Order>(9)})

@@ -228,5 +228,35 @@ TEST_CASE("Open loads nothing per queue") {
   CHECK(Impl(f.db())->TEST_CachedQueueCount() == 1);
 }
 
+// Review of issue 2: the catalog stores unsigned ms; a clock before 1970
+// (a SimulatedClock allows it) must not make the queue unreadable.
+TEST_CASE("issue2: a queue created with the clock before 1970 reopens") {
+  DbFixture f(Storage::kMemory);
+  f.clock().Set(absl::FromUnixSeconds(-86400));
+  Queue* q = ValueOrDie(f.db()->CreateQueue("old", {}));
+  CHECK(q->info().created == absl::UnixEpoch());
+  HQ_REQUIRE_OK(q->Put({.payload = "keep me"}).status());
+  f.clock().Set(absl::FromUnixSeconds(1767225600));
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("old"));
+  CHECK(ScanAll(q).size() == 1);
+  CHECK(absl::IsAlreadyExists(f.db()->CreateQueue("old", {}).status()));
+  HQ_REQUIRE_OK(f.db()->DropQueue("old"));
+}
+
+// Review of issue 2: "lock" in the user's path must not turn any I/O error
+// into "in use by another process".
+TEST_CASE("issue2: an I/O error is not taken for a held lock") {
+  TempDir dir;
+  for (const std::string name : {"plainfile", "blockfile", "clock"}) {
+    INFO(name);
+    const std::string file = dir.Sub(name);
+    std::fclose(std::fopen(file.c_str(), "w"));
+    const absl::Status s = Db::Open(file + "/db").status();
+    CHECK(absl::IsInternal(s));  // Not a directory.
+    CHECK_FALSE(absl::StrContains(s.message(), "another process"));
+  }
+}
+
 }  // namespace
 }  // namespace hq

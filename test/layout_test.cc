@@ -161,6 +161,8 @@ TEST_CASE("MessageId helpers") {
   CHECK(MessageId::AtTime(absl::FromUnixMillis(1234) + absl::Microseconds(1)) ==
         MessageId{1235, 0});
   CHECK(MessageId::AtTime(absl::InfinitePast()) == MessageId::Min());
+  CHECK(MessageId::AtTime(absl::FromUnixMillis(MessageId::kMaxMs)) ==
+        MessageId{MessageId::kMaxMs, 0});
   CHECK(MessageId::AtTime(absl::InfiniteFuture()) == MessageId::Max());
   CHECK(MessageId{1234, 9}.time() == absl::FromUnixMillis(1234));
   CHECK(LayoutName(Layout::kTopic) == "topic");

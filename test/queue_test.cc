@@ -271,5 +271,32 @@ TEST_CASE("PutBatch is atomic and ordered") {
   CHECK(ScanAll(q).size() == 13);
 }
 
+class FixedClock : public Clock {
+ public:
+  explicit FixedClock(absl::Time t) : t_(t) {}
+  absl::Time Now() const override { return t_; }
+
+ private:
+  absl::Time t_;
+};
+
+// Review of issue 2: Max() is the exclusive end of every scan range, so it
+// must never be assigned (it would be stored but unreadable).
+TEST_CASE("issue2: the last ms of the id space ends before Max()") {
+  FixedClock clock(absl::InfiniteFuture());
+  Options o;
+  o.clock = &clock;
+  DbFixture f(Storage::kMemory, o);
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  std::vector<Message> batch(65535, Message{.payload = "x"});
+  std::vector<PutResult> results;
+  HQ_REQUIRE_OK(q->PutBatch(batch, &results));
+  CHECK(results.front().id == MessageId{MessageId::kMaxMs, 0});
+  CHECK(results.back().id == MessageId{MessageId::kMaxMs, 65534});
+  CHECK(
+      absl::IsResourceExhausted(q->Put({.payload = "one too many"}).status()));
+  CHECK(ScanAll(q).size() == 65535);
+}
+
 }  // namespace
 }  // namespace hq

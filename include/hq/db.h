@@ -17,9 +17,17 @@
 
 namespace hq {
 
-// An open Db. Create with Db::Open; close by destroying it, which waits for
-// writes in progress. Every Scanner must be destroyed before its Db, and no
-// Queue* may be used after the Db is destroyed.
+// An open Db. Create with Db::Open; close by destroying it. Destruction
+// waits for calls already in progress on other threads (calls that start
+// once it has begun fail with FailedPrecondition, and using the Db or a
+// Queue* after the destructor returned is undefined). Every Scanner must be
+// destroyed before its Db.
+//
+// Write failures: if LevelDB fails a write (an I/O error, a full disk), that
+// call fails with Internal and every later write (Put, PutBatch,
+// CreateQueue, DropQueue) fails with FailedPrecondition until the Db is
+// reopened, because LevelDB cannot be trusted to keep writes appended after
+// a failed one. Reads keep working. Nothing acknowledged is lost.
 //
 // Thread safety: all methods may be called concurrently from any threads.
 class Db {
@@ -33,8 +41,10 @@ class Db {
   //   AlreadyExists:      a Db at `path` and error_if_exists;
   //   FailedPrecondition: the directory is already open, by another process
   //                       or by another Db object in this process (the
-  //                       message names the directory);
-  //   DataLoss:           stored data is corrupt or of an unknown format;
+  //                       message names the directory); or it holds a
+  //                       LevelDB database that is not an hq database;
+  //   DataLoss:           stored data is corrupt, or of an hq format version
+  //                       this hq cannot read;
   //   Internal:           any other storage error.
   static absl::StatusOr<std::unique_ptr<Db>> Open(const std::string& path,
                                                   const Options& options = {});
@@ -43,7 +53,9 @@ class Db {
 
   // Creates a queue. O(1): one catalog row, no files or threads of its own.
   // Names: 1..128 bytes of [A-Za-z0-9._-], starting with a letter or digit.
-  // Errors: InvalidArgument (bad name or option), AlreadyExists.
+  // Errors: InvalidArgument (bad name or option), AlreadyExists,
+  // ResourceExhausted (all 2^32-1 queue ids used), FailedPrecondition
+  // (closing, or refusing writes after a failed one), Internal (storage).
   virtual absl::StatusOr<Queue*> CreateQueue(std::string_view name,
                                              const QueueOptions& options) = 0;
 
@@ -55,7 +67,11 @@ class Db {
   // so their disk space is returned. Takes time proportional to the queue's
   // size. Queue* handles to it stay valid but fail with NotFound. If the
   // process dies part-way, the next Open finishes the job.
-  // Errors: InvalidArgument (bad name), NotFound (no such queue).
+  // Errors: InvalidArgument (bad name), NotFound (no such queue),
+  // FailedPrecondition (closing, or refusing writes after a failed one),
+  // Internal. An error whose message says "is dropped" means the drop
+  // itself is done and durable, but deleting the data failed; the next
+  // Open deletes it.
   virtual absl::Status DropQueue(std::string_view name) = 0;
 
   // Names of all queues, in byte order. O(number of queues).

@@ -35,7 +35,8 @@ struct MessageId {
 
   static constexpr uint64_t kMaxMs = (uint64_t{1} << 48) - 1;
 
-  // The smallest and the largest id.
+  // The smallest and the largest id. Max() is never assigned to a message:
+  // it is the exclusive end of every range, so [from, Max()) holds all.
   static constexpr MessageId Min() { return MessageId{0, 0}; }
   static constexpr MessageId Max() { return MessageId{kMaxMs, 0xffff}; }
 

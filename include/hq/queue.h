@@ -45,8 +45,12 @@ class Queue {
   //   InvalidArgument: partition or priority out of range, topic or key over
   //                    1024 bytes, payload over max_payload_bytes;
   //   NotFound:        the queue was dropped;
-  //   Internal / DataLoss: the storage failed; nothing was written.
-  // On error nothing is written.
+  //   ResourceExhausted: the partition has used every MessageId (only with
+  //                    a clock near year 10889);
+  //   FailedPrecondition: the Db is closing, or refuses writes after an
+  //                    earlier write failed (see db.h);
+  //   Internal / DataLoss: the storage failed; nothing was acknowledged.
+  // On error nothing is acknowledged.
   virtual absl::StatusOr<PutResult> Put(const Message& message,
                                         const PutOptions& options = {}) = 0;
 
@@ -62,7 +66,8 @@ class Queue {
   // Opens a scanner over a snapshot of the queue taken now. It seeks
   // straight to each lane's `from` key; it never walks a lane from its start.
   // Errors: InvalidArgument for a partition out of range, a topic over 1024
-  // bytes or from > to; NotFound if the queue was dropped.
+  // bytes, from > to, or an id whose ms is above MessageId::kMaxMs; NotFound
+  // if the queue was dropped; FailedPrecondition if the Db is closing.
   virtual absl::StatusOr<std::unique_ptr<Scanner>> NewScanner(
       const ScanOptions& options) = 0;
 };
