@@ -272,6 +272,8 @@ absl::Status DbImpl::BrokenError() const {
 void DbImpl::RecordWriteError(const absl::Status& s) {
   if (bg_error_.ok()) bg_error_ = s;
   ids_.clear();
+  known_lanes_.clear();
+  last_lane_.clear();
 }
 
 absl::Status DbImpl::WriteOther(const leveldb::WriteOptions& wo,
@@ -403,6 +405,8 @@ absl::Status DbImpl::DropQueue(std::string_view name) {
         return s;
       }
       q->MarkDropped();
+      known_lanes_.clear();  // Drops are rare: forget every queue's lanes.
+      last_lane_.clear();
       for (uint32_t p = 0; p < q->options().partitions; ++p) {
         ids_.erase((uint64_t{queue_id} << 16) | p);
       }
@@ -425,7 +429,8 @@ absl::Status DbImpl::DropQueue(std::string_view name) {
 
 absl::Status DbImpl::DeleteQueueData(uint32_t queue_id) {
   for (const std::string& prefix :
-       {format::MessagePrefix(queue_id), format::ReservePrefix(queue_id)}) {
+       {format::MessagePrefix(queue_id), format::ReservePrefix(queue_id),
+        format::LaneDirPrefix(queue_id)}) {
     std::unique_ptr<leveldb::Iterator> it(
         db_->NewIterator(leveldb::ReadOptions()));
     leveldb::WriteBatch b;
@@ -577,11 +582,29 @@ absl::Status DbImpl::AddToBatch(Writer* w) {
     }
     key_buf_.clear();
     codec.AppendMessageKey(&key_buf_, qid, p, m.priority, m.topic, id);
+    NoteLaneWritten(
+        std::string_view(key_buf_.data(), codec.LanePrefixSize(key_buf_)));
     value_buf_.clear();
     format::AppendMessageValue(&value_buf_, m.key, m.payload);
     batch_.Put(key_buf_, value_buf_);
   }
   return absl::OkStatus();
+}
+
+void DbImpl::NoteLaneWritten(std::string_view lane) {
+  // A lane's first write since Open also writes (idempotently) its
+  // directory entry and its fence (format.h, layout_codec.h).
+  if (lane == last_lane_) return;  // The common case: a stream to one lane.
+  last_lane_.assign(lane);
+  dir_buf_.clear();
+  format::AppendLaneDirKey(&dir_buf_, lane);
+  if (known_lanes_.contains(Av(dir_buf_))) return;
+  if (known_lanes_.size() >= kMaxKnownLanes) known_lanes_.clear();
+  batch_.Put(dir_buf_, leveldb::Slice());
+  fence_buf_.clear();
+  LayoutCodec::AppendLaneFence(&fence_buf_, lane);
+  batch_.Put(fence_buf_, leveldb::Slice());
+  known_lanes_.insert(dir_buf_);
 }
 
 absl::Status DbImpl::RunWriter(Writer* w) {

@@ -14,6 +14,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "hq/clock.h"
@@ -126,6 +127,10 @@ class DbImpl final : public Db {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // As leader: assigns ids for `w` and appends it to batch_.
   absl::Status AddToBatch(Writer* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // Appends the directory entry and fence of `lane` (a lane prefix) to
+  // batch_ unless they were written since Open.
+  void NoteLaneWritten(std::string_view lane)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   absl::StatusOr<PartitionIds*> LoadPartition(uint32_t queue_id,
                                               uint32_t partition)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
@@ -171,11 +176,21 @@ class DbImpl final : public Db {
   absl::Status bg_error_ ABSL_GUARDED_BY(write_mu_);
   // Per (queue id << 16 | partition): loaded on the first write after Open.
   absl::flat_hash_map<uint64_t, PartitionIds> ids_ ABSL_GUARDED_BY(write_mu_);
+  // Lane directory keys written since Open, so a lane's directory entry
+  // and fence are written with its first message and not again. Bounded:
+  // cleared when it reaches kMaxKnownLanes (rewriting an entry is harmless).
+  absl::flat_hash_set<std::string> known_lanes_ ABSL_GUARDED_BY(write_mu_);
+  static constexpr size_t kMaxKnownLanes = size_t{1} << 16;
   // Used by the leader only; the leader may touch it without write_mu_
   // while it writes.
   leveldb::WriteBatch batch_;
   std::string key_buf_;
   std::string value_buf_;
+  std::string dir_buf_;
+  std::string fence_buf_;
+  // The lane of the last message appended; its directory entry and fence
+  // are in known_lanes_ (cleared with it).
+  std::string last_lane_ ABSL_GUARDED_BY(write_mu_);
 };
 
 }  // namespace hq

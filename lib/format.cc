@@ -52,6 +52,21 @@ std::string MessagePrefix(uint32_t queue_id) {
   return s;
 }
 
+void AppendLaneDirKey(std::string* dst, std::string_view lane_prefix) {
+  dst->push_back(kLaneDirTag);
+  dst->append(lane_prefix.substr(1));
+}
+std::string LaneDirPrefix(uint32_t queue_id) {
+  std::string s(1, kLaneDirTag);
+  coding::PutFixed32(&s, queue_id);
+  return s;
+}
+std::string LaneDirPrefix(uint32_t queue_id, uint32_t partition) {
+  std::string s = LaneDirPrefix(queue_id);
+  coding::PutFixed16(&s, static_cast<uint16_t>(partition));
+  return s;
+}
+
 absl::Status ValidateQueueName(std::string_view name) {
   if (name.empty()) {
     return absl::InvalidArgumentError("queue name is empty");

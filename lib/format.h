@@ -15,6 +15,13 @@
 //                   -> fixed64 reserved_ms: every MessageId ever assigned in
 //                      the partition has ms < reserved_ms
 //   drop key     := 0x03 fixed32 queue_id       -> "" (drop in progress)
+//   lane dir key := 0x04 fixed32 queue_id fixed16 partition
+//                   fixed8 (255 - priority) [fixed16 topic_len topic]  -> ""
+//                   One per lane ever written: the lane's prefix
+//                   (layout_codec.h) with tag 0x04 for 0x10; the topic part
+//                   only in the topic layout. Written in the batch of the
+//                   lane's first message since Open, with the lane's fence,
+//                   so lanes are found without reading any lane.
 //   message key  := 0x10 fixed32 queue_id fixed16 partition
 //                   fixed8 (255 - priority) layout-specific-suffix
 //                   -> message value
@@ -50,6 +57,7 @@ inline constexpr char kMetaTag = 0x00;
 inline constexpr char kCatalogTag = 0x01;
 inline constexpr char kReserveTag = 0x02;
 inline constexpr char kDropTag = 0x03;
+inline constexpr char kLaneDirTag = 0x04;
 inline constexpr char kMessageTag = 0x10;
 
 // Bumped when a change makes old code unable to read new data.
@@ -72,6 +80,11 @@ std::string DropKey(uint32_t queue_id);
 std::string DropPrefix();
 // All message keys of a queue start with this.
 std::string MessagePrefix(uint32_t queue_id);
+// Appends the lane directory key of a lane, given its lane prefix.
+void AppendLaneDirKey(std::string* dst, std::string_view lane_prefix);
+// All lane directory keys of a queue, or of one of its partitions.
+std::string LaneDirPrefix(uint32_t queue_id);
+std::string LaneDirPrefix(uint32_t queue_id, uint32_t partition);
 
 // OK, or InvalidArgument saying what is wrong with the name.
 absl::Status ValidateQueueName(std::string_view name);

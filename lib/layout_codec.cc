@@ -50,6 +50,10 @@ class TimeCodec final : public LayoutCodec {
     dst->append(topic);
   }
 
+  size_t LanePrefixSize(std::string_view /*key*/) const override {
+    return kHeadSize;
+  }
+
   bool DecodeMessageKey(std::string_view key, uint32_t queue_id,
                         DecodedKey* out) const override {
     if (!DecodeHead(key, queue_id, out)) return false;
@@ -77,6 +81,10 @@ class TopicCodec final : public LayoutCodec {
                         MessageId id) const override {
     AppendLanePrefix(dst, queue_id, partition, priority, topic);
     AppendMessageId(dst, id);
+  }
+
+  size_t LanePrefixSize(std::string_view key) const override {
+    return key.size() - kMessageIdSize;
   }
 
   bool DecodeMessageKey(std::string_view key, uint32_t queue_id,
@@ -120,6 +128,12 @@ void LayoutCodec::AppendHead(std::string* dst, uint32_t queue_id,
 
 void LayoutCodec::AppendMessageId(std::string* dst, MessageId id) {
   coding::PutFixed64(dst, (id.ms << 16) | id.seq);
+}
+
+void LayoutCodec::AppendLaneFence(std::string* dst,
+                                  std::string_view lane_prefix) {
+  dst->append(lane_prefix);
+  AppendMessageId(dst, MessageId::Max());
 }
 
 MessageId LayoutCodec::DecodeMessageId(const char* p) {

@@ -15,6 +15,16 @@
 // A lane is a contiguous key range whose messages sort in MessageId order.
 // Its keys all start with its lane prefix, and the key at which id X starts
 // within the lane is lane_prefix + message_id(X).
+//
+// Every lane that was ever written ends with a fence:
+//
+//   lane fence := lane_prefix message_id(MessageId::Max())   -> ""
+//
+// Max() is never assigned to a message, so the fence sorts after all of the
+// lane's messages and a seek anywhere into the lane lands inside it: it never
+// runs on into the next lane (whose head may be rows deleted by TTL, which an
+// LSM store walks one by one). Readers stop at it because every range ends
+// at or before Max().
 
 #ifndef HQ_LIB_LAYOUT_CODEC_H_
 #define HQ_LIB_LAYOUT_CODEC_H_
@@ -61,6 +71,9 @@ class LayoutCodec {
                                 uint32_t partition, int priority,
                                 std::string_view topic, MessageId id) const = 0;
 
+  // The length of the lane prefix of `key`, a key this codec encoded.
+  virtual size_t LanePrefixSize(std::string_view key) const = 0;
+
   // Decodes a key of queue `queue_id`. False if `key` is not a well-formed
   // message key of that queue.
   virtual bool DecodeMessageKey(std::string_view key, uint32_t queue_id,
@@ -75,6 +88,8 @@ class LayoutCodec {
   static void AppendPartitionPrefix(std::string* dst, uint32_t queue_id,
                                     uint32_t partition);
   static void AppendMessageId(std::string* dst, MessageId id);
+  // Appends the fence of the lane whose prefix is `lane_prefix`.
+  static void AppendLaneFence(std::string* dst, std::string_view lane_prefix);
   static MessageId DecodeMessageId(const char* p);
 
   static constexpr size_t kHeadSize = 1 + 4 + 2 + 1;

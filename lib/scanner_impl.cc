@@ -2,14 +2,14 @@
 //
 // How a scanner reads.
 //
-// It holds one LevelDB snapshot and one iterator. The lanes in scope are
-// found by seeking: for each candidate lane (partition, priority[, topic]) the
-// iterator seeks straight to lane_prefix + from; it never walks a lane from
-// its first key (which, once TTL deletes the head of a lane, may sit behind
-// many tombstones). Where a seek lands past the lane, the landing key tells
-// which later lanes and partitions are empty, and those are skipped. With
-// the topic layout and no topic filter, lanes are found by a skip scan: seek
-// to the partition, read one key to learn its lane, seek past that lane.
+// It holds one LevelDB snapshot and one iterator (plus one over the lane
+// directory). The lanes in scope come from the lane directory (format.h),
+// which lists every lane ever written; with the topic layout and a topic
+// filter, from the filter, each looked up in the directory. Each lane is
+// sought straight at lane_prefix + from and ends with a fence
+// (layout_codec.h), so a seek never walks a lane from its first key nor
+// runs on into the next lane: the rows TTL deletes at lane heads, which an
+// LSM store skips one by one, are never visited.
 //
 // Each lane keeps a small buffer of copied entries and the key to resume
 // from. A lane refills by seeking its resume key, unless the iterator is
@@ -99,8 +99,7 @@ class ScannerImpl final : public Scanner {
     topics_ = options.topics;
     // In the order of their lane prefixes (length first, then bytes): the
     // topic layout visits candidate lanes in key order, which kLane order
-    // and SkipFromLanding (it skips whatever lies before the landing key)
-    // rely on.
+    // relies on.
     std::sort(topics_.begin(), topics_.end(),
               [](const std::string& a, const std::string& b) {
                 if (a.size() != b.size()) return a.size() < b.size();
@@ -132,6 +131,7 @@ class ScannerImpl final : public Scanner {
   }
 
   ~ScannerImpl() override {
+    dir_iter_.reset();
     iter_.reset();
     db_->leveldb()->ReleaseSnapshot(snapshot_);
     db_->ScannerClosed();
@@ -348,33 +348,65 @@ class ScannerImpl final : public Scanner {
     while (pi_ < parts_.size() && parts_[pi_] < min_partition) ++pi_;
   }
 
-  // After a candidate lane turned out empty: uses the key where the seek
-  // landed to skip lanes and partitions that must be empty too.
-  void SkipFromLanding(uint32_t partition) {
-    if (!iter_->Valid()) {
-      pi_ = parts_.size();  // Nothing at all after the seek key.
-      return;
+  // The next lane of the directory within partition `p`, or nullptr when
+  // the partition has no more (then moves to the next partition).
+  std::unique_ptr<Lane> NextDirectoryLane(uint32_t p) {
+    if (dir_iter_ == nullptr) {
+      leveldb::ReadOptions ro;
+      ro.snapshot = snapshot_;
+      dir_iter_.reset(db_->leveldb()->NewIterator(ro));
     }
-    const std::string_view key = ToStd(iter_->key());
-    const std::string queue_prefix = format::MessagePrefix(queue_id_);
-    if (!key.starts_with(queue_prefix)) {
-      pi_ = parts_.size();  // Past the queue's last message.
-      return;
+    const std::string dir_prefix = format::LaneDirPrefix(queue_id_, p);
+    if (!dir_started_) {
+      dir_started_ = true;
+      dir_iter_->Seek(dir_prefix);
+    } else {
+      dir_iter_->Next();
     }
-    if (key.size() < LayoutCodec::kHeadSize) return;
-    const uint32_t landed = coding::DecodeFixed16(key.data() + 5);
-    if (landed > partition) {
-      SkipPartitions(landed);
-      return;
+    if (!dir_iter_->Valid() ||
+        !ToStd(dir_iter_->key()).starts_with(dir_prefix)) {
+      if (!dir_iter_->status().ok()) {
+        Fail(FromLevelDb(dir_iter_->status(), "reading the lane directory"));
+        return nullptr;
+      }
+      // Partitions in scope before the next one with lanes have none.
+      const std::string queue_dir = format::LaneDirPrefix(queue_id_);
+      const std::string_view key =
+          dir_iter_->Valid() ? ToStd(dir_iter_->key()) : std::string_view();
+      if (key.starts_with(queue_dir) && key.size() >= queue_dir.size() + 2) {
+        SkipPartitions(coding::DecodeFixed16(key.data() + queue_dir.size()));
+      } else {
+        pi_ = parts_.size();  // No lanes in any later partition.
+      }
+      return nullptr;
     }
-    if (!codec_.lane_has_topic() && landed == partition) {
-      const int landed_priority = 255 - static_cast<unsigned char>(key[7]);
-      prio_ = std::min(prio_, landed_priority);
+    // Directory key = dir_prefix | stored priority | [topic_len | topic].
+    const std::string_view dir_key = ToStd(dir_iter_->key());
+    std::string_view rest = dir_key.substr(dir_prefix.size());
+    uint8_t stored_priority;
+    std::string_view topic;
+    bool ok = coding::GetFixed8(&rest, &stored_priority);
+    if (ok && codec_.lane_has_topic()) {
+      uint16_t topic_len;
+      ok = coding::GetFixed16(&rest, &topic_len) && rest.size() == topic_len;
+      topic = rest;
+    } else {
+      ok = ok && rest.empty();
     }
+    if (!ok) {
+      Fail(absl::DataLossError(absl::StrCat("malformed lane directory key '",
+                                            Printable(dir_key), "'")));
+      return nullptr;
+    }
+    return MakeLane(p, 255 - stored_priority, topic);
   }
 
   // The next lane in scope with a message in range, its buffer filled; or
-  // nullptr when there is none (or on error).
+  // nullptr when there is none (or on error). Candidate lanes come from the
+  // lane directory, or with the topic layout and a topic filter from the
+  // filter (each checked in the directory); either way only lanes that were
+  // written are sought, each at `from`, and each ends with a fence, so no
+  // seek runs on into another lane.
   std::unique_ptr<Lane> NextLane() {
     while (status_.ok() && pi_ < parts_.size()) {
       const uint32_t p = parts_[pi_];
@@ -382,53 +414,37 @@ class ScannerImpl final : public Scanner {
         in_partition_ = true;
         prio_ = priorities_ - 1;
         ti_ = 0;
-        skip_key_.clear();
-        LayoutCodec::AppendPartitionPrefix(&skip_key_, queue_id_, p);
+        dir_started_ = false;
       }
-      if (codec_.lane_has_topic() && topics_.empty()) {
-        // Skip scan over the partition's lanes.
-        iter_->Seek(skip_key_);
-        iter_owner_ = nullptr;
-        std::string partition_prefix;
-        LayoutCodec::AppendPartitionPrefix(&partition_prefix, queue_id_, p);
-        if (!iter_->Valid() ||
-            !ToStd(iter_->key()).starts_with(partition_prefix)) {
-          if (!iter_->status().ok()) {
-            Fail(FromLevelDb(iter_->status(), "scanning"));
-            return nullptr;
-          }
-          SkipFromLanding(p);
-          if (pi_ < parts_.size() && parts_[pi_] == p) SkipPartitions(p + 1);
+      std::unique_ptr<Lane> lane;
+      if (codec_.lane_has_topic() && !topics_.empty()) {
+        if (prio_ < 0) {
+          SkipPartitions(p + 1);
           continue;
         }
-        DecodedKey k;
-        if (!codec_.DecodeMessageKey(ToStd(iter_->key()), queue_id_, &k)) {
-          Fail(absl::DataLossError(absl::StrCat("undecodable message key '",
-                                                Printable(ToStd(iter_->key())),
-                                                "'")));
+        lane = MakeLane(p, prio_, topics_[ti_]);
+        if (ti_ + 1 < topics_.size()) {
+          ++ti_;
+        } else {
+          ti_ = 0;
+          --prio_;
+        }
+        std::string dir_key;
+        format::AppendLaneDirKey(&dir_key, lane->prefix);
+        leveldb::ReadOptions ro;
+        ro.snapshot = snapshot_;
+        std::string ignored;
+        const leveldb::Status s = db_->leveldb()->Get(ro, dir_key, &ignored);
+        if (s.IsNotFound()) continue;  // Never written.
+        if (!s.ok()) {
+          Fail(FromLevelDb(s, "reading the lane directory"));
           return nullptr;
         }
-        auto lane = MakeLane(p, k.priority, k.topic);
-        skip_key_ = coding::PrefixSuccessor(lane->prefix);
-        if (Refill(lane.get())) return lane;
-        continue;
-      }
-      if (prio_ < 0) {
-        SkipPartitions(p + 1);
-        continue;
-      }
-      const std::string_view topic =
-          codec_.lane_has_topic() ? std::string_view(topics_[ti_]) : "";
-      auto lane = MakeLane(p, prio_, topic);
-      if (codec_.lane_has_topic() && ti_ + 1 < topics_.size()) {
-        ++ti_;
       } else {
-        ti_ = 0;
-        --prio_;
+        lane = NextDirectoryLane(p);
+        if (lane == nullptr) continue;
       }
       if (Refill(lane.get())) return lane;
-      if (!status_.ok()) return nullptr;
-      if (lane->n == 0 && iter_owner_ == nullptr) SkipFromLanding(p);
     }
     return nullptr;
   }
@@ -456,7 +472,8 @@ class ScannerImpl final : public Scanner {
   bool in_partition_ = false;
   int prio_ = 0;
   size_t ti_ = 0;
-  std::string skip_key_;
+  std::unique_ptr<leveldb::Iterator> dir_iter_;  // Over the lane directory.
+  bool dir_started_ = false;  // dir_iter_ is inside partition parts_[pi_].
 
   std::vector<std::unique_ptr<Lane>> lanes_;  // kMerged: all lanes.
   std::vector<HeapItem> heap_;                // kMerged: lanes with entries.

@@ -167,7 +167,10 @@ TEST_CASE("catalog: create, open, list, drop") {
     HQ_REQUIRE_OK(a->Put({.payload = "m", .partition = i % 3u}).status());
   }
   const uint32_t a_id = static_cast<QueueImpl*>(a)->id();
-  CHECK(CountKeys(db, format::MessagePrefix(a_id)) == 100);
+  // 100 messages and a fence for each of the 3 lanes, listed in the lane
+  // directory.
+  CHECK(CountKeys(db, format::MessagePrefix(a_id)) == 103);
+  CHECK(CountKeys(db, format::LaneDirPrefix(a_id)) == 3);
 
   HQ_REQUIRE_OK(db->DropQueue("a"));
   // The handle stays valid and says the queue is gone.
@@ -178,6 +181,7 @@ TEST_CASE("catalog: create, open, list, drop") {
   // Its messages and id reservations are deleted.
   CHECK(CountKeys(db, format::MessagePrefix(a_id)) == 0);
   CHECK(CountKeys(db, format::ReservePrefix(a_id)) == 0);
+  CHECK(CountKeys(db, format::LaneDirPrefix(a_id)) == 0);
   CHECK(CountKeys(db, format::DropPrefix()) == 0);
 
   // A new queue of the same name starts empty, with its own options.
@@ -204,9 +208,10 @@ TEST_CASE("a drop interrupted by a crash is finished by the next Open") {
   b.Delete(format::CatalogKey("victim"));
   b.Put(format::DropKey(id), "");
   REQUIRE(Impl(f.db())->leveldb()->Write(leveldb::WriteOptions(), &b).ok());
-  REQUIRE(CountKeys(f.db(), format::MessagePrefix(id)) == 500);
+  REQUIRE(CountKeys(f.db(), format::MessagePrefix(id)) == 502);  // + fences
   f.Reopen();
   CHECK(CountKeys(f.db(), format::MessagePrefix(id)) == 0);
+  CHECK(CountKeys(f.db(), format::LaneDirPrefix(id)) == 0);
   CHECK(CountKeys(f.db(), format::DropPrefix()) == 0);
   CHECK(absl::IsNotFound(f.db()->OpenQueue("victim").status()));
 }

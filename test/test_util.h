@@ -88,8 +88,11 @@ class DbFixture {
   explicit DbFixture(Storage storage = Storage::kDisk, Options options = {})
       : storage_(storage), options_(options) {
     if (storage_ == Storage::kMemory) {
-      env_.reset(leveldb::NewMemEnv(leveldb::Env::Default()));
-      options_.env = env_.get();
+      // A caller-supplied Env (a wrapper around its own in-memory Env) wins.
+      if (options_.env == nullptr) {
+        env_.reset(leveldb::NewMemEnv(leveldb::Env::Default()));
+        options_.env = env_.get();
+      }
       path_ = "/hq-mem/db";
     } else {
       path_ = dir_.Sub("db");
