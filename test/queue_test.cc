@@ -15,6 +15,7 @@ namespace hq {
 namespace {
 
 using test::Child;
+using test::CountingEnv;
 using test::DbFixture;
 using test::ScanAll;
 using test::Storage;
@@ -145,39 +146,6 @@ TEST_CASE("ids never repeat after kill -9, whatever the clock says") {
     CHECK(acked[p] < id);
   }
 }
-
-// Counts fsyncs of every file LevelDB writes.
-class CountingEnv : public leveldb::EnvWrapper {
- public:
-  explicit CountingEnv(leveldb::Env* base) : leveldb::EnvWrapper(base) {}
-  leveldb::Status NewWritableFile(const std::string& name,
-                                  leveldb::WritableFile** result) override {
-    leveldb::Status s = target()->NewWritableFile(name, result);
-    if (s.ok()) *result = new File(*result, &syncs);
-    return s;
-  }
-  std::atomic<int> syncs{0};
-
- private:
-  class File : public leveldb::WritableFile {
-   public:
-    File(leveldb::WritableFile* f, std::atomic<int>* n) : f_(f), n_(n) {}
-    ~File() override { delete f_; }
-    leveldb::Status Append(const leveldb::Slice& d) override {
-      return f_->Append(d);
-    }
-    leveldb::Status Close() override { return f_->Close(); }
-    leveldb::Status Flush() override { return f_->Flush(); }
-    leveldb::Status Sync() override {
-      ++*n_;
-      return f_->Sync();
-    }
-
-   private:
-    leveldb::WritableFile* f_;
-    std::atomic<int>* n_;
-  };
-};
 
 TEST_CASE("sync per write, and the Db-wide default") {
   std::unique_ptr<leveldb::Env> mem(

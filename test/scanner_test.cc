@@ -740,37 +740,6 @@ TEST_CASE("A dropped queue's scanners fail; its successor scans empty",
   CHECK(ScanAll(ValueOrDie(f.db()->OpenQueue("other"))).size() == 100);
 }
 
-// Counts reads of table files: a proxy for how much of the store a scan
-// touches, independent of timing.
-class ReadCountingEnv : public leveldb::EnvWrapper {
- public:
-  explicit ReadCountingEnv(leveldb::Env* base) : leveldb::EnvWrapper(base) {}
-  leveldb::Status NewRandomAccessFile(
-      const std::string& name, leveldb::RandomAccessFile** result) override {
-    leveldb::Status s = target()->NewRandomAccessFile(name, result);
-    if (s.ok()) *result = new File(*result, &reads);
-    return s;
-  }
-  std::atomic<int64_t> reads{0};
-
- private:
-  class File : public leveldb::RandomAccessFile {
-   public:
-    File(leveldb::RandomAccessFile* f, std::atomic<int64_t>* n)
-        : f_(f), n_(n) {}
-    ~File() override { delete f_; }
-    leveldb::Status Read(uint64_t offset, size_t n, leveldb::Slice* result,
-                         char* scratch) const override {
-      ++*n_;
-      return f_->Read(offset, n, result, scratch);
-    }
-
-   private:
-    leveldb::RandomAccessFile* f_;
-    std::atomic<int64_t>* n_;
-  };
-};
-
 // Review of issue 2: with the topic layout and no topic filter, lanes were
 // found by seeking to each lane's start, which walks every deleted row at
 // its head (what TTL leaves behind). Lanes now come from the lane
@@ -782,7 +751,7 @@ TEST_CASE(
   INFO("layout " << LayoutName(layout));
   std::unique_ptr<leveldb::Env> mem(
       leveldb::NewMemEnv(leveldb::Env::Default()));
-  ReadCountingEnv env(mem.get());
+  CountingEnv env(mem.get());
   Options o;
   o.env = &env;
   o.write_buffer_bytes = 64 << 10;  // Rows reach table files quickly.

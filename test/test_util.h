@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -143,6 +144,65 @@ inline std::vector<ScannedMessage> ScanAll(Queue* q,
   HQ_REQUIRE_OK(scanner->status());
   return out;
 }
+
+// An Env that counts fsyncs of written files and reads of table files:
+// observable proxies for durability and for how much a read touches.
+class CountingEnv : public leveldb::EnvWrapper {
+ public:
+  explicit CountingEnv(leveldb::Env* base) : leveldb::EnvWrapper(base) {}
+
+  leveldb::Status NewWritableFile(const std::string& name,
+                                  leveldb::WritableFile** result) override {
+    leveldb::Status s = target()->NewWritableFile(name, result);
+    if (s.ok()) *result = new Writable(*result, &syncs);
+    return s;
+  }
+  leveldb::Status NewRandomAccessFile(
+      const std::string& name, leveldb::RandomAccessFile** result) override {
+    leveldb::Status s = target()->NewRandomAccessFile(name, result);
+    if (s.ok()) *result = new RandomAccess(*result, &reads);
+    return s;
+  }
+
+  std::atomic<int64_t> syncs{0};
+  std::atomic<int64_t> reads{0};
+
+ private:
+  class Writable : public leveldb::WritableFile {
+   public:
+    Writable(leveldb::WritableFile* f, std::atomic<int64_t>* n)
+        : f_(f), n_(n) {}
+    ~Writable() override { delete f_; }
+    leveldb::Status Append(const leveldb::Slice& d) override {
+      return f_->Append(d);
+    }
+    leveldb::Status Close() override { return f_->Close(); }
+    leveldb::Status Flush() override { return f_->Flush(); }
+    leveldb::Status Sync() override {
+      ++*n_;
+      return f_->Sync();
+    }
+
+   private:
+    leveldb::WritableFile* f_;
+    std::atomic<int64_t>* n_;
+  };
+  class RandomAccess : public leveldb::RandomAccessFile {
+   public:
+    RandomAccess(leveldb::RandomAccessFile* f, std::atomic<int64_t>* n)
+        : f_(f), n_(n) {}
+    ~RandomAccess() override { delete f_; }
+    leveldb::Status Read(uint64_t offset, size_t n, leveldb::Slice* result,
+                         char* scratch) const override {
+      ++*n_;
+      return f_->Read(offset, n, result, scratch);
+    }
+
+   private:
+    leveldb::RandomAccessFile* f_;
+    std::atomic<int64_t>* n_;
+  };
+};
 
 // A child process (test/hq_test_helper, found through $HQ_TEST_HELPER) with
 // pipes to its stdin and stdout.
