@@ -34,12 +34,29 @@ void SimulatedClock::Advance(absl::Duration d) {
     if (__builtin_add_overflow(cur, delta, &next)) {
       next = delta > 0 ? INT64_MAX : INT64_MIN;
     }
-  } while (
-      !now_ns_.compare_exchange_weak(cur, next, std::memory_order_acq_rel));
+    } while (!now_ns_.compare_exchange_weak(cur, next,
+                                          std::memory_order_acq_rel));
+  Notify();
 }
 
 void SimulatedClock::Set(absl::Time t) {
   now_ns_.store(absl::ToUnixNanos(t), std::memory_order_release);
+  Notify();
+}
+
+void SimulatedClock::AddListener(Listener* listener) {
+  std::lock_guard<std::mutex> l(listeners_mu_);
+  listeners_.push_back(listener);
+}
+
+void SimulatedClock::RemoveListener(Listener* listener) {
+  std::lock_guard<std::mutex> l(listeners_mu_);
+  std::erase(listeners_, listener);
+}
+
+void SimulatedClock::Notify() {
+  std::lock_guard<std::mutex> l(listeners_mu_);
+  for (Listener* listener : listeners_) listener->OnTimeChanged();
 }
 
 }  // namespace hq

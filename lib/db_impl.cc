@@ -107,8 +107,9 @@ absl::StatusOr<std::unique_ptr<Db>> DbImpl::Open(const std::string& path,
 DbImpl::DbImpl(std::string path, const Options& options, std::string lock_key)
     : path_(std::move(path)),
       options_(options),
-      lock_key_(std::move(lock_key)),
-      clock_(options.clock ? options.clock : Clock::Default()) {}
+            lock_key_(std::move(lock_key)),
+      clock_(options.clock ? options.clock : Clock::Default()),
+      leases_(std::make_unique<LeaseManagerImpl>(clock_)) {}
 
 absl::Status DbImpl::Init() {
   leveldb::Options lo;
@@ -218,8 +219,9 @@ DbImpl::~DbImpl() {
     MutexLock l(&write_mu_);
     closing_ = true;
     while (active_ops_ > 0) ops_done_.Wait(&write_mu_);
-    if (opened_ && bg_error_.ok()) TightenReservations();
+        if (opened_ && bg_error_.ok()) TightenReservations();
   }
+  leases_->Shutdown();
   db_.reset();
   MutexLock l(&registry_mu);
   OpenDirs()->erase(lock_key_);

@@ -23,6 +23,7 @@
 #include "leveldb/db.h"
 #include "leveldb/filter_policy.h"
 #include "leveldb/write_batch.h"
+#include "lib/lease_manager.h"
 #include "lib/sync.h"
 
 namespace hq {
@@ -58,7 +59,8 @@ class DbImpl final : public Db {
   absl::StatusOr<Queue*> OpenQueue(std::string_view name) override;
   absl::Status DropQueue(std::string_view name) override;
   absl::StatusOr<std::vector<std::string>> ListQueues() override;
-  const std::string& path() const override { return path_; }
+    const std::string& path() const override { return path_; }
+  LeaseManager* leases() override { return leases_.get(); }
 
   // ---- For QueueImpl and ScannerImpl ----
 
@@ -151,7 +153,8 @@ class DbImpl final : public Db {
   Clock* const clock_;
   std::unique_ptr<leveldb::Cache> cache_;
   std::unique_ptr<const leveldb::FilterPolicy> filter_;
-  std::unique_ptr<leveldb::DB> db_;
+    std::unique_ptr<leveldb::DB> db_;
+  std::unique_ptr<LeaseManagerImpl> leases_;
 
   std::atomic<int> live_scanners_{0};
 

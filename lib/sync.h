@@ -90,6 +90,14 @@ class CondVar {
     cv_.Wait(&mu->mu_);
     mu->Acquired();
   }
+    // As Wait, but returns after `timeout` at the latest; true if it timed
+  // out.
+  bool WaitWithTimeout(Mutex* mu, absl::Duration timeout) {
+    mu->Releasing();
+    const bool timed_out = cv_.WaitWithTimeout(&mu->mu_, timeout);
+    mu->Acquired();
+    return timed_out;
+  }
   void Signal() { cv_.Signal(); }
   void SignalAll() { cv_.SignalAll(); }
 

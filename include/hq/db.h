@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "hq/lease.h"
 #include "hq/options.h"
 #include "hq/queue.h"
 
@@ -77,8 +78,12 @@ class Db {
   // Names of all queues, in byte order. O(number of queues).
   virtual absl::StatusOr<std::vector<std::string>> ListQueues() = 0;
 
-  // The directory this Db was opened on.
+    // The directory this Db was opened on.
   virtual const std::string& path() const = 0;
+
+  // The Db's lease manager (lease.h), driven by Options::clock. Owned by
+  // the Db; its leases end (without running) when the Db is destroyed.
+  virtual LeaseManager* leases() = 0;
 };
 
 }  // namespace hq

@@ -8,6 +8,7 @@
 #include "hq/clock.h"
 #include "hq/db.h"
 #include "hq/layout.h"
+#include "hq/lease.h"
 #include "hq/message.h"
 #include "hq/options.h"
 #include "hq/queue.h"
