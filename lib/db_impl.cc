@@ -249,6 +249,17 @@ void DbImpl::TightenReservations() {
   }
 }
 
+absl::Status DbImpl::AcquireScannerResources() {
+  if (scanner_resources_.fetch_add(1) >= options_.max_open_scanners) {
+    scanner_resources_.fetch_sub(1);
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "hq database '%s' has %d open scanners, Options::max_open_scanners; "
+        "destroy some (or let their leases expire)",
+        path_, options_.max_open_scanners));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status DbImpl::BeginOp() {
   MutexLock l(&write_mu_);
   if (closing_) {

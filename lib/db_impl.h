@@ -91,8 +91,15 @@ class DbImpl final : public Db {
   leveldb::DB* leveldb() const { return db_.get(); }
   Clock* clock() const { return clock_; }
   bool default_sync() const { return options_.sync_writes; }
-  void ScannerOpened() { live_scanners_.fetch_add(1); }
+    void ScannerOpened() { live_scanners_.fetch_add(1); }
   void ScannerClosed() { live_scanners_.fetch_sub(1); }
+  // Counts a scanner holding an iterator and snapshot; ResourceExhausted
+  // past Options::max_open_scanners.
+  absl::Status AcquireScannerResources();
+  void ScannerResourcesReleased() { scanner_resources_.fetch_sub(1); }
+  absl::Duration scanner_lease() const { return options_.scanner_lease; }
+  // Scanners holding an iterator and snapshot (not expired, not destroyed).
+  int TEST_ScannerResources() { return scanner_resources_.load(); }
 
   // Queues held in memory (created or opened since Open).
   size_t TEST_CachedQueueCount();
@@ -156,7 +163,8 @@ class DbImpl final : public Db {
     std::unique_ptr<leveldb::DB> db_;
   std::unique_ptr<LeaseManagerImpl> leases_;
 
-  std::atomic<int> live_scanners_{0};
+    std::atomic<int> live_scanners_{0};
+  std::atomic<int> scanner_resources_{0};
 
   Mutex catalog_mu_ ABSL_ACQUIRED_BEFORE(write_mu_);
   absl::flat_hash_map<std::string, std::unique_ptr<QueueImpl>> queues_

@@ -142,6 +142,18 @@ absl::Status ValidateOptions(const Options& o) {
         "Options::write_buffer_bytes is %d; it must be in 64 KiB..1 GiB",
         o.write_buffer_bytes));
   }
+    if (o.scanner_lease < absl::Milliseconds(1) ||
+      o.scanner_lease > absl::Hours(24 * 30)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Options::scanner_lease is ",
+                     absl::FormatDuration(o.scanner_lease),
+                     "; it must be in 1ms..720h"));
+  }
+  if (o.max_open_scanners < 1 || o.max_open_scanners > 1000000) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "Options::max_open_scanners is %d; it must be in 1..1000000",
+        o.max_open_scanners));
+  }
   if (o.max_open_files < 64 || o.max_open_files > 1000000) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "Options::max_open_files is %d; it must be in 64..1000000",

@@ -41,8 +41,8 @@ void LeaseManagerImpl::Shutdown() {
   clock_->RemoveListener(this);
 }
 
-int64_t LeaseManagerImpl::DeadlineAfter(absl::Duration d) const {
-  return absl::ToUnixNanos(clock_->Now() + d);  // Saturates.
+absl::Time LeaseManagerImpl::DeadlineAfter(absl::Duration d) const {
+  return clock_->Now() + d;
 }
 
 absl::StatusOr<LeaseId> LeaseManagerImpl::Create(
@@ -51,7 +51,7 @@ absl::StatusOr<LeaseId> LeaseManagerImpl::Create(
   if (!on_expire) {
     return absl::InvalidArgumentError("lease expiry action is empty");
   }
-  const int64_t deadline = DeadlineAfter(duration);
+  const absl::Time deadline = DeadlineAfter(duration);
   MutexLock l(&mu_);
   if (shutdown_) {
     return absl::FailedPreconditionError("the Db's leases are shut down");
@@ -65,7 +65,7 @@ absl::StatusOr<LeaseId> LeaseManagerImpl::Create(
     slots_.emplace_back();
   }
   Slot& slot = slots_[s];
-  slot.deadline_ns = deadline;
+  slot.deadline = deadline;
   slot.action = std::move(on_expire);
   slot.state = State::kActive;
   HeapPush(s);
@@ -94,11 +94,11 @@ absl::StatusOr<uint32_t> LeaseManagerImpl::Find(LeaseId id) {
 
 absl::Status LeaseManagerImpl::Renew(LeaseId id, absl::Duration duration) {
   if (absl::Status s = CheckDuration(duration); !s.ok()) return s;
-  const int64_t deadline = DeadlineAfter(duration);
+  const absl::Time deadline = DeadlineAfter(duration);
   MutexLock l(&mu_);
   absl::StatusOr<uint32_t> s = Find(id);
   if (!s.ok()) return s.status();
-  slots_[*s].deadline_ns = deadline;
+  slots_[*s].deadline = deadline;
   HeapFix(slots_[*s].heap_pos);
   if (slots_[*s].heap_pos == 0) wake_.Signal();
   return absl::OkStatus();
@@ -129,7 +129,7 @@ absl::StatusOr<absl::Time> LeaseManagerImpl::Deadline(LeaseId id) {
   MutexLock l(&mu_);
   absl::StatusOr<uint32_t> s = Find(id);
   if (!s.ok()) return s.status();
-  return absl::FromUnixNanos(slots_[*s].deadline_ns);
+  return slots_[*s].deadline;
 }
 
 size_t LeaseManagerImpl::size() {
@@ -160,8 +160,8 @@ void LeaseManagerImpl::Run() {
   MutexLock l(&mu_);
   while (!shutdown_) {
     const uint64_t epoch = epoch_;
-    const int64_t now = absl::ToUnixNanos(clock_->Now());
-    if (!heap_.empty() && slots_[heap_[0]].deadline_ns <= now) {
+    const absl::Time now = clock_->Now();
+    if (!heap_.empty() && slots_[heap_[0]].deadline <= now) {
       const uint32_t s = heap_[0];
       HeapRemove(0);
       slots_[s].state = State::kFiring;
@@ -181,8 +181,7 @@ void LeaseManagerImpl::Run() {
     if (heap_.empty() || !clock_->IsRealTime()) {
       wake_.Wait(&mu_);
     } else {
-      wake_.WaitWithTimeout(
-          &mu_, absl::Nanoseconds(slots_[heap_[0]].deadline_ns - now));
+      wake_.WaitWithTimeout(&mu_, slots_[heap_[0]].deadline - now);
     }
   }
 }
@@ -196,11 +195,11 @@ void LeaseManagerImpl::Place(uint32_t pos, uint32_t slot) {
 
 bool LeaseManagerImpl::SiftUp(uint32_t pos) {
   const uint32_t slot = heap_[pos];
-  const int64_t d = slots_[slot].deadline_ns;
+  const absl::Time d = slots_[slot].deadline;
   const uint32_t start = pos;
   while (pos > 0) {
     const uint32_t parent = (pos - 1) / 2;
-    if (slots_[heap_[parent]].deadline_ns <= d) break;
+    if (slots_[heap_[parent]].deadline <= d) break;
     Place(pos, heap_[parent]);
     pos = parent;
   }
@@ -211,15 +210,15 @@ bool LeaseManagerImpl::SiftUp(uint32_t pos) {
 void LeaseManagerImpl::SiftDown(uint32_t pos) {
   const uint32_t n = static_cast<uint32_t>(heap_.size());
   const uint32_t slot = heap_[pos];
-  const int64_t d = slots_[slot].deadline_ns;
+  const absl::Time d = slots_[slot].deadline;
   while (true) {
     uint32_t child = 2 * pos + 1;
     if (child >= n) break;
-    if (child + 1 < n && slots_[heap_[child + 1]].deadline_ns <
-                             slots_[heap_[child]].deadline_ns) {
+    if (child + 1 < n &&
+        slots_[heap_[child + 1]].deadline < slots_[heap_[child]].deadline) {
       ++child;
     }
-    if (d <= slots_[heap_[child]].deadline_ns) break;
+    if (d <= slots_[heap_[child]].deadline) break;
     Place(pos, heap_[child]);
     pos = child;
   }

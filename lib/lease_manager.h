@@ -20,7 +20,7 @@ namespace hq {
 // so lookup is O(1) and a stale id never matches a reused slot. The heap is
 // an array of slot numbers ordered by deadline; every slot knows its heap
 // position, so Renew and Cancel fix the heap in O(log n) without searching.
-// About 64 bytes per live lease (more if the action captures more than
+// About 72 bytes per live lease (more if the action captures more than
 // std::function stores inline).
 class LeaseManagerImpl final : public LeaseManager, private Clock::Listener {
  public:
@@ -41,7 +41,7 @@ class LeaseManagerImpl final : public LeaseManager, private Clock::Listener {
  private:
   enum class State : uint8_t { kFree, kActive, kFiring };
   struct Slot {
-    int64_t deadline_ns = 0;
+    absl::Time deadline;
     std::function<void()> action;
     uint32_t heap_pos = 0;
     uint32_t generation = 1;
@@ -54,7 +54,7 @@ class LeaseManagerImpl final : public LeaseManager, private Clock::Listener {
 
   // Finds the live slot of `id`, or the error Renew and Cancel return.
   absl::StatusOr<uint32_t> Find(LeaseId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  int64_t DeadlineAfter(absl::Duration d) const;
+  absl::Time DeadlineAfter(absl::Duration d) const;
   void Free(uint32_t slot, bool expired) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void HeapPush(uint32_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

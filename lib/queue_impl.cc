@@ -73,6 +73,12 @@ uint32_t QueueImpl::ChoosePartition(const Message& m) {
   return round_robin_.fetch_add(1, std::memory_order_relaxed) % n;
 }
 
+MessageId QueueImpl::TtlCutoff(absl::Time now) const {
+  const absl::Duration ttl = record_.options.ttl;
+  if (ttl == absl::InfiniteDuration()) return MessageId::Min();
+  return MessageId::AtTime(now - ttl);
+}
+
 bool QueueImpl::Sync(const PutOptions& o) const {
   return o.sync.value_or(db_->default_sync());
 }
@@ -149,9 +155,13 @@ absl::StatusOr<std::unique_ptr<Scanner>> QueueImpl::NewScanner(
       options.order != ScanOptions::Order::kLane) {
     return absl::InvalidArgumentError("ScanOptions::order is not known");
   }
-  DbImpl::OpScope op(db_);
+    DbImpl::OpScope op(db_);
   if (!op.status().ok()) return op.status();
-  return NewScannerImpl(db_, this, options);
+  // Expired messages are invisible at once: start at the TTL cutoff.
+  ScanOptions effective = options;
+  const MessageId cutoff = TtlCutoff(db_->clock()->Now());
+  if (effective.from < cutoff) effective.from = std::min(cutoff, effective.to);
+  return NewScannerImpl(db_, this, effective);
 }
 
 }  // namespace hq

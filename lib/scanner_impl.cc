@@ -24,6 +24,7 @@
 #include "lib/scanner_impl.h"
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,7 @@
 #include "lib/format.h"
 #include "lib/layout_codec.h"
 #include "lib/queue_impl.h"
+#include "lib/status_macros.h"
 #include "lib/strings.h"
 
 namespace hq {
@@ -80,8 +82,10 @@ struct HeapItem {
 
 class ScannerImpl final : public Scanner {
  public:
-  ScannerImpl(DbImpl* db, QueueImpl* queue, const ScanOptions& options)
+    ScannerImpl(DbImpl* db, QueueImpl* queue, const ScanOptions& options,
+              absl::Duration lease)
       : db_(db),
+        lease_(lease),
         queue_id_(queue->id()),
         codec_(queue->codec()),
         priorities_(queue->options().priorities),
@@ -113,8 +117,7 @@ class ScannerImpl final : public Scanner {
     snapshot_ = db_->leveldb()->GetSnapshot();
     leveldb::ReadOptions ro;
     ro.snapshot = snapshot_;
-    iter_.reset(db_->leveldb()->NewIterator(ro));
-    db_->ScannerOpened();
+        iter_.reset(db_->leveldb()->NewIterator(ro));
 
     if (merged_) {
       while (true) {
@@ -130,14 +133,49 @@ class ScannerImpl final : public Scanner {
     }
   }
 
-  ~ScannerImpl() override {
-    dir_iter_.reset();
-    iter_.reset();
-    db_->leveldb()->ReleaseSnapshot(snapshot_);
+    ~ScannerImpl() override {
+    // End the lease for good: cancel it, and again if a running action
+    // re-armed it meanwhile (Cancel waits for a running action).
+    closing_.store(true);
+    while (true) {
+      const LeaseId id = lease_id_.load();
+      if (id == 0) break;
+      const absl::Status s = db_->leases()->Cancel(id);
+      if (s.ok() || lease_id_.load() == id) break;
+    }
+    if (state_.load() != kExpired) ReleaseResources();
     db_->ScannerClosed();
   }
 
+  // Arms the scanner's lease. Called once, right after construction.
+  absl::Status StartLease() {
+        calls_at_arm_ = calls_.load(std::memory_order_relaxed);
+    absl::StatusOr<LeaseId> id =
+        db_->leases()->Create(lease_, [this] { OnLeaseDeadline(); });
+    if (!id.ok()) return id.status();
+    // Unless the lease already fired and re-armed itself.
+    LeaseId none = 0;
+    lease_id_.compare_exchange_strong(none, *id);
+    return absl::OkStatus();
+  }
+
   bool Next() override {
+    // Each call counts as a renewal (OnLeaseDeadline looks at calls_), and
+    // holds the scanner busy so that an expiry cannot free what it uses.
+    calls_.fetch_add(1, std::memory_order_relaxed);
+    int idle = kIdle;
+    if (!state_.compare_exchange_strong(idle, kBusy)) {
+      return Fail(absl::FailedPreconditionError(absl::StrCat(
+          "scanner lease expired: no call for ", absl::FormatDuration(lease_),
+          " (Options::scanner_lease); its snapshot was released, open a new "
+          "scanner")));
+    }
+    const bool more = NextLocked();
+    state_.store(kIdle);
+    return more;
+  }
+
+  bool NextLocked() {
     if (done_) return false;
     Lane* lane = merged_ ? NextMerged() : NextInLaneOrder();
     if (lane == nullptr) {
@@ -168,10 +206,45 @@ class ScannerImpl final : public Scanner {
     return true;
   }
 
-  const MessageView& message() const override { return view_; }
+    const MessageView& message() const override { return view_; }
   absl::Status status() const override { return status_; }
 
  private:
+  enum : int { kIdle, kBusy, kExpired };
+
+  // On the lease thread, at the lease's deadline. A scanner called since
+  // the lease was armed (or in a call now) gets a new lease; an idle one
+  // expires and releases its iterator and snapshot at once.
+  void OnLeaseDeadline() {
+    if (closing_.load()) return;
+    const uint64_t calls = calls_.load(std::memory_order_relaxed);
+    if (calls == calls_at_arm_) {
+      int idle = kIdle;
+      if (state_.compare_exchange_strong(idle, kExpired)) {
+        ReleaseResources();
+        return;
+      }
+      // Busy in one call longer than the lease: renew.
+    }
+    calls_at_arm_ = calls;
+    absl::StatusOr<LeaseId> id =
+        db_->leases()->Create(lease_, [this] { OnLeaseDeadline(); });
+    lease_id_.store(id.ok() ? *id : 0);  // 0: the Db is closing.
+  }
+
+  // Frees the iterators, buffers and snapshot. Once only: by the lease
+  // thread at expiry, or by the destructor.
+  void ReleaseResources() {
+    dir_iter_.reset();
+    iter_.reset();
+    lanes_.clear();
+    heap_.clear();
+    owned_current_.reset();
+    current_ = nullptr;
+    db_->leveldb()->ReleaseSnapshot(snapshot_);
+    snapshot_ = nullptr;
+    db_->ScannerResourcesReleased();
+  }
   // Heap order: the smallest (id, partition) on top.
   static bool After(const HeapItem& a, const HeapItem& b) {
     if (a.id != b.id) return a.id > b.id;
@@ -449,7 +522,14 @@ class ScannerImpl final : public Scanner {
     return nullptr;
   }
 
-  DbImpl* const db_;
+    DbImpl* const db_;
+  const absl::Duration lease_;
+  // Lease state, shared with the lease thread.
+  std::atomic<int> state_{kIdle};
+  std::atomic<uint64_t> calls_{0};
+  uint64_t calls_at_arm_ = 0;  // Lease thread (and StartLease) only.
+  std::atomic<LeaseId> lease_id_{0};
+  std::atomic<bool> closing_{false};
   const uint32_t queue_id_;
   const LayoutCodec& codec_;
   const int priorities_;
@@ -488,9 +568,14 @@ class ScannerImpl final : public Scanner {
 
 }  // namespace
 
-std::unique_ptr<Scanner> NewScannerImpl(DbImpl* db, QueueImpl* queue,
-                                        const ScanOptions& options) {
-  return std::make_unique<ScannerImpl>(db, queue, options);
+absl::StatusOr<std::unique_ptr<Scanner>> NewScannerImpl(
+    DbImpl* db, QueueImpl* queue, const ScanOptions& options) {
+  HQ_RETURN_IF_ERROR(db->AcquireScannerResources());
+  db->ScannerOpened();
+  auto scanner = std::make_unique<ScannerImpl>(db, queue, options,
+                                               db->scanner_lease());
+  HQ_RETURN_IF_ERROR(scanner->StartLease());
+  return std::unique_ptr<Scanner>(std::move(scanner));
 }
 
 }  // namespace hq

@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "absl/status/statusor.h"
 #include "hq/options.h"
 #include "hq/scanner.h"
 
@@ -13,9 +14,11 @@ namespace hq {
 class DbImpl;
 class QueueImpl;
 
-// REQUIRES: `options` validated by QueueImpl::NewScanner.
-std::unique_ptr<Scanner> NewScannerImpl(DbImpl* db, QueueImpl* queue,
-                                        const ScanOptions& options);
+// REQUIRES: `options` validated by QueueImpl::NewScanner (and `from`
+// already raised to the TTL cutoff). ResourceExhausted past
+// Options::max_open_scanners.
+absl::StatusOr<std::unique_ptr<Scanner>> NewScannerImpl(
+    DbImpl* db, QueueImpl* queue, const ScanOptions& options);
 
 }  // namespace hq
 

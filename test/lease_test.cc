@@ -8,7 +8,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/synchronization/notification.h"
+#include "lib/db_impl.h"
 #include "lib/lease_manager.h"
 #include "test/test_util.h"
 
@@ -273,6 +275,87 @@ TEST_CASE("200k leases: renew half, cancel a quarter, the rest fire once") {
   CHECK(fired_n == want_n);
   CHECK(fired_sum == want_sum);
   CHECK(leases.size() == static_cast<size_t>(kN / 2));
+}
+
+}  // namespace
+}  // namespace hq
+
+namespace hq {
+namespace {
+
+using test::DbFixture;
+using test::Storage;
+
+DbImpl* Impl(Db* db) { return static_cast<DbImpl*>(db); }
+
+TEST_CASE("an idle scanner's lease expires and frees its snapshot at once") {
+  DbFixture f(Storage::kMemory);
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  for (int i = 0; i < 10; ++i) HQ_REQUIRE_OK(q->Put({.payload = "m"}).status());
+  auto scanner = ValueOrDie(q->NewScanner({}));
+  REQUIRE(scanner->Next());  // The last call, at t = 0.
+  CHECK(Impl(f.db())->TEST_ScannerResources() == 1);
+  // Idle expiry comes between one and two leases after the last call.
+  f.clock().Advance(absl::Seconds(60));
+  CHECK(Impl(f.db())->TEST_ScannerResources() == 1);
+  f.clock().Advance(absl::Seconds(60));
+  CHECK(Impl(f.db())->TEST_ScannerResources() == 0);  // Released already.
+  CHECK_FALSE(scanner->Next());
+  CHECK(absl::IsFailedPrecondition(scanner->status()));
+  CHECK(absl::StrContains(scanner->status().message(), "lease expired"));
+  CHECK_FALSE(scanner->Next());  // Stays failed.
+  scanner.reset();
+  CHECK(f.db()->leases()->size() == 0);
+}
+
+TEST_CASE("a scanner never called expires after one lease") {
+  Options o;
+  o.scanner_lease = absl::Seconds(5);
+  DbFixture f(Storage::kMemory, o);
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  auto scanner = ValueOrDie(q->NewScanner({}));
+  f.clock().Advance(absl::Seconds(5));
+  CHECK(Impl(f.db())->TEST_ScannerResources() == 0);
+  CHECK_FALSE(scanner->Next());
+  CHECK(absl::IsFailedPrecondition(scanner->status()));
+}
+
+TEST_CASE("a scanner in use never expires") {
+  DbFixture f(Storage::kMemory);
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  for (int i = 0; i < 20; ++i) HQ_REQUIRE_OK(q->Put({.payload = "m"}).status());
+  auto scanner = ValueOrDie(q->NewScanner({}));
+  int read = 0;
+  for (int i = 0; i < 20; ++i) {
+    f.clock().Advance(absl::Seconds(59));
+    REQUIRE(scanner->Next());
+    ++read;
+  }
+  CHECK_FALSE(scanner->Next());
+  HQ_REQUIRE_OK(scanner->status());
+  CHECK(read == 20);
+  scanner.reset();
+  CHECK(Impl(f.db())->TEST_ScannerResources() == 0);
+  CHECK(f.db()->leases()->size() == 0);
+}
+
+TEST_CASE("max_open_scanners caps scanners holding snapshots") {
+  Options o;
+  o.max_open_scanners = 2;
+  DbFixture f(Storage::kMemory, o);
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  auto a = ValueOrDie(q->NewScanner({}));
+  auto b = ValueOrDie(q->NewScanner({}));
+  const auto third = q->NewScanner({});
+  CHECK(absl::IsResourceExhausted(third.status()));
+  CHECK(absl::StrContains(third.status().message(), "max_open_scanners"));
+  b.reset();  // Destroying one frees its place...
+  auto c = ValueOrDie(q->NewScanner({}));
+  CHECK(absl::IsResourceExhausted(q->NewScanner({}).status()));
+  f.clock().Advance(absl::Seconds(60));  // ...and so does expiry.
+  CHECK(Impl(f.db())->TEST_ScannerResources() == 0);
+  auto d = ValueOrDie(q->NewScanner({}));
+  auto e = ValueOrDie(q->NewScanner({}));
 }
 
 }  // namespace

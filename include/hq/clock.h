@@ -24,7 +24,7 @@ class Clock {
  public:
   virtual ~Clock() = default;
 
-    // Returns the current time. May go backwards (a stepped system clock);
+  // Returns the current time. May go backwards (a stepped system clock);
   // hq copes with that (see MessageId in message.h).
   virtual absl::Time Now() const = 0;
 
@@ -67,7 +67,7 @@ class SimulatedClock final : public Clock {
 
   absl::Time Now() const override;
 
-    // Moves the clock by `d`. `d` may be negative (a step backwards).
+  // Moves the clock by `d`. `d` may be negative (a step backwards).
   void Advance(absl::Duration d);
 
   // Sets the clock to `t`, forwards or backwards.

@@ -78,7 +78,7 @@ class Db {
   // Names of all queues, in byte order. O(number of queues).
   virtual absl::StatusOr<std::vector<std::string>> ListQueues() = 0;
 
-    // The directory this Db was opened on.
+  // The directory this Db was opened on.
   virtual const std::string& path() const = 0;
 
   // The Db's lease manager (lease.h), driven by Options::clock. Owned by

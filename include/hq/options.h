@@ -57,6 +57,19 @@ struct Options {
   // record makes reads fail instead of being skipped. Default: false.
   bool paranoid_checks = false;
 
+  // A Scanner not called for this long expires (HBase's scanner lease): its
+  // iterator and snapshot are released at once and its next call fails
+  // with FailedPrecondition. The lease is checked lazily, so an idle
+  // scanner expires between scanner_lease and twice that after its last
+  // call; a scanner in use never expires. Default: 60 s. Limits: 1 ms ..
+  // 30 days.
+  absl::Duration scanner_lease = absl::Seconds(60);
+
+  // Scanners that may hold an iterator and snapshot at once; past it,
+  // NewScanner fails with ResourceExhausted. Default: 10000. Limits:
+  // 1..1000000.
+  int max_open_scanners = 10000;
+
   // ---- Performance ----
 
   // Size of the block cache shared by all reads. Default: 64 MiB.

@@ -65,9 +65,12 @@ class Queue {
 
   // Opens a scanner over a snapshot of the queue taken now. It seeks
   // straight to each lane's `from` key; it never walks a lane from its start.
+  // Messages older than the queue's TTL (by id time, at this call) are not
+  // returned: the scan starts at max(from, the TTL cutoff).
   // Errors: InvalidArgument for a partition out of range, a topic over 1024
   // bytes, from > to, or an id whose ms is above MessageId::kMaxMs; NotFound
-  // if the queue was dropped; FailedPrecondition if the Db is closing.
+  // if the queue was dropped; FailedPrecondition if the Db is closing;
+  // ResourceExhausted past Options::max_open_scanners.
   virtual absl::StatusOr<std::unique_ptr<Scanner>> NewScanner(
       const ScanOptions& options) = 0;
 };

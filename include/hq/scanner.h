@@ -20,7 +20,12 @@ namespace hq {
 //   if (!(*scanner)->status().ok()) ...
 //
 // Lifetime: a Scanner holds a LevelDB snapshot and iterator until it is
-// destroyed; it must be destroyed before the Db that made it.
+// destroyed or its lease expires; it must be destroyed before the Db that
+// made it. Lease (HBase's scanner lease): every call renews it; a scanner
+// not called for Options::scanner_lease (checked lazily: expiry comes
+// between one and two leases after the last call) releases its snapshot
+// and iterator at once, and its next call fails with FailedPrecondition
+// ("scanner lease expired"). Open another scanner from the last id read.
 // Thread safety: a Scanner is not thread-safe; use one per thread.
 class Scanner {
  public:
@@ -32,11 +37,13 @@ class Scanner {
   virtual bool Next() = 0;
 
   // The current message. REQUIRES: the last Next() returned true. Its views
-  // are valid until the next call to Next() or the scanner's destruction.
+  // are valid until the next call to Next(), the scanner's destruction or
+  // its lease's expiry.
   virtual const MessageView& message() const = 0;
 
-  // OK, or the error that ended the scan: DataLoss when a stored record
-  // cannot be decoded, or the storage's error (Internal).
+  // OK, or the error that ended the scan: FailedPrecondition when the
+  // scanner's lease expired, DataLoss when a stored record cannot be
+  // decoded, or the storage's error (Internal).
   virtual absl::Status status() const = 0;
 };
 
