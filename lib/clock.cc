@@ -34,8 +34,8 @@ void SimulatedClock::Advance(absl::Duration d) {
     if (__builtin_add_overflow(cur, delta, &next)) {
       next = delta > 0 ? INT64_MAX : INT64_MIN;
     }
-    } while (!now_ns_.compare_exchange_weak(cur, next,
-                                          std::memory_order_acq_rel));
+  } while (
+      !now_ns_.compare_exchange_weak(cur, next, std::memory_order_acq_rel));
   Notify();
 }
 

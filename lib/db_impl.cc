@@ -101,13 +101,17 @@ absl::StatusOr<std::unique_ptr<Db>> DbImpl::Open(const std::string& path,
   }
   std::unique_ptr<DbImpl> db(new DbImpl(path, options, std::move(lock_key)));
   HQ_RETURN_IF_ERROR(db->Init());  // ~DbImpl unregisters on failure.
+  if (options.ttl_sweep_interval > absl::ZeroDuration()) {
+    db->janitor_ = std::thread([raw = db.get()] { raw->JanitorLoop(); });
+    db->ArmSweepTimer();
+  }
   return std::unique_ptr<Db>(std::move(db));
 }
 
 DbImpl::DbImpl(std::string path, const Options& options, std::string lock_key)
     : path_(std::move(path)),
       options_(options),
-            lock_key_(std::move(lock_key)),
+      lock_key_(std::move(lock_key)),
       clock_(options.clock ? options.clock : Clock::Default()),
       leases_(std::make_unique<LeaseManagerImpl>(clock_)) {}
 
@@ -214,12 +218,23 @@ DbImpl::~DbImpl() {
     std::abort();
   }
   {
+    MutexLock l(&write_mu_);
+    closing_ = true;  // A sweep in progress stops at its next batch.
+  }
+  if (janitor_.joinable()) {
+    {
+      MutexLock l(&janitor_mu_);
+      janitor_stop_ = true;
+      janitor_cv_.Signal();
+    }
+    janitor_.join();
+  }
+  {
     // Wait for calls in progress (a leader may be inside LevelDB's Write
     // with write_mu_ released); new ones fail.
     MutexLock l(&write_mu_);
-    closing_ = true;
     while (active_ops_ > 0) ops_done_.Wait(&write_mu_);
-        if (opened_ && bg_error_.ok()) TightenReservations();
+    if (opened_ && bg_error_.ok()) TightenReservations();
   }
   leases_->Shutdown();
   db_.reset();
@@ -371,6 +386,9 @@ absl::StatusOr<Queue*> DbImpl::CreateQueue(std::string_view name,
       std::max<int64_t>(0, absl::ToUnixMillis(clock_->Now())));
   leveldb::WriteBatch b;
   b.Put(format::CatalogKey(name), format::EncodeQueueRecord(record));
+  if (options.ttl != absl::InfiniteDuration()) {
+    b.Put(format::TtlKey(record.id), leveldb::Slice(name.data(), name.size()));
+  }
   std::string next;
   coding::PutFixed32(&next, record.id + 1);
   b.Put(format::MetaKey("next_queue_id"), next);
@@ -408,6 +426,7 @@ absl::Status DbImpl::DropQueue(std::string_view name) {
       if (!bg_error_.ok()) return BrokenError();
       leveldb::WriteBatch b;
       b.Delete(format::CatalogKey(name));
+      b.Delete(format::TtlKey(queue_id));
       b.Put(format::DropKey(queue_id), "");
       leveldb::WriteOptions wo;
       wo.sync = true;
@@ -443,7 +462,7 @@ absl::Status DbImpl::DropQueue(std::string_view name) {
 absl::Status DbImpl::DeleteQueueData(uint32_t queue_id) {
   for (const std::string& prefix :
        {format::MessagePrefix(queue_id), format::ReservePrefix(queue_id),
-        format::LaneDirPrefix(queue_id)}) {
+        format::LaneDirPrefix(queue_id), format::SweptPrefix(queue_id)}) {
     std::unique_ptr<leveldb::Iterator> it(
         db_->NewIterator(leveldb::ReadOptions()));
     leveldb::WriteBatch b;
@@ -506,6 +525,165 @@ absl::StatusOr<std::vector<std::string>> DbImpl::ListQueues() {
   }
   HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "listing queues"));
   return names;
+}
+
+// ------------------------------------------------------------- TTL sweep
+
+absl::StatusOr<SweepStats> DbImpl::CompactExpired() {
+  OpScope op(this);
+  HQ_RETURN_IF_ERROR(op.status());
+  MutexLock l(&sweep_mu_);
+  const absl::Time now = clock_->Now();
+  SweepStats stats;
+  // The TTL index lists only queues with a TTL: no catalog walk.
+  std::vector<std::pair<uint32_t, std::string>> queues;
+  {
+    std::unique_ptr<leveldb::Iterator> it(
+        db_->NewIterator(leveldb::ReadOptions()));
+    const std::string prefix = format::TtlPrefix();
+    for (it->Seek(prefix); it->Valid() && ToStd(it->key()).starts_with(prefix);
+         it->Next()) {
+      std::string_view key = ToStd(it->key()).substr(prefix.size());
+      uint32_t id;
+      if (!coding::GetFixed32(&key, &id) || !key.empty()) {
+        return absl::DataLossError("malformed TTL index key");
+      }
+      queues.emplace_back(id, std::string(ToStd(it->value())));
+    }
+    HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading the TTL index"));
+  }
+  for (const auto& [id, name] : queues) {
+    HQ_RETURN_IF_ERROR(SweepQueue(id, name, now, &stats));
+  }
+  ++sweeps_;
+  last_sweep_ = stats;
+  return stats;
+}
+
+absl::Status DbImpl::SweepQueue(uint32_t queue_id, std::string_view name,
+                                absl::Time now, SweepStats* stats) {
+  std::string value;
+  leveldb::Status s =
+      db_->Get(leveldb::ReadOptions(), format::CatalogKey(name), &value);
+  if (s.IsNotFound()) return absl::OkStatus();  // Dropped meanwhile.
+  HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading the queue catalog"));
+  format::QueueRecord record;
+  HQ_RETURN_IF_ERROR(format::DecodeQueueRecord(value, &record));
+  if (record.id != queue_id || record.options.ttl == absl::InfiniteDuration()) {
+    return absl::OkStatus();
+  }
+  ++stats->queues;
+  const LayoutCodec& codec = LayoutCodec::For(record.options.layout);
+  const MessageId cutoff = MessageId::AtTime(now - record.options.ttl);
+  const size_t batch_limit = static_cast<size_t>(options_.ttl_sweep_batch);
+  std::string compact_begin, compact_end;  // Span of deleted keys.
+
+  std::unique_ptr<leveldb::Iterator> dir(
+      db_->NewIterator(leveldb::ReadOptions()));
+  std::unique_ptr<leveldb::Iterator> it(
+      db_->NewIterator(leveldb::ReadOptions()));
+  const std::string dir_prefix = format::LaneDirPrefix(queue_id);
+  for (dir->Seek(dir_prefix);
+       dir->Valid() && ToStd(dir->key()).starts_with(dir_prefix); dir->Next()) {
+    ++stats->lanes;
+    std::string lane(1, format::kMessageTag);
+    lane.append(ToStd(dir->key()).substr(1));
+    const std::string swept_key = format::SweptKey(lane);
+    MessageId swept = MessageId::Min();
+    s = db_->Get(leveldb::ReadOptions(), swept_key, &value);
+    if (s.ok()) {
+      if (value.size() != LayoutCodec::kMessageIdSize) {
+        return absl::DataLossError("malformed TTL sweep watermark");
+      }
+      swept = LayoutCodec::DecodeMessageId(value.data());
+    } else if (!s.IsNotFound()) {
+      return FromLevelDb(s, "reading a TTL sweep watermark");
+    }
+    if (cutoff <= swept) continue;  // Nothing newly expired in this lane.
+
+    std::string start = lane;
+    LayoutCodec::AppendMessageId(&start, swept);
+    leveldb::WriteBatch b;
+    size_t in_batch = 0;
+    auto flush = [&](MessageId watermark) -> absl::Status {
+      std::string v;
+      LayoutCodec::AppendMessageId(&v, watermark);
+      b.Put(swept_key, v);
+      HQ_RETURN_IF_ERROR(
+          WriteOther(leveldb::WriteOptions(), &b, "sweeping expired messages"));
+      b.Clear();
+      in_batch = 0;
+      return absl::OkStatus();
+    };
+    // Seek to where the last sweep stopped: the deleted keys before it are
+    // never read again.
+    for (it->Seek(start); it->Valid(); it->Next()) {
+      const std::string_view key = ToStd(it->key());
+      if (!key.starts_with(lane)) break;
+      DecodedKey k;
+      if (!codec.DecodeMessageKey(key, queue_id, &k)) {
+        return absl::DataLossError(
+            absl::StrCat("undecodable message key '", Printable(key), "'"));
+      }
+      ++stats->examined;
+      if (k.id >= cutoff) break;  // Live (or the lane's fence).
+      b.Delete(it->key());
+      ++stats->deleted;
+      if (compact_begin.empty() || key < compact_begin) compact_begin = key;
+      if (key > compact_end) compact_end = key;
+      if (++in_batch >= batch_limit) {
+        HQ_RETURN_IF_ERROR(flush(k.id.Next()));
+        MutexLock l(&write_mu_);
+        if (closing_) return absl::OkStatus();  // Resumes next time.
+      }
+    }
+    HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "sweeping expired messages"));
+    HQ_RETURN_IF_ERROR(flush(cutoff));
+  }
+  HQ_RETURN_IF_ERROR(FromLevelDb(dir->status(), "reading the lane directory"));
+  // Iterators pin the current table files: release them first, or the
+  // compaction's obsolete files stay on disk until a later compaction.
+  it.reset();
+  dir.reset();
+  if (!compact_begin.empty()) {
+    // Drop the tombstones and the deleted data from every level, so the
+    // disk space returns and no reader ever meets them.
+    compact_end.push_back('\0');
+    const leveldb::Slice begin(compact_begin), end(compact_end);
+    db_->CompactRange(&begin, &end);
+  }
+  return absl::OkStatus();
+}
+
+void DbImpl::ArmSweepTimer() {
+  (void)leases_->Create(options_.ttl_sweep_interval, [this] {
+    MutexLock l(&janitor_mu_);
+    sweep_due_ = true;
+    janitor_cv_.Signal();
+  });
+}
+
+void DbImpl::JanitorLoop() {
+  while (true) {
+    {
+      MutexLock l(&janitor_mu_);
+      while (!sweep_due_ && !janitor_stop_) janitor_cv_.Wait(&janitor_mu_);
+      if (janitor_stop_) return;
+      sweep_due_ = false;
+    }
+    (void)CompactExpired();  // Failures are retried at the next interval.
+    ArmSweepTimer();
+  }
+}
+
+int64_t DbImpl::TEST_SweepCount() {
+  MutexLock l(&sweep_mu_);
+  return sweeps_;
+}
+
+SweepStats DbImpl::TEST_LastSweep() {
+  MutexLock l(&sweep_mu_);
+  return last_sweep_;
 }
 
 // ---------------------------------------------------------- write pipeline

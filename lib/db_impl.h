@@ -10,6 +10,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -59,8 +60,9 @@ class DbImpl final : public Db {
   absl::StatusOr<Queue*> OpenQueue(std::string_view name) override;
   absl::Status DropQueue(std::string_view name) override;
   absl::StatusOr<std::vector<std::string>> ListQueues() override;
-    const std::string& path() const override { return path_; }
+  const std::string& path() const override { return path_; }
   LeaseManager* leases() override { return leases_.get(); }
+  absl::StatusOr<SweepStats> CompactExpired() override;
 
   // ---- For QueueImpl and ScannerImpl ----
 
@@ -91,7 +93,7 @@ class DbImpl final : public Db {
   leveldb::DB* leveldb() const { return db_.get(); }
   Clock* clock() const { return clock_; }
   bool default_sync() const { return options_.sync_writes; }
-    void ScannerOpened() { live_scanners_.fetch_add(1); }
+  void ScannerOpened() { live_scanners_.fetch_add(1); }
   void ScannerClosed() { live_scanners_.fetch_sub(1); }
   // Counts a scanner holding an iterator and snapshot; ResourceExhausted
   // past Options::max_open_scanners.
@@ -107,6 +109,10 @@ class DbImpl final : public Db {
   size_t TEST_QueuedWriters();
   // Whether the destructor has begun.
   bool TEST_Closing();
+  // Sweeps completed (by CompactExpired or the janitor) and the last one's
+  // stats.
+  int64_t TEST_SweepCount();
+  SweepStats TEST_LastSweep();
 
   static constexpr uint64_t kReserveWindowMs = 1000;
 
@@ -150,6 +156,12 @@ class DbImpl final : public Db {
   // its drop marker.
   absl::Status DeleteQueueData(uint32_t queue_id);
   absl::Status FinishPendingDrops();
+  // Sweeps one queue with a TTL (see CompactExpired).
+  absl::Status SweepQueue(uint32_t queue_id, std::string_view name,
+                          absl::Time now, SweepStats* stats);
+  // The janitor thread: runs a sweep each time the timer lease fires.
+  void JanitorLoop();
+  void ArmSweepTimer();
   leveldb::WriteOptions CatalogWriteOptions() const;
   void TightenReservations() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
 
@@ -160,10 +172,20 @@ class DbImpl final : public Db {
   Clock* const clock_;
   std::unique_ptr<leveldb::Cache> cache_;
   std::unique_ptr<const leveldb::FilterPolicy> filter_;
-    std::unique_ptr<leveldb::DB> db_;
+  std::unique_ptr<leveldb::DB> db_;
   std::unique_ptr<LeaseManagerImpl> leases_;
 
-    std::atomic<int> live_scanners_{0};
+  Mutex sweep_mu_;  // Held for a whole sweep: one at a time.
+  int64_t sweeps_ ABSL_GUARDED_BY(sweep_mu_) = 0;
+  SweepStats last_sweep_ ABSL_GUARDED_BY(sweep_mu_);
+
+  Mutex janitor_mu_;
+  CondVar janitor_cv_;
+  bool sweep_due_ ABSL_GUARDED_BY(janitor_mu_) = false;
+  bool janitor_stop_ ABSL_GUARDED_BY(janitor_mu_) = false;
+  std::thread janitor_;
+
+  std::atomic<int> live_scanners_{0};
   std::atomic<int> scanner_resources_{0};
 
   Mutex catalog_mu_ ABSL_ACQUIRED_BEFORE(write_mu_);

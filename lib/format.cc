@@ -67,6 +67,23 @@ std::string LaneDirPrefix(uint32_t queue_id, uint32_t partition) {
   return s;
 }
 
+std::string TtlKey(uint32_t queue_id) {
+  std::string s(1, kTtlTag);
+  coding::PutFixed32(&s, queue_id);
+  return s;
+}
+std::string TtlPrefix() { return std::string(1, kTtlTag); }
+std::string SweptKey(std::string_view lane_prefix) {
+  std::string s(1, kSweptTag);
+  s.append(lane_prefix.substr(1));
+  return s;
+}
+std::string SweptPrefix(uint32_t queue_id) {
+  std::string s(1, kSweptTag);
+  coding::PutFixed32(&s, queue_id);
+  return s;
+}
+
 absl::Status ValidateQueueName(std::string_view name) {
   if (name.empty()) {
     return absl::InvalidArgumentError("queue name is empty");
@@ -142,12 +159,24 @@ absl::Status ValidateOptions(const Options& o) {
         "Options::write_buffer_bytes is %d; it must be in 64 KiB..1 GiB",
         o.write_buffer_bytes));
   }
-    if (o.scanner_lease < absl::Milliseconds(1) ||
+  if (o.scanner_lease < absl::Milliseconds(1) ||
       o.scanner_lease > absl::Hours(24 * 30)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Options::scanner_lease is ", absl::FormatDuration(o.scanner_lease),
+        "; it must be in 1ms..720h"));
+  }
+  if (o.ttl_sweep_interval != absl::ZeroDuration() &&
+      (o.ttl_sweep_interval < absl::Milliseconds(1) ||
+       o.ttl_sweep_interval > absl::Hours(24 * 30))) {
     return absl::InvalidArgumentError(
-        absl::StrCat("Options::scanner_lease is ",
-                     absl::FormatDuration(o.scanner_lease),
-                     "; it must be in 1ms..720h"));
+        absl::StrCat("Options::ttl_sweep_interval is ",
+                     absl::FormatDuration(o.ttl_sweep_interval),
+                     "; it must be 0 or in 1ms..720h"));
+  }
+  if (o.ttl_sweep_batch < 1 || o.ttl_sweep_batch > 100000) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "Options::ttl_sweep_batch is %d; it must be in 1..100000",
+        o.ttl_sweep_batch));
   }
   if (o.max_open_scanners < 1 || o.max_open_scanners > 1000000) {
     return absl::InvalidArgumentError(absl::StrFormat(

@@ -22,6 +22,14 @@
 //                   only in the topic layout. Written in the batch of the
 //                   lane's first message since Open, with the lane's fence,
 //                   so lanes are found without reading any lane.
+//   ttl key      := 0x05 fixed32 queue_id       -> queue_name
+//                   One per queue with a finite TTL: what the sweep visits.
+//   swept key    := 0x06 fixed32 queue_id fixed16 partition
+//                   fixed8 (255 - priority) [fixed16 topic_len topic]
+//                   -> fixed64 message_id
+//                   The TTL sweep's watermark of a lane (its lane prefix with
+//                   tag 0x06): every message below that id is deleted, so
+//                   the next sweep seeks there and never rescans tombstones.
 //   message key  := 0x10 fixed32 queue_id fixed16 partition
 //                   fixed8 (255 - priority) layout-specific-suffix
 //                   -> message value
@@ -58,6 +66,8 @@ inline constexpr char kCatalogTag = 0x01;
 inline constexpr char kReserveTag = 0x02;
 inline constexpr char kDropTag = 0x03;
 inline constexpr char kLaneDirTag = 0x04;
+inline constexpr char kTtlTag = 0x05;
+inline constexpr char kSweptTag = 0x06;
 inline constexpr char kMessageTag = 0x10;
 
 // Bumped when a change makes old code unable to read new data.
@@ -85,6 +95,11 @@ void AppendLaneDirKey(std::string* dst, std::string_view lane_prefix);
 // All lane directory keys of a queue, or of one of its partitions.
 std::string LaneDirPrefix(uint32_t queue_id);
 std::string LaneDirPrefix(uint32_t queue_id, uint32_t partition);
+std::string TtlKey(uint32_t queue_id);
+std::string TtlPrefix();
+// The sweep watermark key of a lane, from its lane prefix.
+std::string SweptKey(std::string_view lane_prefix);
+std::string SweptPrefix(uint32_t queue_id);
 
 // OK, or InvalidArgument saying what is wrong with the name.
 absl::Status ValidateQueueName(std::string_view name);

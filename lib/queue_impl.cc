@@ -155,7 +155,7 @@ absl::StatusOr<std::unique_ptr<Scanner>> QueueImpl::NewScanner(
       options.order != ScanOptions::Order::kLane) {
     return absl::InvalidArgumentError("ScanOptions::order is not known");
   }
-    DbImpl::OpScope op(db_);
+  DbImpl::OpScope op(db_);
   if (!op.status().ok()) return op.status();
   // Expired messages are invisible at once: start at the TTL cutoff.
   ScanOptions effective = options;

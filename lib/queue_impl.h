@@ -30,7 +30,7 @@ class QueueImpl final : public Queue {
   absl::StatusOr<std::unique_ptr<Scanner>> NewScanner(
       const ScanOptions& options) override;
 
-    uint32_t id() const { return record_.id; }
+  uint32_t id() const { return record_.id; }
 
   // Messages with ids below this have outlived the queue's TTL at `now`
   // (Min() without a TTL).

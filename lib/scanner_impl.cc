@@ -82,7 +82,7 @@ struct HeapItem {
 
 class ScannerImpl final : public Scanner {
  public:
-    ScannerImpl(DbImpl* db, QueueImpl* queue, const ScanOptions& options,
+  ScannerImpl(DbImpl* db, QueueImpl* queue, const ScanOptions& options,
               absl::Duration lease)
       : db_(db),
         lease_(lease),
@@ -117,7 +117,7 @@ class ScannerImpl final : public Scanner {
     snapshot_ = db_->leveldb()->GetSnapshot();
     leveldb::ReadOptions ro;
     ro.snapshot = snapshot_;
-        iter_.reset(db_->leveldb()->NewIterator(ro));
+    iter_.reset(db_->leveldb()->NewIterator(ro));
 
     if (merged_) {
       while (true) {
@@ -133,7 +133,7 @@ class ScannerImpl final : public Scanner {
     }
   }
 
-    ~ScannerImpl() override {
+  ~ScannerImpl() override {
     // End the lease for good: cancel it, and again if a running action
     // re-armed it meanwhile (Cancel waits for a running action).
     closing_.store(true);
@@ -149,7 +149,7 @@ class ScannerImpl final : public Scanner {
 
   // Arms the scanner's lease. Called once, right after construction.
   absl::Status StartLease() {
-        calls_at_arm_ = calls_.load(std::memory_order_relaxed);
+    calls_at_arm_ = calls_.load(std::memory_order_relaxed);
     absl::StatusOr<LeaseId> id =
         db_->leases()->Create(lease_, [this] { OnLeaseDeadline(); });
     if (!id.ok()) return id.status();
@@ -206,7 +206,7 @@ class ScannerImpl final : public Scanner {
     return true;
   }
 
-    const MessageView& message() const override { return view_; }
+  const MessageView& message() const override { return view_; }
   absl::Status status() const override { return status_; }
 
  private:
@@ -522,7 +522,7 @@ class ScannerImpl final : public Scanner {
     return nullptr;
   }
 
-    DbImpl* const db_;
+  DbImpl* const db_;
   const absl::Duration lease_;
   // Lease state, shared with the lease thread.
   std::atomic<int> state_{kIdle};
@@ -572,8 +572,8 @@ absl::StatusOr<std::unique_ptr<Scanner>> NewScannerImpl(
     DbImpl* db, QueueImpl* queue, const ScanOptions& options) {
   HQ_RETURN_IF_ERROR(db->AcquireScannerResources());
   db->ScannerOpened();
-  auto scanner = std::make_unique<ScannerImpl>(db, queue, options,
-                                               db->scanner_lease());
+  auto scanner =
+      std::make_unique<ScannerImpl>(db, queue, options, db->scanner_lease());
   HQ_RETURN_IF_ERROR(scanner->StartLease());
   return std::unique_ptr<Scanner>(std::move(scanner));
 }

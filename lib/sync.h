@@ -90,7 +90,7 @@ class CondVar {
     cv_.Wait(&mu->mu_);
     mu->Acquired();
   }
-    // As Wait, but returns after `timeout` at the latest; true if it timed
+  // As Wait, but returns after `timeout` at the latest; true if it timed
   // out.
   bool WaitWithTimeout(Mutex* mu, absl::Duration timeout) {
     mu->Releasing();

@@ -70,6 +70,17 @@ struct Options {
   // 1..1000000.
   int max_open_scanners = 10000;
 
+  // How often a background sweep deletes messages older than their queue's
+  // TTL and compacts the range they used (Db::CompactExpired runs one now).
+  // Measured on Options::clock. Zero: no background sweeps. Expired
+  // messages are invisible to readers at once either way.
+  // Default: 60 s. Limits: 0, or 1 ms .. 30 days.
+  absl::Duration ttl_sweep_interval = absl::Seconds(60);
+
+  // Keys a sweep deletes per WriteBatch (each batch also records how far
+  // the sweep got, so it resumes there). Default: 1000. Limits: 1..100000.
+  int ttl_sweep_batch = 1000;
+
   // ---- Performance ----
 
   // Size of the block cache shared by all reads. Default: 64 MiB.
