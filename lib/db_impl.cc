@@ -210,16 +210,9 @@ absl::Status DbImpl::Init() {
 }
 
 DbImpl::~DbImpl() {
-  if (live_scanners_.load() != 0) {
-    std::fprintf(stderr,
-                 "hq: Db '%s' destroyed while %d scanners are alive; "
-                 "destroy every Scanner before its Db\n",
-                 path_.c_str(), live_scanners_.load());
-    std::abort();
-  }
   {
     MutexLock l(&write_mu_);
-    closing_ = true;  // A sweep in progress stops at its next batch.
+    closing_ = true;  // A sweep in progress stops at its next lane.
   }
   if (janitor_.joinable()) {
     {
@@ -236,7 +229,15 @@ DbImpl::~DbImpl() {
     while (active_ops_ > 0) ops_done_.Wait(&write_mu_);
     if (opened_ && bg_error_.ok()) TightenReservations();
   }
+  // Destroys pending lease actions too (and whatever they own).
   leases_->Shutdown();
+  if (live_scanners_.load() != 0) {
+    std::fprintf(stderr,
+                 "hq: Db '%s' destroyed while %d scanners are alive; "
+                 "destroy every Scanner before its Db\n",
+                 path_.c_str(), live_scanners_.load());
+    std::abort();
+  }
   db_.reset();
   MutexLock l(&registry_mu);
   OpenDirs()->erase(lock_key_);
@@ -460,9 +461,12 @@ absl::Status DbImpl::DropQueue(std::string_view name) {
 }
 
 absl::Status DbImpl::DeleteQueueData(uint32_t queue_id) {
+  // Not during a sweep: it could write watermarks of this queue after they
+  // were deleted here. A sweep that starts later finds the queue gone.
+  MutexLock sweep(&sweep_mu_);
   for (const std::string& prefix :
        {format::MessagePrefix(queue_id), format::ReservePrefix(queue_id),
-        format::LaneDirPrefix(queue_id), format::SweptPrefix(queue_id)}) {
+        format::LaneDirPrefix(queue_id)}) {
     std::unique_ptr<leveldb::Iterator> it(
         db_->NewIterator(leveldb::ReadOptions()));
     leveldb::WriteBatch b;
@@ -553,6 +557,10 @@ absl::StatusOr<SweepStats> DbImpl::CompactExpired() {
     HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading the TTL index"));
   }
   for (const auto& [id, name] : queues) {
+    {
+      MutexLock w(&write_mu_);
+      if (closing_) break;
+    }
     HQ_RETURN_IF_ERROR(SweepQueue(id, name, now, &stats));
   }
   ++sweeps_;
@@ -576,7 +584,7 @@ absl::Status DbImpl::SweepQueue(uint32_t queue_id, std::string_view name,
   const LayoutCodec& codec = LayoutCodec::For(record.options.layout);
   const MessageId cutoff = MessageId::AtTime(now - record.options.ttl);
   const size_t batch_limit = static_cast<size_t>(options_.ttl_sweep_batch);
-  std::string compact_begin, compact_end;  // Span of deleted keys.
+  bool closing = false;
 
   std::unique_ptr<leveldb::Iterator> dir(
       db_->NewIterator(leveldb::ReadOptions()));
@@ -585,10 +593,15 @@ absl::Status DbImpl::SweepQueue(uint32_t queue_id, std::string_view name,
   const std::string dir_prefix = format::LaneDirPrefix(queue_id);
   for (dir->Seek(dir_prefix);
        dir->Valid() && ToStd(dir->key()).starts_with(dir_prefix); dir->Next()) {
+    {
+      MutexLock l(&write_mu_);
+      closing = closing_;
+    }
+    if (closing) break;  // Watermarks are durable: the next Open resumes.
     ++stats->lanes;
     std::string lane(1, format::kMessageTag);
     lane.append(ToStd(dir->key()).substr(1));
-    const std::string swept_key = format::SweptKey(lane);
+    const std::string& swept_key = lane;  // The lane head (format.h).
     MessageId swept = MessageId::Min();
     s = db_->Get(leveldb::ReadOptions(), swept_key, &value);
     if (s.ok()) {
@@ -599,15 +612,19 @@ absl::Status DbImpl::SweepQueue(uint32_t queue_id, std::string_view name,
     } else if (!s.IsNotFound()) {
       return FromLevelDb(s, "reading a TTL sweep watermark");
     }
-    if (cutoff <= swept) continue;  // Nothing newly expired in this lane.
+    if (cutoff <= swept) continue;
 
     std::string start = lane;
     LayoutCodec::AppendMessageId(&start, swept);
     leveldb::WriteBatch b;
-    size_t in_batch = 0;
-    auto flush = [&](MessageId watermark) -> absl::Status {
+    size_t in_batch = 0, lane_deleted = 0;
+    MessageId last_deleted;
+    // The watermark moves to just past the last id deleted, never to the
+    // cutoff: a message committed late (or below a stepped-back cutoff) and
+    // not seen by this sweep stays above it and is deleted next time.
+    auto flush = [&]() -> absl::Status {
       std::string v;
-      LayoutCodec::AppendMessageId(&v, watermark);
+      LayoutCodec::AppendMessageId(&v, last_deleted.Next());
       b.Put(swept_key, v);
       HQ_RETURN_IF_ERROR(
           WriteOther(leveldb::WriteOptions(), &b, "sweeping expired messages"));
@@ -628,38 +645,47 @@ absl::Status DbImpl::SweepQueue(uint32_t queue_id, std::string_view name,
       ++stats->examined;
       if (k.id >= cutoff) break;  // Live (or the lane's fence).
       b.Delete(it->key());
-      ++stats->deleted;
-      if (compact_begin.empty() || key < compact_begin) compact_begin = key;
-      if (key > compact_end) compact_end = key;
-      if (++in_batch >= batch_limit) {
-        HQ_RETURN_IF_ERROR(flush(k.id.Next()));
-        MutexLock l(&write_mu_);
-        if (closing_) return absl::OkStatus();  // Resumes next time.
-      }
+      last_deleted = k.id;
+      ++lane_deleted;
+      if (++in_batch >= batch_limit) HQ_RETURN_IF_ERROR(flush());
     }
     HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "sweeping expired messages"));
-    HQ_RETURN_IF_ERROR(flush(cutoff));
+    if (in_batch > 0) HQ_RETURN_IF_ERROR(flush());
+    stats->deleted += static_cast<int64_t>(lane_deleted);
+    // Compact this lane's deleted span now, while the memtable holds mostly
+    // its tombstones (a span across lanes would rewrite the live messages
+    // between them). Small spans are left to LevelDB's own compactions:
+    // readers and the next sweep seek past them anyway.
+    if (lane_deleted >= batch_limit) {
+      std::string end = lane;
+      LayoutCodec::AppendMessageId(&end, last_deleted.Next());
+      // Iterators pin table files: release them around the compaction, or
+      // its obsolete files stay on disk until a later one.
+      const std::string resume(ToStd(dir->key()));
+      it.reset();
+      dir.reset();
+      const leveldb::Slice b(start), e(end);
+      db_->CompactRange(&b, &e);
+      dir.reset(db_->NewIterator(leveldb::ReadOptions()));
+      it.reset(db_->NewIterator(leveldb::ReadOptions()));
+      dir->Seek(resume);  // The loop's Next() moves past this lane.
+      if (!dir->Valid()) break;
+    }
   }
   HQ_RETURN_IF_ERROR(FromLevelDb(dir->status(), "reading the lane directory"));
-  // Iterators pin the current table files: release them first, or the
-  // compaction's obsolete files stay on disk until a later compaction.
-  it.reset();
-  dir.reset();
-  if (!compact_begin.empty()) {
-    // Drop the tombstones and the deleted data from every level, so the
-    // disk space returns and no reader ever meets them.
-    compact_end.push_back('\0');
-    const leveldb::Slice begin(compact_begin), end(compact_end);
-    db_->CompactRange(&begin, &end);
-  }
   return absl::OkStatus();
 }
 
 void DbImpl::ArmSweepTimer() {
+  // The timer re-arms itself when it fires, so intervals do not drift with
+  // the sweeps' duration; sweeps due while one runs coalesce into one.
   (void)leases_->Create(options_.ttl_sweep_interval, [this] {
-    MutexLock l(&janitor_mu_);
-    sweep_due_ = true;
-    janitor_cv_.Signal();
+    {
+      MutexLock l(&janitor_mu_);
+      sweep_due_ = true;
+      janitor_cv_.Signal();
+    }
+    ArmSweepTimer();
   });
 }
 
@@ -672,7 +698,6 @@ void DbImpl::JanitorLoop() {
       sweep_due_ = false;
     }
     (void)CompactExpired();  // Failures are retried at the next interval.
-    ArmSweepTimer();
   }
 }
 

@@ -175,7 +175,9 @@ class DbImpl final : public Db {
   std::unique_ptr<leveldb::DB> db_;
   std::unique_ptr<LeaseManagerImpl> leases_;
 
-  Mutex sweep_mu_;  // Held for a whole sweep: one at a time.
+  // Held for a whole sweep (one at a time), and while a dropped queue's
+  // records are deleted.
+  Mutex sweep_mu_ ABSL_ACQUIRED_BEFORE(write_mu_);
   int64_t sweeps_ ABSL_GUARDED_BY(sweep_mu_) = 0;
   SweepStats last_sweep_ ABSL_GUARDED_BY(sweep_mu_);
 

@@ -73,16 +73,6 @@ std::string TtlKey(uint32_t queue_id) {
   return s;
 }
 std::string TtlPrefix() { return std::string(1, kTtlTag); }
-std::string SweptKey(std::string_view lane_prefix) {
-  std::string s(1, kSweptTag);
-  s.append(lane_prefix.substr(1));
-  return s;
-}
-std::string SweptPrefix(uint32_t queue_id) {
-  std::string s(1, kSweptTag);
-  coding::PutFixed32(&s, queue_id);
-  return s;
-}
 
 absl::Status ValidateQueueName(std::string_view name) {
   if (name.empty()) {

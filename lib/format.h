@@ -24,12 +24,16 @@
 //                   so lanes are found without reading any lane.
 //   ttl key      := 0x05 fixed32 queue_id       -> queue_name
 //                   One per queue with a finite TTL: what the sweep visits.
-//   swept key    := 0x06 fixed32 queue_id fixed16 partition
-//                   fixed8 (255 - priority) [fixed16 topic_len topic]
-//                   -> fixed64 message_id
-//                   The TTL sweep's watermark of a lane (its lane prefix with
-//                   tag 0x06): every message below that id is deleted, so
-//                   the next sweep seeks there and never rescans tombstones.
+//   lane head    := lane prefix (layout_codec.h), exactly   -> message_id
+//                   The TTL sweep's watermark of a lane: every message below
+//                   that id was deleted, so the next sweep seeks there and
+//                   never rescans tombstones. It sorts just before the lane's
+//                   first message (readers always seek to prefix + id, so
+//                   they never meet it), which keeps a sweep's writes inside
+//                   the lane: a watermark elsewhere in the key space would
+//                   make the memtable flush before a lane's compaction span
+//                   the queue, and the compaction rewrite the live lanes
+//                   between.
 //   message key  := 0x10 fixed32 queue_id fixed16 partition
 //                   fixed8 (255 - priority) layout-specific-suffix
 //                   -> message value
@@ -67,7 +71,6 @@ inline constexpr char kReserveTag = 0x02;
 inline constexpr char kDropTag = 0x03;
 inline constexpr char kLaneDirTag = 0x04;
 inline constexpr char kTtlTag = 0x05;
-inline constexpr char kSweptTag = 0x06;
 inline constexpr char kMessageTag = 0x10;
 
 // Bumped when a change makes old code unable to read new data.
@@ -97,9 +100,6 @@ std::string LaneDirPrefix(uint32_t queue_id);
 std::string LaneDirPrefix(uint32_t queue_id, uint32_t partition);
 std::string TtlKey(uint32_t queue_id);
 std::string TtlPrefix();
-// The sweep watermark key of a lane, from its lane prefix.
-std::string SweptKey(std::string_view lane_prefix);
-std::string SweptPrefix(uint32_t queue_id);
 
 // OK, or InvalidArgument saying what is wrong with the name.
 absl::Status ValidateQueueName(std::string_view name);

@@ -20,6 +20,9 @@
 //
 //   lane fence := lane_prefix message_id(MessageId::Max())   -> ""
 //
+// (and a lane swept for TTL starts with its head, the bare lane prefix,
+// holding the sweep's watermark: format.h).
+//
 // Max() is never assigned to a message, so the fence sorts after all of the
 // lane's messages and a seek anywhere into the lane lands inside it: it never
 // runs on into the next lane (whose head may be rows deleted by TTL, which an

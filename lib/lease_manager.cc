@@ -39,6 +39,17 @@ void LeaseManagerImpl::Shutdown() {
   }
   thread_.join();
   clock_->RemoveListener(this);
+  // Pending actions never run. Destroy them now, outside the lock and with
+  // every member alive: their captures may call back (a captured Scanner
+  // cancels its own lease).
+  std::vector<std::function<void()>> pending;
+  {
+    MutexLock l(&mu_);
+    for (Slot& slot : slots_) {
+      if (slot.action) pending.push_back(std::move(slot.action));
+    }
+  }
+  pending.clear();
 }
 
 absl::Time LeaseManagerImpl::DeadlineAfter(absl::Duration d) const {
@@ -105,10 +116,14 @@ absl::Status LeaseManagerImpl::Renew(LeaseId id, absl::Duration duration) {
 }
 
 absl::Status LeaseManagerImpl::Cancel(LeaseId id) {
+  // Destroyed after the lock is released: the action's captures may call
+  // back into the manager (a captured Scanner cancels its own lease).
+  std::function<void()> doomed;
   MutexLock l(&mu_);
   absl::StatusOr<uint32_t> s = Find(id);
   if (s.ok()) {
     HeapRemove(slots_[*s].heap_pos);
+    doomed = std::move(slots_[*s].action);
     Free(*s, /*expired=*/false);
     return absl::OkStatus();
   }

@@ -35,7 +35,8 @@ class LeaseManagerImpl final : public LeaseManager, private Clock::Listener {
   absl::StatusOr<absl::Time> Deadline(LeaseId id) override;
   size_t size() override;
 
-  // Stops accepting leases and joins the thread (idempotent).
+  // Stops accepting leases, joins the thread and destroys the actions that
+  // will never run (idempotent).
   void Shutdown();
 
  private:

@@ -348,6 +348,24 @@ TEST_CASE("a scanner in use never expires") {
   CHECK(f.db()->leases()->size() == 0);
 }
 
+// Review of issue 3: Cancel destroyed the action (and what it captured)
+// under the manager's lock; a captured Scanner's destructor cancels its own
+// lease, so that deadlocked.
+TEST_CASE("issue3: cancelling a lease whose action holds a scanner") {
+  DbFixture f(Storage::kMemory, NoSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  std::shared_ptr<Scanner> scanner = ValueOrDie(q->NewScanner({}));
+  const LeaseId id = ValueOrDie(f.db()->leases()->Create(
+      absl::Hours(1), [s = scanner] { (void)s->Next(); }));
+  scanner.reset();  // The lease's action owns it now.
+  HQ_REQUIRE_OK(f.db()->leases()->Cancel(id));  // Destroys the scanner.
+  CHECK(Impl(f.db())->TEST_ScannerResources() == 0);
+  // And one left pending when the Db closes is destroyed safely too.
+  std::shared_ptr<Scanner> held = ValueOrDie(q->NewScanner({}));
+  ValueOrDie(f.db()->leases()->Create(absl::Hours(1), [s = held] {}));
+  held.reset();
+}
+
 TEST_CASE("max_open_scanners caps scanners holding snapshots") {
   Options o;
   o.max_open_scanners = 2;

@@ -154,7 +154,10 @@ class CountingEnv : public leveldb::EnvWrapper {
   leveldb::Status NewWritableFile(const std::string& name,
                                   leveldb::WritableFile** result) override {
     leveldb::Status s = target()->NewWritableFile(name, result);
-    if (s.ok()) *result = new Writable(*result, &syncs);
+    if (s.ok()) {
+      *result = new Writable(
+          *result, &syncs, name.ends_with(".ldb") ? &table_bytes : &log_bytes);
+    }
     return s;
   }
   leveldb::Status NewRandomAccessFile(
@@ -166,14 +169,18 @@ class CountingEnv : public leveldb::EnvWrapper {
 
   std::atomic<int64_t> syncs{0};
   std::atomic<int64_t> reads{0};
+  std::atomic<int64_t> table_bytes{0};  // Appended to .ldb files.
+  std::atomic<int64_t> log_bytes{0};    // Appended to other files (log...).
 
  private:
   class Writable : public leveldb::WritableFile {
    public:
-    Writable(leveldb::WritableFile* f, std::atomic<int64_t>* n)
-        : f_(f), n_(n) {}
+    Writable(leveldb::WritableFile* f, std::atomic<int64_t>* n,
+             std::atomic<int64_t>* bytes)
+        : f_(f), n_(n), bytes_(bytes) {}
     ~Writable() override { delete f_; }
     leveldb::Status Append(const leveldb::Slice& d) override {
+      *bytes_ += static_cast<int64_t>(d.size());
       return f_->Append(d);
     }
     leveldb::Status Close() override { return f_->Close(); }
@@ -186,6 +193,7 @@ class CountingEnv : public leveldb::EnvWrapper {
    private:
     leveldb::WritableFile* f_;
     std::atomic<int64_t>* n_;
+    std::atomic<int64_t>* bytes_;
   };
   class RandomAccess : public leveldb::RandomAccessFile {
    public:

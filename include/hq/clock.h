@@ -57,7 +57,10 @@ class Clock {
 //
 // Deterministic expiry: Advance and Set return only after every Db using
 // this clock has run the lease expiries (scanner leases, timers) that are
-// due at the new time. Do not call them from a lease's expiry action.
+// due at the new time. Work a timer hands to another thread (the TTL sweep
+// runs on the janitor thread) may still be running: tests call
+// Db::CompactExpired() for a deterministic sweep. Do not call Advance or Set
+// from a lease's expiry action.
 //
 // Thread safety: all methods may be called concurrently.
 class SimulatedClock final : public Clock {

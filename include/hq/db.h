@@ -23,8 +23,8 @@ struct SweepStats {
   int64_t queues = 0;    // Queues with a TTL visited.
   int64_t lanes = 0;     // Lanes visited.
   int64_t deleted = 0;   // Expired messages deleted.
-  int64_t examined = 0;  // Keys read: deleted ones, plus one per lane that
-                         // had something expired to look at.
+  int64_t examined = 0;  // Keys read: the deleted ones, plus at most one
+                         // more per lane (the first one kept).
 };
 
 // An open Db. Create with Db::Open; close by destroying it. Destruction
@@ -93,12 +93,14 @@ class Db {
   // Runs a TTL sweep now, on this thread: in every queue with a TTL, deletes
   // the messages older than it, lane by lane from where the previous sweep
   // stopped (never rescanning deleted keys), in batches of
-  // Options::ttl_sweep_batch, then compacts the range they used so their
-  // disk space returns. Expired messages are already invisible to readers;
-  // this reclaims their space. Also runs every Options::ttl_sweep_interval
-  // in the background. Sweeps never run concurrently (this waits for one in
-  // progress). Errors: FailedPrecondition (closing, or refusing writes after
-  // a failed one), Internal / DataLoss (storage).
+  // Options::ttl_sweep_batch, then compacts each lane's deleted range (when
+  // it holds at least a batch; smaller ones are left to LevelDB's own
+  // compactions) so the disk space returns. Expired messages are already
+  // invisible to readers; this reclaims their space. Also runs every
+  // Options::ttl_sweep_interval in the background. Sweeps never run
+  // concurrently (this waits for one in progress). Errors: FailedPrecondition
+  // (closing, or refusing writes after a failed one), Internal / DataLoss
+  // (storage).
   virtual absl::StatusOr<SweepStats> CompactExpired() = 0;
 
   // The Db's lease manager (lease.h), driven by Options::clock. Owned by

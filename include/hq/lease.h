@@ -65,7 +65,9 @@ class LeaseManager {
   // The deadline of a live lease. Errors as Renew.
   virtual absl::StatusOr<absl::Time> Deadline(LeaseId id) = 0;
 
-  // Number of live leases (not expired, not cancelled).
+  // Number of live leases: not cancelled, and not expired (one whose action
+  // is running still counts). Includes hq's own leases: scanner leases and
+  // the TTL sweep timer.
   virtual size_t size() = 0;
 };
 

@@ -38,7 +38,8 @@ class Scanner {
 
   // The current message. REQUIRES: the last Next() returned true. Its views
   // are valid until the next call to Next(), the scanner's destruction or
-  // its lease's expiry.
+  // its lease's expiry (which happens on the lease thread: copy what you
+  // keep longer than Options::scanner_lease without calling the scanner).
   virtual const MessageView& message() const = 0;
 
   // OK, or the error that ended the scan: FailedPrecondition when the
