@@ -16,12 +16,12 @@ namespace {
 
 using test::Child;
 using test::DbFixture;
+using test::Impl;
+using test::NoBackgroundSweeps;
 using test::ScanAll;
 using test::Storage;
 using test::TempDir;
 using test::ValueOrDie;
-
-DbImpl* Impl(Db* db) { return static_cast<DbImpl*>(db); }
 
 // Number of LevelDB keys that start with `prefix`.
 size_t CountKeys(Db* db, const std::string& prefix) {

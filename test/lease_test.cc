@@ -286,19 +286,12 @@ namespace hq {
 namespace {
 
 using test::DbFixture;
+using test::Impl;
+using test::NoBackgroundSweeps;
 using test::Storage;
 
-DbImpl* Impl(Db* db) { return static_cast<DbImpl*>(db); }
-
-// Without background sweeps: their timer is a lease too.
-Options NoSweeps() {
-  Options o;
-  o.ttl_sweep_interval = absl::ZeroDuration();
-  return o;
-}
-
 TEST_CASE("an idle scanner's lease expires and frees its snapshot at once") {
-  DbFixture f(Storage::kMemory, NoSweeps());
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
   Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
   for (int i = 0; i < 10; ++i) HQ_REQUIRE_OK(q->Put({.payload = "m"}).status());
   auto scanner = ValueOrDie(q->NewScanner({}));
@@ -330,7 +323,7 @@ TEST_CASE("a scanner never called expires after one lease") {
 }
 
 TEST_CASE("a scanner in use never expires") {
-  DbFixture f(Storage::kMemory, NoSweeps());
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
   Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
   for (int i = 0; i < 20; ++i) HQ_REQUIRE_OK(q->Put({.payload = "m"}).status());
   auto scanner = ValueOrDie(q->NewScanner({}));
@@ -352,7 +345,7 @@ TEST_CASE("a scanner in use never expires") {
 // under the manager's lock; a captured Scanner's destructor cancels its own
 // lease, so that deadlocked.
 TEST_CASE("issue3: cancelling a lease whose action holds a scanner") {
-  DbFixture f(Storage::kMemory, NoSweeps());
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
   Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
   std::shared_ptr<Scanner> scanner = ValueOrDie(q->NewScanner({}));
   const LeaseId id = ValueOrDie(f.db()->leases()->Create(

@@ -23,6 +23,7 @@
 #include "hq/hq.h"
 #include "leveldb/env.h"
 #include "leveldb/helpers/memenv.h"
+#include "lib/db_impl.h"
 
 namespace hq::test {
 
@@ -73,6 +74,17 @@ class TempDir {
 inline uint64_t Seed(uint64_t salt) {
   const uint64_t base = Catch::rngSeed() != 0 ? Catch::rngSeed() : 20260101;
   return base * 1000003 + salt;
+}
+
+// The engine behind a Db, for white-box checks (TEST_ hooks, LevelDB).
+inline DbImpl* Impl(Db* db) { return static_cast<DbImpl*>(db); }
+
+// Options without background TTL sweeps (their timer is a lease, and a
+// sweep on the janitor thread would race a test's own checks).
+inline Options NoBackgroundSweeps() {
+  Options o;
+  o.ttl_sweep_interval = absl::ZeroDuration();
+  return o;
 }
 
 // Where a test Db lives: a real directory or the in-memory Env.

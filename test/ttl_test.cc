@@ -17,18 +17,12 @@ namespace hq {
 namespace {
 
 using test::DbFixture;
+using test::Impl;
+using test::NoBackgroundSweeps;
 using test::ScanAll;
 using test::Storage;
 using test::TempDir;
 using test::ValueOrDie;
-
-DbImpl* Impl(Db* db) { return static_cast<DbImpl*>(db); }
-
-Options NoBackgroundSweeps() {
-  Options o;
-  o.ttl_sweep_interval = absl::ZeroDuration();
-  return o;
-}
 
 // Message records of a queue in storage (lane fences excluded).
 size_t StoredMessages(Db* db, Queue* q) {
