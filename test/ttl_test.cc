@@ -58,6 +58,15 @@ void PutMany(Queue* q, int n, std::string_view payload, uint32_t partitions,
   HQ_REQUIRE_OK(q->PutBatch(batch, nullptr));
 }
 
+// `n` random bodies of `size` bytes (random, so they do not compress away).
+std::vector<std::string> RandomBodies(std::mt19937* rng, int n, size_t size) {
+  std::vector<std::string> bodies(static_cast<size_t>(n), std::string(size, 0));
+  for (std::string& b : bodies) {
+    for (char& c : b) c = static_cast<char>((*rng)());
+  }
+  return bodies;
+}
+
 TEST_CASE("expired messages are invisible at once, then swept") {
   const Layout layout = GENERATE(Layout::kTime, Layout::kTopic);
   const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);
@@ -176,16 +185,11 @@ TEST_CASE("the disk space of expired messages comes back") {
   Impl(f.db())->leveldb()->CompactRange(nullptr, nullptr);
   const uint64_t dir_before = dir_bytes();
 
-  // 40 MB of payload (random, so it does not compress away).
-  std::string payload(1000, 'x');
+  // 40 MB of payload.
   std::mt19937 rng(7);
   for (int i = 0; i < 40; ++i) {
-    std::vector<std::string> bodies;
+    const std::vector<std::string> bodies = RandomBodies(&rng, 1000, 1000);
     std::vector<Message> batch;
-    for (int j = 0; j < 1000; ++j) {
-      for (char& c : payload) c = static_cast<char>(rng());
-      bodies.push_back(payload);
-    }
     for (int j = 0; j < 1000; ++j) {
       batch.push_back({.topic = j % 2 ? "a" : "b", .payload = bodies[j]});
     }
@@ -309,14 +313,9 @@ TEST_CASE("issue3: sweeps write only what they delete, compact only it") {
   HQ_REQUIRE_OK(q->PutBatch(old, nullptr));
   f.clock().Advance(absl::Minutes(30));
   std::mt19937 rng(3);
-  std::string body(2000, 'x');
   for (int i = 0; i < 10; ++i) {
-    std::vector<std::string> bodies;
+    const std::vector<std::string> bodies = RandomBodies(&rng, 1000, 2000);
     std::vector<Message> live;
-    for (int j = 0; j < 1000; ++j) {
-      for (char& c : body) c = static_cast<char>(rng());
-      bodies.push_back(body);
-    }
     for (const std::string& b : bodies) {
       live.push_back({.payload = b, .partition = 1u});
     }
