@@ -279,8 +279,7 @@ absl::Status DbImpl::AcquireScannerResources() {
 absl::Status DbImpl::BeginOp() {
   MutexLock l(&write_mu_);
   if (closing_) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("hq database '", path_, "' is closing"));
+    return ClosingError();
   }
   ++active_ops_;
   return absl::OkStatus();
@@ -289,6 +288,11 @@ absl::Status DbImpl::BeginOp() {
 void DbImpl::EndOp() {
   MutexLock l(&write_mu_);
   if (--active_ops_ == 0 && closing_) ops_done_.SignalAll();
+}
+
+absl::Status DbImpl::ClosingError() const {
+  return absl::FailedPreconditionError(
+      absl::StrCat("hq database '", path_, "' is closing"));
 }
 
 absl::Status DbImpl::BrokenError() const {
@@ -331,10 +335,12 @@ size_t DbImpl::TEST_QueuedWriters() {
   return writers_.size();
 }
 
-bool DbImpl::TEST_Closing() {
+bool DbImpl::IsClosing() {
   MutexLock l(&write_mu_);
   return closing_;
 }
+
+bool DbImpl::TEST_Closing() { return IsClosing(); }
 
 size_t DbImpl::TEST_CachedQueueCount() {
   MutexLock l(&catalog_mu_);
@@ -557,14 +563,10 @@ absl::StatusOr<SweepStats> DbImpl::CompactExpired() {
     HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading the TTL index"));
   }
   for (const auto& [id, name] : queues) {
-    {
-      MutexLock w(&write_mu_);
-      if (closing_) break;
-    }
+    if (IsClosing()) break;
     HQ_RETURN_IF_ERROR(SweepQueue(id, name, now, &stats));
   }
   ++sweeps_;
-  last_sweep_ = stats;
   return stats;
 }
 
@@ -584,8 +586,6 @@ absl::Status DbImpl::SweepQueue(uint32_t queue_id, std::string_view name,
   const LayoutCodec& codec = LayoutCodec::For(record.options.layout);
   const MessageId cutoff = MessageId::AtTime(now - record.options.ttl);
   const size_t batch_limit = static_cast<size_t>(options_.ttl_sweep_batch);
-  bool closing = false;
-
   std::unique_ptr<leveldb::Iterator> dir(
       db_->NewIterator(leveldb::ReadOptions()));
   std::unique_ptr<leveldb::Iterator> it(
@@ -593,11 +593,8 @@ absl::Status DbImpl::SweepQueue(uint32_t queue_id, std::string_view name,
   const std::string dir_prefix = format::LaneDirPrefix(queue_id);
   for (dir->Seek(dir_prefix);
        dir->Valid() && ToStd(dir->key()).starts_with(dir_prefix); dir->Next()) {
-    {
-      MutexLock l(&write_mu_);
-      closing = closing_;
-    }
-    if (closing) break;  // Watermarks are durable: the next Open resumes.
+    // Watermarks are durable: the next sweep resumes where this one stops.
+    if (IsClosing()) break;
     ++stats->lanes;
     std::string lane(1, format::kMessageTag);
     lane.append(ToStd(dir->key()).substr(1));
@@ -704,11 +701,6 @@ void DbImpl::JanitorLoop() {
 int64_t DbImpl::TEST_SweepCount() {
   MutexLock l(&sweep_mu_);
   return sweeps_;
-}
-
-SweepStats DbImpl::TEST_LastSweep() {
-  MutexLock l(&sweep_mu_);
-  return last_sweep_;
 }
 
 // ---------------------------------------------------------- write pipeline
@@ -826,8 +818,7 @@ void DbImpl::NoteLaneWritten(std::string_view lane) {
 absl::Status DbImpl::RunWriter(Writer* w) {
   MutexLock l(&write_mu_);
   if (closing_) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("hq database '", path_, "' is closing"));
+    return ClosingError();
   }
   ++active_ops_;
   const absl::Status s = RunWriterLocked(w);

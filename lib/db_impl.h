@@ -109,10 +109,8 @@ class DbImpl final : public Db {
   size_t TEST_QueuedWriters();
   // Whether the destructor has begun.
   bool TEST_Closing();
-  // Sweeps completed (by CompactExpired or the janitor) and the last one's
-  // stats.
+  // Sweeps completed (by CompactExpired or the janitor).
   int64_t TEST_SweepCount();
-  SweepStats TEST_LastSweep();
 
   static constexpr uint64_t kReserveWindowMs = 1000;
 
@@ -131,6 +129,8 @@ class DbImpl final : public Db {
   // an earlier write failed; a failure poisons the Db (bg_error_).
   absl::Status WriteOther(const leveldb::WriteOptions& wo,
                           leveldb::WriteBatch* b, std::string_view context);
+  // The status calls get once the destructor has begun.
+  absl::Status ClosingError() const;
   // The status writes get once a write has failed. REQUIRES: bg_error_.
   absl::Status BrokenError() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   void RecordWriteError(const absl::Status& s)
@@ -156,6 +156,8 @@ class DbImpl final : public Db {
   // its drop marker.
   absl::Status DeleteQueueData(uint32_t queue_id);
   absl::Status FinishPendingDrops();
+  // Whether the destructor has begun (calls then fail, sweeps stop).
+  bool IsClosing();
   // Sweeps one queue with a TTL (see CompactExpired).
   absl::Status SweepQueue(uint32_t queue_id, std::string_view name,
                           absl::Time now, SweepStats* stats);
@@ -179,7 +181,6 @@ class DbImpl final : public Db {
   // records are deleted.
   Mutex sweep_mu_ ABSL_ACQUIRED_BEFORE(write_mu_);
   int64_t sweeps_ ABSL_GUARDED_BY(sweep_mu_) = 0;
-  SweepStats last_sweep_ ABSL_GUARDED_BY(sweep_mu_);
 
   Mutex janitor_mu_;
   CondVar janitor_cv_;

@@ -20,6 +20,13 @@ std::string Tagged(char tag, std::string_view rest) {
   return s;
 }
 
+// tag fixed32 queue_id: the start of every per-queue key.
+std::string TaggedQueue(char tag, uint32_t queue_id) {
+  std::string s(1, tag);
+  coding::PutFixed32(&s, queue_id);
+  return s;
+}
+
 }  // namespace
 
 std::string MetaKey(std::string_view name) { return Tagged(kMetaTag, name); }
@@ -34,22 +41,16 @@ std::string ReserveKey(uint32_t queue_id, uint32_t partition) {
   return s;
 }
 std::string ReservePrefix(uint32_t queue_id) {
-  std::string s(1, kReserveTag);
-  coding::PutFixed32(&s, queue_id);
-  return s;
+  return TaggedQueue(kReserveTag, queue_id);
 }
 
 std::string DropKey(uint32_t queue_id) {
-  std::string s(1, kDropTag);
-  coding::PutFixed32(&s, queue_id);
-  return s;
+  return TaggedQueue(kDropTag, queue_id);
 }
 std::string DropPrefix() { return std::string(1, kDropTag); }
 
 std::string MessagePrefix(uint32_t queue_id) {
-  std::string s(1, kMessageTag);
-  coding::PutFixed32(&s, queue_id);
-  return s;
+  return TaggedQueue(kMessageTag, queue_id);
 }
 
 void AppendLaneDirKey(std::string* dst, std::string_view lane_prefix) {
@@ -57,9 +58,7 @@ void AppendLaneDirKey(std::string* dst, std::string_view lane_prefix) {
   dst->append(lane_prefix.substr(1));
 }
 std::string LaneDirPrefix(uint32_t queue_id) {
-  std::string s(1, kLaneDirTag);
-  coding::PutFixed32(&s, queue_id);
-  return s;
+  return TaggedQueue(kLaneDirTag, queue_id);
 }
 std::string LaneDirPrefix(uint32_t queue_id, uint32_t partition) {
   std::string s = LaneDirPrefix(queue_id);
@@ -67,11 +66,7 @@ std::string LaneDirPrefix(uint32_t queue_id, uint32_t partition) {
   return s;
 }
 
-std::string TtlKey(uint32_t queue_id) {
-  std::string s(1, kTtlTag);
-  coding::PutFixed32(&s, queue_id);
-  return s;
-}
+std::string TtlKey(uint32_t queue_id) { return TaggedQueue(kTtlTag, queue_id); }
 std::string TtlPrefix() { return std::string(1, kTtlTag); }
 
 absl::Status ValidateQueueName(std::string_view name) {

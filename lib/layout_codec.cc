@@ -113,16 +113,11 @@ const LayoutCodec& LayoutCodec::For(Layout layout) {
                                   : *kTime;
 }
 
-void LayoutCodec::AppendPartitionPrefix(std::string* dst, uint32_t queue_id,
-                                        uint32_t partition) {
+void LayoutCodec::AppendHead(std::string* dst, uint32_t queue_id,
+                             uint32_t partition, int priority) {
   coding::PutFixed8(dst, format::kMessageTag);
   coding::PutFixed32(dst, queue_id);
   coding::PutFixed16(dst, static_cast<uint16_t>(partition));
-}
-
-void LayoutCodec::AppendHead(std::string* dst, uint32_t queue_id,
-                             uint32_t partition, int priority) {
-  AppendPartitionPrefix(dst, queue_id, partition);
   coding::PutFixed8(dst, static_cast<uint8_t>(255 - priority));
 }
 

@@ -87,9 +87,7 @@ class LayoutCodec {
   // Appends head: tag, queue, partition and stored priority.
   static void AppendHead(std::string* dst, uint32_t queue_id,
                          uint32_t partition, int priority);
-  // Appends tag, queue and partition: the prefix of one partition's keys.
-  static void AppendPartitionPrefix(std::string* dst, uint32_t queue_id,
-                                    uint32_t partition);
+
   static void AppendMessageId(std::string* dst, MessageId id);
   // Appends the fence of the lane whose prefix is `lane_prefix`.
   static void AppendLaneFence(std::string* dst, std::string_view lane_prefix);
