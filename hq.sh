@@ -47,23 +47,37 @@ build() {
 
 # Prints "N passed, N failed" summed over meson test logs (testlog.json);
 # a missing log (its build failed before testing) counts as one failure.
+# Before that line, each failed test's name and the end of its output, so
+# that the tail of a CI log says what broke.
 summary() {
   python3 - "$@" <<'PY'
 import json, sys
 passed = failed = 0
+failures = []
 for path in sys.argv[1:]:
     try:
         with open(path) as f:
             for line in f:
                 if not line.strip():
                     continue
-                r = json.loads(line).get("result")
+                t = json.loads(line)
+                r = t.get("result")
                 if r in ("OK", "EXPECTEDFAIL"):
                     passed += 1
                 elif r != "SKIP":
                     failed += 1
+                    failures.append((path, t))
     except FileNotFoundError:
         failed += 1
+        failures.append((path, None))
+for path, t in failures:
+    if t is None:
+        print(f"=== FAILED: no test log {path} (the build failed)")
+        continue
+    print(f"=== FAILED: {t.get('name')} ({t.get('result')}) in {path}")
+    out = (t.get("stdout") or "") + (t.get("stderr") or "")
+    for l in out.splitlines()[-60:]:
+        print("  " + l)
 print(f"{passed} passed, {failed} failed")
 PY
 }
