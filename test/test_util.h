@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -134,6 +135,39 @@ class DbFixture {
   std::string path_;
   std::unique_ptr<Db> db_;
 };
+
+// Compacts all of `db`, then waits until LevelDB has no size compaction
+// due (level 0 under its trigger, every level under its byte limit), so
+// that a background compaction cannot start in a test's measured window.
+// CompactRange alone can leave a level over its limit (it compacts into the
+// deepest level holding files, which may be level 1), and the compaction
+// that then follows rewrites that level at a time of LevelDB's choosing.
+inline void CompactAllAndSettle(leveldb::DB* db) {
+  db->CompactRange(nullptr, nullptr);
+  const absl::Time give_up = absl::Now() + absl::Seconds(120);
+  for (;;) {
+    std::string stats;
+    REQUIRE(db->GetProperty("leveldb.stats", &stats));
+    // Rows: "  level  files  size(MB)  time  read  write".
+    bool due = false;
+    std::istringstream in(stats);
+    std::string line;
+    while (std::getline(in, line)) {
+      int level = 0, files = 0;
+      double mb = 0;
+      if (std::sscanf(line.c_str(), "%d %d %lf", &level, &files, &mb) != 3) {
+        continue;
+      }
+      double limit_mb = 10;
+      for (int l = 1; l < level; ++l) limit_mb *= 10;
+      if (level == 0 ? files >= 4 : mb + 1 >= limit_mb) due = true;
+    }
+    if (!due) return;
+    INFO(stats);
+    REQUIRE(absl::Now() < give_up);  // A liveness bound, not a timing test.
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+}
 
 // Reads every message a scanner yields (failing the test on error).
 struct ScannedMessage {

@@ -182,7 +182,7 @@ TEST_CASE("the disk space of expired messages comes back") {
     Impl(f.db())->leveldb()->GetApproximateSizes(&r, 1, &n);
     return n;
   };
-  Impl(f.db())->leveldb()->CompactRange(nullptr, nullptr);
+  test::CompactAllAndSettle(Impl(f.db())->leveldb());
   const uint64_t dir_before = dir_bytes();
 
   // 40 MB of payload.
@@ -195,7 +195,7 @@ TEST_CASE("the disk space of expired messages comes back") {
     }
     HQ_REQUIRE_OK(q->PutBatch(batch, nullptr));
   }
-  Impl(f.db())->leveldb()->CompactRange(nullptr, nullptr);
+  test::CompactAllAndSettle(Impl(f.db())->leveldb());
   const uint64_t dir_full = dir_bytes();
   const uint64_t range_full = range_bytes();
   INFO("dir before " << dir_before << ", full " << dir_full);
@@ -321,7 +321,7 @@ TEST_CASE("issue3: sweeps write only what they delete, compact only it") {
     }
     HQ_REQUIRE_OK(q->PutBatch(live, nullptr));
   }
-  Impl(f.db())->leveldb()->CompactRange(nullptr, nullptr);
+  test::CompactAllAndSettle(Impl(f.db())->leveldb());
   f.clock().Advance(absl::Minutes(31));
   const int64_t table_before = env.table_bytes.load();
   CHECK(ValueOrDie(f.db()->CompactExpired()).deleted == 2000);
