@@ -806,9 +806,9 @@ TEST_CASE(
   ScanOptions from_now;
   from_now.from = MessageId::AtTime(f.clock().Now());
   auto reads_of = [&](const ScanOptions& so, size_t want) {
-    const int64_t before = env.reads.load();
+    const int64_t before = env.own_reads.load();
     CHECK(ScanAll(q, so).size() == want);
-    return env.reads.load() - before;
+    return env.own_reads.load() - before;
   };
   ScanOptions filtered = from_now;
   filtered.topics = {"t", "u"};

@@ -228,9 +228,9 @@ TEST_CASE("after a sweep, a scan from the start reads little") {
   f.clock().Advance(absl::Minutes(2));
   PutMany(q, 8, "live", 4, 1);
   HQ_REQUIRE_OK(f.db()->CompactExpired().status());
-  const int64_t before = env.reads.load();
+  const int64_t before = env.own_reads.load();
   CHECK(ScanAll(q).size() == 8);
-  const int64_t reads = env.reads.load() - before;
+  const int64_t reads = env.own_reads.load() - before;
   INFO("table reads for the scan: " << reads);
   CHECK(reads < 100);  // The 50000 deleted rows would take thousands.
 }
