@@ -64,6 +64,20 @@
 //                    iterator, so the pair measures hq's own overhead, while
 //                    `scan` adds the cost of merging lanes into id order.
 //                    REQUIRES: `put` earlier in --benchmarks.
+//   claim_complete   A fresh queue filled (untimed) with --num messages, then
+//                    one consumer of a ConsumerGroup claims --claim_batch
+//                    tasks (ConsumerGroup::Claim) and completes them
+//                    (ConsumerGroup::Complete) until the queue is drained:
+//                    one op = one message claimed and completed. Each call
+//                    is one LevelDB write (sync with --sync).
+//   claim_complete_sqlite  The same work on SQLite (WAL journal,
+//                    synchronous=NORMAL, or FULL with --sync): a table
+//                    tasks(id INTEGER PRIMARY KEY, priority, topic,
+//                    payload, state, lease_until, attempts) with an index
+//                    on (state, priority DESC, id), filled untimed, then per
+//                    batch one "UPDATE ... WHERE id IN (SELECT ... LIMIT n)
+//                    RETURNING id, payload" and one "DELETE ... WHERE id IN
+//                    (...)", each its own transaction.
 //   scan_leveldb     A raw leveldb::Iterator over the database
 //                    fillseq_leveldb wrote, SeekToFirst to the end, reading
 //                    every key and value. REQUIRES: fillseq_leveldb earlier
@@ -74,6 +88,7 @@
 //   ratio put/leveldb_put : R      put msgs/s / fillseq_leveldb msgs/s
 //   ratio scan/leveldb_scan : R    scan msgs/s / scan_leveldb msgs/s
 //   ratio scan_lanes/leveldb_scan : R  scan_lanes msgs/s / scan_leveldb
+//   ratio claim_complete/sqlite_claim_complete : R
 //
 // Fairness: after each write workload, untimed, the benchmark waits until
 // that database has no compaction due (LevelDB's compaction score below 1
@@ -112,6 +127,8 @@
 //                      DIR/leveldb, destroyed before each write workload and
 //                      kept at the end). Default: a fresh directory under
 //                      /tmp, removed at the end.
+//   --claim_batch=N    Tasks per Claim and Complete call (1..10000).
+//                      Default: 100.
 //   --cache_bytes=N    Block cache of each database (hq::Options::
 //                      cache_bytes; 0: LevelDB's internal 8 MiB cache).
 //                      Default: 67108864.
@@ -164,6 +181,7 @@
 #include "lib/lease_manager.h"
 #include "lib/queue_impl.h"
 #include "lib/status_macros.h"
+#include "sqlite3.h"
 
 #ifndef HQ_VERSION
 #define HQ_VERSION "unknown"
@@ -187,6 +205,8 @@ ABSL_FLAG(bool, histogram, false,
 ABSL_FLAG(std::string, db, "",
           "Directory for the databases (default: a temporary directory "
           "under /tmp, removed at the end).");
+ABSL_FLAG(int32_t, claim_batch, 100,
+          "Tasks per Claim and Complete call in claim_complete.");
 ABSL_FLAG(int64_t, cache_bytes, int64_t{64} << 20,
           "Block cache bytes of each database (0: LevelDB's own 8 MiB).");
 
@@ -207,6 +227,8 @@ constexpr char kCreateQueues[] = "create_queues";
 constexpr char kReopen[] = "reopen";
 constexpr char kLeases[] = "leases";
 constexpr char kTtl[] = "ttl";
+constexpr char kClaimComplete[] = "claim_complete";
+constexpr char kClaimCompleteSqlite[] = "claim_complete_sqlite";
 
 // What the scans read is added here, so that no read can be optimised away.
 volatile uint64_t sink = 0;
@@ -231,6 +253,7 @@ struct Config {
   bool histogram = false;
   std::string db;  // Empty: a temporary directory.
   size_t cache_bytes = 0;
+  uint32_t claim_batch = 100;
 };
 
 absl::StatusOr<Config> ConfigFromFlags() {
@@ -283,6 +306,11 @@ absl::StatusOr<Config> ConfigFromFlags() {
   c.histogram = absl::GetFlag(FLAGS_histogram);
   c.db = absl::GetFlag(FLAGS_db);
   c.cache_bytes = static_cast<size_t>(cache_bytes);
+  const int32_t claim_batch = absl::GetFlag(FLAGS_claim_batch);
+  if (claim_batch < 1 || claim_batch > 10000) {
+    return absl::InvalidArgumentError("--claim_batch must be in 1..10000");
+  }
+  c.claim_batch = static_cast<uint32_t>(claim_batch);
 
   // Every name known, every scan after the write it reads.
   bool put = false, fill = false;
@@ -291,8 +319,11 @@ absl::StatusOr<Config> ConfigFromFlags() {
       put = true;
     } else if (name == kFillLevelDb) {
       fill = true;
-    } else if (name == kLeases || name == kTtl) {
+    } else if (name == kLeases || name == kTtl ||
+               name == kClaimCompleteSqlite) {
       // Self-contained.
+    } else if (name == kClaimComplete) {
+      put = true;  // Leaves an hq Db open.
     } else if (name == kCreateQueues) {
       put = true;  // Leaves an hq Db open.
     } else if (name == kReopen) {
@@ -318,7 +349,8 @@ absl::StatusOr<Config> ConfigFromFlags() {
       return absl::InvalidArgumentError(absl::StrCat(
           "unknown benchmark '", name,
           "'; known: put, fillseq_leveldb, scan, scan_lanes, scan_leveldb, "
-          "create_queues, reopen, leases, ttl"));
+          "create_queues, reopen, leases, ttl, claim_complete, "
+          "claim_complete_sqlite"));
     }
   }
   if (c.benchmarks.empty()) {
@@ -553,6 +585,56 @@ void WaitForCompactions(leveldb::DB* db) {
                "hq_bench: warning: compactions still due after 10 minutes\n");
 }
 
+// A SQLite connection with its prepared statements, for the peer
+// workloads.
+class Sqlite {
+ public:
+  Sqlite() = default;
+  Sqlite(const Sqlite&) = delete;
+  Sqlite& operator=(const Sqlite&) = delete;
+  ~Sqlite() {
+    for (sqlite3_stmt* s : statements_) sqlite3_finalize(s);
+    if (db_ != nullptr) sqlite3_close(db_);
+  }
+
+  absl::Status Open(const std::string& path) {
+    if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) {
+      return Error(absl::StrCat("opening ", path));
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Exec(const char* sql) {
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, nullptr) != SQLITE_OK) {
+      return Error(sql);
+    }
+    return absl::OkStatus();
+  }
+  absl::StatusOr<sqlite3_stmt*> Prepare(const std::string& sql) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) {
+      return Error(sql);
+    }
+    statements_.push_back(s);
+    return s;
+  }
+  // Runs a statement that returns no rows, then resets it.
+  absl::Status StepDone(sqlite3_stmt* s) {
+    const int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE) return Error("step");
+    return absl::OkStatus();
+  }
+  absl::Status Error(std::string_view what) const {
+    return absl::InternalError(
+        absl::StrCat("sqlite: ", absl::string_view(what.data(), what.size()),
+                     ": ", sqlite3_errmsg(db_)));
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+  std::vector<sqlite3_stmt*> statements_;
+};
+
 class Benchmark {
  public:
   explicit Benchmark(Config config)
@@ -578,7 +660,8 @@ class Benchmark {
   absl::Status Run() {
     HQ_RETURN_IF_ERROR(MakeDirectories());
     PrintHeader();
-    std::optional<Result> put, fill, scan, scan_lanes, scan_leveldb;
+    std::optional<Result> put, fill, scan, scan_lanes, scan_leveldb, claim,
+        claim_sqlite;
     for (const std::string& name : config_.benchmarks) {
       Histogram hist;
       Histogram* h = config_.histogram ? &hist : nullptr;
@@ -603,6 +686,12 @@ class Benchmark {
       } else if (name == kScanLanes) {
         r = Scan(h, ScanOptions::Order::kLane);
         if (r.ok()) scan_lanes = *r;
+      } else if (name == kClaimComplete) {
+        r = ClaimComplete(h);
+        if (r.ok()) claim = *r;
+      } else if (name == kClaimCompleteSqlite) {
+        r = ClaimCompleteSqlite(h);
+        if (r.ok()) claim_sqlite = *r;
       } else {
         r = ScanLevelDb(h);
         if (r.ok()) scan_leveldb = *r;
@@ -629,6 +718,10 @@ class Benchmark {
     if (scan_lanes && scan_leveldb && scan_leveldb->msgs_per_sec() > 0) {
       std::printf("ratio scan_lanes/leveldb_scan : %.2f\n",
                   scan_lanes->msgs_per_sec() / scan_leveldb->msgs_per_sec());
+    }
+    if (claim && claim_sqlite && claim_sqlite->msgs_per_sec() > 0) {
+      std::printf("ratio claim_complete/sqlite_claim_complete : %.2f\n",
+                  claim->msgs_per_sec() / claim_sqlite->msgs_per_sec());
     }
     std::fflush(stdout);
     return absl::OkStatus();
@@ -853,6 +946,140 @@ class Benchmark {
                 static_cast<long long>(ResidentKb() - rss_before));
     HQ_ASSIGN_OR_RETURN(queue_, hq_db_->OpenQueue(kQueueName));
     return Result{seconds, 1, 0};
+  }
+
+  // Fills the fresh queue with --num messages, untimed, in batches.
+  absl::Status FillQueue() {
+    const int64_t num = config_.num;
+    std::vector<Message> messages;
+    for (int64_t i = 0; i < num; i += 1000) {
+      const int64_t n = std::min<int64_t>(1000, num - i);
+      messages.resize(static_cast<size_t>(n));
+      for (int64_t j = 0; j < n; ++j) {
+        Message& m = messages[static_cast<size_t>(j)];
+        m.topic = source_.topic(i + j);
+        m.payload = source_.payload(i + j);
+        m.partition = source_.partition(i + j);
+        m.priority = source_.priority(i + j);
+      }
+      HQ_RETURN_IF_ERROR(queue_->PutBatch(messages, nullptr));
+    }
+    WaitForCompactions(static_cast<DbImpl*>(hq_db_.get())->leveldb());
+    return absl::OkStatus();
+  }
+
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ClaimComplete(
+      Histogram* hist) {
+    HQ_RETURN_IF_ERROR(OpenFreshHq());
+    HQ_RETURN_IF_ERROR(FillQueue());
+    put_messages_ = config_.num;
+    HQ_ASSIGN_OR_RETURN(ConsumerGroup * group, queue_->Group("bench"));
+    const ClaimOptions co{.max = config_.claim_batch};
+    int64_t count = 0;
+    uint64_t bytes = 0;
+    const SteadyClock::time_point start = SteadyClock::now();
+    for (;;) {
+      const SteadyClock::time_point op_start =
+          hist != nullptr ? SteadyClock::now() : SteadyClock::time_point();
+      HQ_ASSIGN_OR_RETURN(std::vector<Task> tasks, group->Claim(co));
+      if (tasks.empty()) break;
+      for (const Task& t : tasks) bytes += t.payload.size();
+      HQ_RETURN_IF_ERROR(group->Complete(tasks));
+      if (hist != nullptr) hist->Add(MicrosSince(op_start));
+      count += static_cast<int64_t>(tasks.size());
+    }
+    const double seconds = MicrosSince(start) / 1e6;
+    sink = sink + bytes;
+    if (count != config_.num) {
+      return absl::DataLossError(absl::StrFormat(
+          "claimed %d messages of the %d written", count, config_.num));
+    }
+    return Result{seconds, count,
+                  count * static_cast<int64_t>(config_.value_size)};
+  }
+
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ClaimCompleteSqlite(
+      Histogram* hist) {
+    const std::string path = root_ + "/sqlite.db";
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      std::error_code ec;
+      std::filesystem::remove(path + suffix, ec);
+    }
+    Sqlite db;
+    HQ_RETURN_IF_ERROR(db.Open(path));
+    HQ_RETURN_IF_ERROR(db.Exec("PRAGMA journal_mode=WAL"));
+    HQ_RETURN_IF_ERROR(db.Exec(config_.sync ? "PRAGMA synchronous=FULL"
+                                            : "PRAGMA synchronous=NORMAL"));
+    HQ_RETURN_IF_ERROR(
+        db.Exec("CREATE TABLE tasks(id INTEGER PRIMARY KEY, priority INTEGER, "
+                "topic TEXT, payload BLOB, state INTEGER, lease_until INTEGER, "
+                "attempts INTEGER)"));
+    HQ_RETURN_IF_ERROR(
+        db.Exec("CREATE INDEX tasks_ready ON tasks(state, priority DESC, id)"));
+    {
+      HQ_RETURN_IF_ERROR(db.Exec("BEGIN"));
+      HQ_ASSIGN_OR_RETURN(sqlite3_stmt * insert,
+                          db.Prepare("INSERT INTO tasks(priority, topic, "
+                                     "payload, state, lease_until, attempts) "
+                                     "VALUES(?, ?, ?, 0, 0, 0)"));
+      for (int64_t i = 0; i < config_.num; ++i) {
+        const std::string& topic = source_.topic(i);
+        const std::string_view payload = source_.payload(i);
+        sqlite3_bind_int(insert, 1, source_.priority(i));
+        sqlite3_bind_text(insert, 2, topic.data(),
+                          static_cast<int>(topic.size()), SQLITE_STATIC);
+        sqlite3_bind_blob(insert, 3, payload.data(),
+                          static_cast<int>(payload.size()), SQLITE_STATIC);
+        HQ_RETURN_IF_ERROR(db.StepDone(insert));
+      }
+      HQ_RETURN_IF_ERROR(db.Exec("COMMIT"));
+    }
+    const int n = static_cast<int>(config_.claim_batch);
+    HQ_ASSIGN_OR_RETURN(
+        sqlite3_stmt * claim,
+        db.Prepare("UPDATE tasks SET state = 1, lease_until = ?1, "
+                   "attempts = attempts + 1 WHERE id IN (SELECT id FROM "
+                   "tasks WHERE state = 0 ORDER BY priority DESC, id LIMIT "
+                   "?2) RETURNING id, payload"));
+    std::string del = "DELETE FROM tasks WHERE id IN (?";
+    for (int i = 1; i < n; ++i) del += ",?";
+    del += ")";
+    HQ_ASSIGN_OR_RETURN(sqlite3_stmt * complete, db.Prepare(del));
+    std::vector<int64_t> ids;
+    int64_t count = 0;
+    uint64_t bytes = 0;
+    const SteadyClock::time_point start = SteadyClock::now();
+    for (;;) {
+      const SteadyClock::time_point op_start =
+          hist != nullptr ? SteadyClock::now() : SteadyClock::time_point();
+      ids.clear();
+      sqlite3_bind_int64(claim, 1, absl::ToUnixMillis(absl::Now()) + 30000);
+      sqlite3_bind_int(claim, 2, n);
+      int rc;
+      while ((rc = sqlite3_step(claim)) == SQLITE_ROW) {
+        ids.push_back(sqlite3_column_int64(claim, 0));
+        bytes += static_cast<uint64_t>(sqlite3_column_bytes(claim, 1));
+      }
+      sqlite3_reset(claim);
+      if (rc != SQLITE_DONE) return db.Error("claiming");
+      if (ids.empty()) break;
+      // Unused placeholders of a short last batch stay NULL: match nothing.
+      sqlite3_clear_bindings(complete);
+      for (size_t i = 0; i < ids.size(); ++i) {
+        sqlite3_bind_int64(complete, static_cast<int>(i) + 1, ids[i]);
+      }
+      HQ_RETURN_IF_ERROR(db.StepDone(complete));
+      if (hist != nullptr) hist->Add(MicrosSince(op_start));
+      count += static_cast<int64_t>(ids.size());
+    }
+    const double seconds = MicrosSince(start) / 1e6;
+    sink = sink + bytes;
+    if (count != config_.num) {
+      return absl::DataLossError(absl::StrFormat(
+          "sqlite claimed %d tasks of the %d written", count, config_.num));
+    }
+    return Result{seconds, count,
+                  count * static_cast<int64_t>(config_.value_size)};
   }
 
   static void PrintLine(const std::string& name, const Result& r) {

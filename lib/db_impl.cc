@@ -72,6 +72,8 @@ struct DbImpl::Writer {
   const uint32_t* partitions = nullptr;
   PutResult* results = nullptr;
   std::function<absl::Status()> exclusive;
+  AppendFn append;
+  QueueImpl* also_live = nullptr;
   bool sync = false;
 
   bool done = false;
@@ -472,7 +474,10 @@ absl::Status DbImpl::DeleteQueueData(uint32_t queue_id) {
   MutexLock sweep(&sweep_mu_);
   for (const std::string& prefix :
        {format::MessagePrefix(queue_id), format::ReservePrefix(queue_id),
-        format::LaneDirPrefix(queue_id)}) {
+        format::LaneDirPrefix(queue_id), format::GroupPrefix(queue_id),
+        format::QueuePrefix(format::kCursorTag, queue_id),
+        format::QueuePrefix(format::kTaskTag, queue_id),
+        format::QueuePrefix(format::kDeadTag, queue_id)}) {
     std::unique_ptr<leveldb::Iterator> it(
         db_->NewIterator(leveldb::ReadOptions()));
     leveldb::WriteBatch b;
@@ -708,14 +713,52 @@ int64_t DbImpl::TEST_SweepCount() {
 absl::Status DbImpl::WriteMessages(QueueImpl* queue,
                                    std::span<const Message> messages,
                                    const uint32_t* partitions,
-                                   PutResult* results, bool sync) {
+                                   PutResult* results, bool sync,
+                                   AppendFn append, QueueImpl* also_live) {
   Writer w;
   w.queue = queue;
   w.messages = messages;
   w.partitions = partitions;
   w.results = results;
   w.sync = sync;
+  w.append = std::move(append);
+  w.also_live = also_live;
   return RunWriter(&w);
+}
+
+absl::Status DbImpl::WriteRecords(QueueImpl* queue,
+                                  const leveldb::WriteBatch& b, bool sync) {
+  static const size_t kEmptySize = leveldb::WriteBatch().ApproximateSize();
+  if (b.ApproximateSize() <= kEmptySize) return absl::OkStatus();
+  return WriteMessages(queue, {}, nullptr, nullptr, sync,
+                       [&b](leveldb::WriteBatch* out) { out->Append(b); });
+}
+
+absl::StatusOr<uint32_t> DbImpl::AllocateGroupId(leveldb::WriteBatch* b) {
+  MutexLock l(&group_id_mu_);
+  if (next_group_id_ == 0) {
+    std::string value;
+    leveldb::Status s = db_->Get(leveldb::ReadOptions(),
+                                 format::MetaKey("next_group_id"), &value);
+    if (s.IsNotFound()) {
+      next_group_id_ = 1;
+    } else {
+      HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading next_group_id"));
+      std::string_view in = value;
+      if (!coding::GetFixed32(&in, &next_group_id_) || !in.empty() ||
+          next_group_id_ == 0) {
+        return absl::DataLossError("malformed next_group_id record");
+      }
+    }
+  }
+  if (next_group_id_ == UINT32_MAX) {
+    return absl::ResourceExhaustedError("all 2^32-1 group ids are used");
+  }
+  const uint32_t id = next_group_id_++;
+  std::string v;
+  coding::PutFixed32(&v, next_group_id_);
+  b->Put(format::MetaKey("next_group_id"), v);
+  return id;
 }
 
 absl::StatusOr<DbImpl::PartitionIds*> DbImpl::LoadPartition(
@@ -749,6 +792,9 @@ absl::StatusOr<DbImpl::PartitionIds*> DbImpl::LoadPartition(
 absl::Status DbImpl::AddToBatch(Writer* w) {
   QueueImpl* q = w->queue;
   if (q->dropped()) return q->DroppedError();
+  if (w->also_live != nullptr && w->also_live->dropped()) {
+    return w->also_live->DroppedError();
+  }
   const uint32_t qid = q->id();
   const LayoutCodec& codec = q->codec();
   const int64_t clock_ms = absl::ToUnixMillis(clock_->Now());
@@ -796,6 +842,7 @@ absl::Status DbImpl::AddToBatch(Writer* w) {
     format::AppendMessageValue(&value_buf_, m.key, m.payload);
     batch_.Put(key_buf_, value_buf_);
   }
+  if (w->append) w->append(&batch_);
   return absl::OkStatus();
 }
 
@@ -862,6 +909,7 @@ absl::Status DbImpl::RunWriterLocked(Writer* w) {
         s = db_->Write(wo, &batch_);
         write_mu_.Lock();
       }
+      pipeline_writes_.fetch_add(1, std::memory_order_relaxed);
       if (!s.ok()) {
         // The reservations in this batch may not be on disk, and LevelDB's
         // log may have lost its place: refuse writes until reopened.

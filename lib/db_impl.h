@@ -68,10 +68,23 @@ class DbImpl final : public Db {
 
   // Writes `messages` of `queue` atomically, partition i going to
   // partitions[i], and fills results[i]. REQUIRES: messages validated.
+  // `append`, if set, is called by the pipeline's leader once the ids are
+  // assigned (results filled), to add records to the same atomic batch; it
+  // must not block or take locks. If `also_live` is set and that queue was
+  // dropped, the write fails with NotFound (so that no record of a dropped
+  // queue is written after its drop).
+  using AppendFn = std::function<void(leveldb::WriteBatch*)>;
   absl::Status WriteMessages(QueueImpl* queue,
                              std::span<const Message> messages,
                              const uint32_t* partitions, PutResult* results,
-                             bool sync);
+                             bool sync, AppendFn append = nullptr,
+                             QueueImpl* also_live = nullptr);
+  // Writes bookkeeping records of `queue` (consumer groups) through the
+  // pipeline: NotFound once the queue is dropped, sticky errors as Put.
+  absl::Status WriteRecords(QueueImpl* queue, const leveldb::WriteBatch& b,
+                            bool sync);
+  // Reserves a consumer group id; adds the updated counter to `b`.
+  absl::StatusOr<uint32_t> AllocateGroupId(leveldb::WriteBatch* b);
 
   // Registers a call that uses the storage, so that ~DbImpl waits for it.
   // Fails with FailedPrecondition once the Db is closing.
@@ -111,6 +124,8 @@ class DbImpl final : public Db {
   bool TEST_Closing();
   // Sweeps completed (by CompactExpired or the janitor).
   int64_t TEST_SweepCount();
+  // LevelDB writes made by the write pipeline (messages and group records).
+  int64_t TEST_PipelineWrites() { return pipeline_writes_.load(); }
 
   static constexpr uint64_t kReserveWindowMs = 1000;
 
@@ -188,6 +203,7 @@ class DbImpl final : public Db {
   bool janitor_stop_ ABSL_GUARDED_BY(janitor_mu_) = false;
   std::thread janitor_;
 
+  std::atomic<int64_t> pipeline_writes_{0};
   std::atomic<int> live_scanners_{0};
   std::atomic<int> scanner_resources_{0};
 
@@ -197,6 +213,9 @@ class DbImpl final : public Db {
   // Dropped queues stay allocated so that Queue* handles stay valid.
   std::vector<std::unique_ptr<QueueImpl>> dropped_ ABSL_GUARDED_BY(catalog_mu_);
   uint32_t next_queue_id_ ABSL_GUARDED_BY(catalog_mu_) = 1;
+
+  Mutex group_id_mu_;
+  uint32_t next_group_id_ ABSL_GUARDED_BY(group_id_mu_) = 0;  // 0: not read.
 
   Mutex write_mu_;
   std::deque<Writer*> writers_ ABSL_GUARDED_BY(write_mu_);

@@ -13,6 +13,7 @@ namespace {
 constexpr uint8_t kQueueRecordVersion = 1;
 constexpr uint8_t kMessageValueVersion = 1;
 constexpr uint8_t kFlagHasKey = 0x01;
+constexpr uint8_t kGroupRecordVersion = 1;
 
 std::string Tagged(char tag, std::string_view rest) {
   std::string s(1, tag);
@@ -69,13 +70,147 @@ std::string LaneDirPrefix(uint32_t queue_id, uint32_t partition) {
 std::string TtlKey(uint32_t queue_id) { return TaggedQueue(kTtlTag, queue_id); }
 std::string TtlPrefix() { return std::string(1, kTtlTag); }
 
-absl::Status ValidateQueueName(std::string_view name) {
+std::string GroupKey(uint32_t queue_id, std::string_view group_name) {
+  std::string s = GroupPrefix(queue_id);
+  s.append(group_name);
+  return s;
+}
+std::string QueuePrefix(char tag, uint32_t queue_id) {
+  return TaggedQueue(tag, queue_id);
+}
+std::string GroupPrefix(uint32_t queue_id) {
+  return TaggedQueue(kGroupTag, queue_id);
+}
+std::string GroupRecordPrefix(char tag, uint32_t queue_id, uint32_t group_id) {
+  std::string s = TaggedQueue(tag, queue_id);
+  coding::PutFixed32(&s, group_id);
+  return s;
+}
+void AppendLaneRest(std::string* dst, std::string_view lane_prefix) {
+  dst->append(lane_prefix.substr(5));
+}
+
+std::string EncodeGroupRecord(const GroupRecord& r) {
+  std::string s;
+  coding::PutFixed8(&s, kGroupRecordVersion);
+  coding::PutFixed32(&s, r.id);
+  coding::PutVarint32(&s, static_cast<uint32_t>(r.topics.size()));
+  for (const std::string& t : r.topics) coding::PutLengthPrefixed(&s, t);
+  return s;
+}
+
+absl::Status DecodeGroupRecord(std::string_view in, GroupRecord* r) {
+  uint8_t version;
+  uint32_t n;
+  if (!coding::GetFixed8(&in, &version) || version != kGroupRecordVersion ||
+      !coding::GetFixed32(&in, &r->id) || !coding::GetVarint32(&in, &n) ||
+      n > 1024) {
+    return absl::DataLossError("malformed consumer group record");
+  }
+  r->topics.clear();
+  for (uint32_t i = 0; i < n; ++i) {
+    std::string_view t;
+    if (!coding::GetLengthPrefixed(&in, &t) || t.size() > kMaxTopicBytes) {
+      return absl::DataLossError("malformed consumer group record");
+    }
+    r->topics.emplace_back(t);
+  }
+  if (!in.empty())
+    return absl::DataLossError("malformed consumer group record");
+  return absl::OkStatus();
+}
+
+namespace {
+void PutId(std::string* dst, MessageId id) {
+  coding::PutFixed64(dst, (id.ms << 16) | id.seq);
+}
+bool GetId(std::string_view* in, MessageId* id) {
+  uint64_t v;
+  if (!coding::GetFixed64(in, &v)) return false;
+  *id = MessageId{v >> 16, static_cast<uint16_t>(v & 0xffff)};
+  return true;
+}
+}  // namespace
+
+std::string EncodeCursor(const CursorValue& c) {
+  std::string s;
+  coding::PutFixed8(&s, kGroupRecordVersion);
+  PutId(&s, c.scan);
+  PutId(&s, c.done);
+  return s;
+}
+
+bool DecodeCursor(std::string_view in, CursorValue* c) {
+  uint8_t version;
+  return coding::GetFixed8(&in, &version) && version == kGroupRecordVersion &&
+         GetId(&in, &c->scan) && GetId(&in, &c->done) && in.empty() &&
+         c->done <= c->scan;
+}
+
+std::string EncodeTask(const TaskValue& t) {
+  std::string s;
+  coding::PutFixed8(&s, kGroupRecordVersion);
+  coding::PutFixed8(&s, static_cast<uint8_t>(t.state));
+  coding::PutVarint32(&s, t.attempts);
+  coding::PutVarint64(&s, t.ms);
+  return s;
+}
+
+bool DecodeTask(std::string_view in, TaskValue* t) {
+  uint8_t version, state;
+  if (!coding::GetFixed8(&in, &version) || version != kGroupRecordVersion ||
+      !coding::GetFixed8(&in, &state) || state < 1 || state > 3 ||
+      !coding::GetVarint32(&in, &t->attempts) ||
+      !coding::GetVarint64(&in, &t->ms) || !in.empty() ||
+      t->ms > static_cast<uint64_t>(INT64_MAX)) {
+    return false;
+  }
+  t->state = static_cast<TaskState>(state);
+  return true;
+}
+
+std::string EncodeDead(const DeadValue& d) {
+  std::string s;
+  coding::PutFixed8(&s, kGroupRecordVersion);
+  coding::PutFixed16(&s, static_cast<uint16_t>(d.original_partition));
+  PutId(&s, d.original_id);
+  coding::PutFixed8(&s, static_cast<uint8_t>(d.priority));
+  coding::PutFixed8(&s, d.reason);
+  coding::PutVarint32(&s, d.attempts);
+  coding::PutVarint64(&s, d.dead_ms);
+  coding::PutLengthPrefixed(&s, d.topic);
+  return s;
+}
+
+bool DecodeDead(std::string_view in, DeadValue* d) {
+  uint8_t version, priority;
+  uint16_t partition;
+  std::string_view topic;
+  if (!coding::GetFixed8(&in, &version) || version != kGroupRecordVersion ||
+      !coding::GetFixed16(&in, &partition) || !GetId(&in, &d->original_id) ||
+      !coding::GetFixed8(&in, &priority) ||
+      !coding::GetFixed8(&in, &d->reason) ||
+      !coding::GetVarint32(&in, &d->attempts) ||
+      !coding::GetVarint64(&in, &d->dead_ms) ||
+      !coding::GetLengthPrefixed(&in, &topic) || !in.empty() ||
+      d->dead_ms > static_cast<uint64_t>(INT64_MAX)) {
+    return false;
+  }
+  d->original_partition = partition;
+  d->priority = priority;
+  d->topic.assign(topic);
+  return true;
+}
+
+namespace {
+
+absl::Status ValidateName(std::string_view kind, std::string_view name) {
   if (name.empty()) {
-    return absl::InvalidArgumentError("queue name is empty");
+    return absl::InvalidArgumentError(absl::StrCat(Av(kind), " name is empty"));
   }
   if (name.size() > kMaxQueueNameBytes) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "queue name of %d bytes is longer than the limit of %d bytes",
+        "%s name of %d bytes is longer than the limit of %d bytes", Av(kind),
         name.size(), kMaxQueueNameBytes));
   }
   auto alnum = [](char c) {
@@ -84,15 +219,65 @@ absl::Status ValidateQueueName(std::string_view name) {
   };
   if (!alnum(name[0])) {
     return absl::InvalidArgumentError(
-        absl::StrCat("queue name '", Printable(name),
+        absl::StrCat(Av(kind), " name '", Printable(name),
                      "' must start with a letter or a digit"));
   }
   for (char c : name) {
     if (!alnum(c) && c != '.' && c != '_' && c != '-') {
       return absl::InvalidArgumentError(
-          absl::StrCat("queue name '", Printable(name),
+          absl::StrCat(Av(kind), " name '", Printable(name),
                        "' holds a character outside [A-Za-z0-9._-]"));
     }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateQueueName(std::string_view name) {
+  return ValidateName("queue", name);
+}
+
+absl::Status ValidateGroupName(std::string_view name) {
+  return ValidateName("group", name);
+}
+
+absl::Status ValidateGroupOptions(const GroupOptions& o) {
+  const absl::Duration kMaxDuration = absl::Hours(24 * 30);
+  if (o.topics.size() > 1024) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "GroupOptions::topics holds %d topics; the limit is 1024",
+        o.topics.size()));
+  }
+  for (const std::string& t : o.topics) {
+    if (t.size() > kMaxTopicBytes) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "GroupOptions::topics holds a topic of %d bytes, over the limit of "
+          "%d",
+          t.size(), kMaxTopicBytes));
+    }
+  }
+  if (o.lease < absl::Milliseconds(1) || o.lease > kMaxDuration) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GroupOptions::lease is ", absl::FormatDuration(o.lease),
+                     "; it must be in 1ms..720h"));
+  }
+  if (o.max_attempts < 1 || o.max_attempts > 1000000) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "GroupOptions::max_attempts is %d; it must be in 1..1000000",
+        o.max_attempts));
+  }
+  if (o.backoff_base < absl::ZeroDuration() || o.backoff_cap > kMaxDuration ||
+      o.backoff_base > o.backoff_cap) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GroupOptions::backoff_base is ", absl::FormatDuration(o.backoff_base),
+        " and backoff_cap is ", absl::FormatDuration(o.backoff_cap),
+        "; they must be in 0..720h with base <= cap"));
+  }
+  if (!(o.backoff_jitter >= 0 && o.backoff_jitter <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GroupOptions::backoff_jitter is ", o.backoff_jitter,
+                     "; it must be in 0..1"));
   }
   return absl::OkStatus();
 }

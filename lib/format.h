@@ -34,6 +34,20 @@
 //                   make the memtable flush before a lane's compaction span
 //                   the queue, and the compaction rewrite the live lanes
 //                   between.
+//   group key    := 0x06 fixed32 queue_id group_name  -> group record
+//   cursor key   := 0x07 fixed32 queue_id fixed32 group_id lane_rest
+//                   -> cursor value
+//                   lane_rest: a lane prefix without its first 5 bytes (tag
+//                   and queue id): fixed16 partition fixed8 (255 - priority)
+//                   [fixed16 topic_len topic], self-delimiting.
+//   task key     := 0x08 fixed32 queue_id fixed32 group_id lane_rest
+//                   message_id                  -> task value
+//                   One per task between a lane's completion cursor and
+//                   beyond its scan cursor: in flight, waiting to be
+//                   delivered again, or completed out of order.
+//   dead key     := 0x09 fixed32 queue_id fixed32 group_id
+//                   fixed16 dead_partition message_id(in the dead queue)
+//                   -> dead value
 //   message key  := 0x10 fixed32 queue_id fixed16 partition
 //                   fixed8 (255 - priority) layout-specific-suffix
 //                   -> message value
@@ -46,6 +60,20 @@
 //                   varint64 ttl_ms             0 = infinite
 //                   varint32 max_payload_bytes
 //                   varint64 created_ms         Unix ms
+//   group record := fixed8 1 (record version)
+//                   fixed32 group_id
+//                   varint32 n  (length-prefixed topic){n}   topic filter,
+//                                                            sorted, unique
+//   cursor value := fixed8 1  fixed64 scan_id  fixed64 completion_id
+//   task value   := fixed8 1  fixed8 state  varint32 attempts  varint64 ms
+//                   state: 1 in flight (ms: claimed at), 2 waiting (ms: due),
+//                   3 completed (ms: 0). DO NOT CHANGE the values.
+//   dead value   := fixed8 1  fixed16 original_partition
+//                   fixed64 original_id  fixed8 priority  fixed8 reason
+//                   varint32 attempts  varint64 dead_ms
+//                   (length-prefixed topic)
+//                   reason: hq::DeadLetterReason.
+//   meta "next_group_id" -> fixed32 the next group id to hand out
 //   message value := fixed8 1 (value version)
 //                   fixed8 flags                bit 0: has key; others 0
 //                   [varint32 key_len key]      if flags bit 0
@@ -57,9 +85,12 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "hq/group.h"
+#include "hq/message.h"
 #include "hq/options.h"
 
 namespace hq::format {
@@ -71,6 +102,10 @@ inline constexpr char kReserveTag = 0x02;
 inline constexpr char kDropTag = 0x03;
 inline constexpr char kLaneDirTag = 0x04;
 inline constexpr char kTtlTag = 0x05;
+inline constexpr char kGroupTag = 0x06;
+inline constexpr char kCursorTag = 0x07;
+inline constexpr char kTaskTag = 0x08;
+inline constexpr char kDeadTag = 0x09;
 inline constexpr char kMessageTag = 0x10;
 
 // Bumped when a change makes old code unable to read new data.
@@ -101,8 +136,59 @@ std::string LaneDirPrefix(uint32_t queue_id, uint32_t partition);
 std::string TtlKey(uint32_t queue_id);
 std::string TtlPrefix();
 
+// Group records (see the grammar above).
+std::string GroupKey(uint32_t queue_id, std::string_view group_name);
+std::string GroupPrefix(uint32_t queue_id);
+// tag queue_id.
+std::string QueuePrefix(char tag, uint32_t queue_id);
+// tag queue_id group_id: the start of a group's cursor, task or dead keys.
+std::string GroupRecordPrefix(char tag, uint32_t queue_id, uint32_t group_id);
+// Appends lane_rest (the lane prefix without tag and queue id).
+void AppendLaneRest(std::string* dst, std::string_view lane_prefix);
+inline constexpr size_t kGroupRecordPrefixSize = 1 + 4 + 4;
+
+struct GroupRecord {
+  uint32_t id = 0;
+  std::vector<std::string> topics;  // Sorted, unique.
+};
+std::string EncodeGroupRecord(const GroupRecord& record);
+absl::Status DecodeGroupRecord(std::string_view in, GroupRecord* record);
+
+struct CursorValue {
+  MessageId scan;
+  MessageId done;
+};
+std::string EncodeCursor(const CursorValue& c);
+bool DecodeCursor(std::string_view in, CursorValue* c);
+
+// DO NOT CHANGE: persisted task states.
+enum class TaskState : uint8_t { kInFlight = 1, kWaiting = 2, kDone = 3 };
+struct TaskValue {
+  TaskState state = TaskState::kInFlight;
+  uint32_t attempts = 0;
+  uint64_t ms = 0;
+};
+std::string EncodeTask(const TaskValue& t);
+bool DecodeTask(std::string_view in, TaskValue* t);
+
+struct DeadValue {
+  uint32_t original_partition = 0;
+  MessageId original_id;
+  int priority = 0;
+  uint8_t reason = 0;
+  uint32_t attempts = 0;
+  uint64_t dead_ms = 0;
+  std::string topic;
+};
+std::string EncodeDead(const DeadValue& d);
+bool DecodeDead(std::string_view in, DeadValue* d);
+
+// OK, or InvalidArgument naming the option outside its limits.
+absl::Status ValidateGroupOptions(const GroupOptions& options);
+
 // OK, or InvalidArgument saying what is wrong with the name.
 absl::Status ValidateQueueName(std::string_view name);
+absl::Status ValidateGroupName(std::string_view name);
 // OK, or InvalidArgument naming the option outside its limits.
 absl::Status ValidateQueueOptions(const QueueOptions& options);
 absl::Status ValidateOptions(const Options& options);

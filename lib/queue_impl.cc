@@ -2,12 +2,15 @@
 
 #include "lib/queue_impl.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "lib/db_impl.h"
+#include "lib/group_impl.h"
 #include "lib/scanner_impl.h"
+#include "lib/status_macros.h"
 #include "lib/strings.h"
 #include "xxhash.h"
 
@@ -19,6 +22,8 @@ QueueImpl::QueueImpl(DbImpl* db, std::string name,
       name_(std::move(name)),
       record_(record),
       codec_(LayoutCodec::For(record.options.layout)) {}
+
+QueueImpl::~QueueImpl() = default;
 
 QueueInfo QueueImpl::info() const {
   return QueueInfo{name_, record_.options, record_.created};
@@ -92,6 +97,7 @@ absl::StatusOr<PutResult> QueueImpl::Put(const Message& message,
   absl::Status s = db_->WriteMessages(this, std::span(&message, 1), &partition,
                                       &result, Sync(options));
   if (!s.ok()) return s;
+  NoteWritten(std::span(&message, 1), &result);
   return result;
 }
 
@@ -116,8 +122,123 @@ absl::Status QueueImpl::PutBatch(std::span<const Message> messages,
   std::vector<PutResult> local;
   std::vector<PutResult>* out = results != nullptr ? results : &local;
   out->assign(messages.size(), PutResult{});
-  return db_->WriteMessages(this, messages, partitions.data(), out->data(),
-                            Sync(options));
+  HQ_RETURN_IF_ERROR(db_->WriteMessages(this, messages, partitions.data(),
+                                        out->data(), Sync(options)));
+  NoteWritten(messages, out->data());
+  return absl::OkStatus();
+}
+
+void QueueImpl::NoteWritten(std::span<const Message> messages,
+                            const PutResult* results) {
+  if (!has_listeners_.load(std::memory_order_acquire)) return;
+  // A lane is noted once per call (batches usually go to few lanes).
+  std::vector<std::string> lanes;
+  std::string prefix;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    prefix.clear();
+    codec_.AppendLanePrefix(&prefix, record_.id, results[i].partition,
+                            messages[i].priority, messages[i].topic);
+    if (std::find(lanes.begin(), lanes.end(), prefix) == lanes.end()) {
+      if (lanes.size() < 64) {
+        lanes.push_back(prefix);
+      } else {
+        MutexLock l(&listeners_mu_);
+        for (GroupImpl* g : listeners_) g->NoteLaneWritten(prefix);
+      }
+    }
+  }
+  MutexLock l(&listeners_mu_);
+  for (GroupImpl* g : listeners_) {
+    for (const std::string& lane : lanes) g->NoteLaneWritten(lane);
+  }
+}
+
+absl::StatusOr<ConsumerGroup*> QueueImpl::Group(std::string_view name,
+                                                const GroupOptions& options) {
+  HQ_RETURN_IF_ERROR(format::ValidateGroupName(name));
+  HQ_RETURN_IF_ERROR(format::ValidateGroupOptions(options));
+  const std::string dead_name = absl::StrCat(name_, ".dead.", Av(name));
+  if (absl::Status s = format::ValidateQueueName(dead_name); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "group '", Av(name), "' of queue '", name_,
+        "': its dead-letter queue name is invalid: ", s.message()));
+  }
+  if (dropped()) return DroppedError();
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  std::vector<std::string> topics = options.topics;
+  std::sort(topics.begin(), topics.end());
+  topics.erase(std::unique(topics.begin(), topics.end()), topics.end());
+  auto check_topics = [&](const std::vector<std::string>& stored) {
+    if (stored == topics) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "group '", Av(name), "' of queue '", name_, "' was created with ",
+        stored.size(), " topic(s) in its filter; the filter is fixed"));
+  };
+  MutexLock l(&groups_mu_);
+  if (auto it = groups_.find(Av(name)); it != groups_.end()) {
+    HQ_RETURN_IF_ERROR(check_topics(it->second->topics()));
+    it->second->SetOptions(options);
+    return it->second.get();
+  }
+  format::GroupRecord record;
+  std::string value;
+  const std::string key = format::GroupKey(record_.id, name);
+  leveldb::Status s = db_->leveldb()->Get(leveldb::ReadOptions(), key, &value);
+  if (s.ok()) {
+    HQ_RETURN_IF_ERROR(format::DecodeGroupRecord(value, &record));
+    HQ_RETURN_IF_ERROR(check_topics(record.topics));
+  } else if (s.IsNotFound()) {
+    absl::StatusOr<Queue*> taken = db_->OpenQueue(dead_name);
+    if (taken.ok()) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("cannot create group '", Av(name), "' of queue '", name_,
+                       "': its dead-letter queue name '", dead_name,
+                       "' is taken by another queue"));
+    }
+    if (!absl::IsNotFound(taken.status())) return taken.status();
+    leveldb::WriteBatch b;
+    HQ_ASSIGN_OR_RETURN(record.id, db_->AllocateGroupId(&b));
+    record.topics = topics;
+    b.Put(key, format::EncodeGroupRecord(record));
+    HQ_RETURN_IF_ERROR(db_->WriteRecords(this, b, db_->default_sync()));
+  } else {
+    return FromLevelDb(s, "reading a consumer group record");
+  }
+  auto g = std::make_unique<GroupImpl>(db_, this, std::string(name), record,
+                                       options);
+  // Listen before loading: a lane written during the load is noted.
+  {
+    MutexLock ll(&listeners_mu_);
+    listeners_.push_back(g.get());
+    has_listeners_.store(true, std::memory_order_release);
+  }
+  if (absl::Status ls = g->Load(); !ls.ok()) {
+    MutexLock ll(&listeners_mu_);
+    listeners_.erase(std::find(listeners_.begin(), listeners_.end(), g.get()));
+    has_listeners_.store(!listeners_.empty(), std::memory_order_release);
+    return ls;
+  }
+  GroupImpl* raw = g.get();
+  groups_.emplace(std::string(name), std::move(g));
+  return raw;
+}
+
+absl::StatusOr<std::vector<std::string>> QueueImpl::ListGroups() {
+  if (dropped()) return DroppedError();
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  std::vector<std::string> names;
+  const std::string prefix = format::GroupPrefix(record_.id);
+  std::unique_ptr<leveldb::Iterator> it(
+      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
+       it->Next()) {
+    names.emplace_back(it->key().data() + prefix.size(),
+                       it->key().size() - prefix.size());
+  }
+  HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "listing consumer groups"));
+  return names;
 }
 
 absl::StatusOr<std::unique_ptr<Scanner>> QueueImpl::NewScanner(

@@ -4,19 +4,27 @@
 #define HQ_LIB_QUEUE_IMPL_H_
 
 #include <atomic>
+#include <memory>
+#include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "hq/queue.h"
 #include "lib/format.h"
 #include "lib/layout_codec.h"
+#include "lib/sync.h"
 
 namespace hq {
 
 class DbImpl;
+class GroupImpl;
 
 class QueueImpl final : public Queue {
  public:
   QueueImpl(DbImpl* db, std::string name, const format::QueueRecord& record);
+  ~QueueImpl() override;
 
   const std::string& name() const override { return name_; }
   const QueueOptions& options() const override { return record_.options; }
@@ -29,6 +37,13 @@ class QueueImpl final : public Queue {
                         const PutOptions& options) override;
   absl::StatusOr<std::unique_ptr<Scanner>> NewScanner(
       const ScanOptions& options) override;
+  absl::StatusOr<ConsumerGroup*> Group(std::string_view name,
+                                       const GroupOptions& options) override;
+  absl::StatusOr<std::vector<std::string>> ListGroups() override;
+
+  // Tells the queue's loaded groups which lanes `messages` (written, with
+  // `results`) went to.
+  void NoteWritten(std::span<const Message> messages, const PutResult* results);
 
   uint32_t id() const { return record_.id; }
 
@@ -54,6 +69,15 @@ class QueueImpl final : public Queue {
   const LayoutCodec& codec_;
   std::atomic<uint32_t> round_robin_{0};
   std::atomic<bool> dropped_{false};
+
+  // Groups loaded in this process. groups_mu_ is held while a group loads;
+  // listeners_mu_ only while the write path notes lanes.
+  Mutex groups_mu_ ABSL_ACQUIRED_BEFORE(listeners_mu_);
+  absl::flat_hash_map<std::string, std::unique_ptr<GroupImpl>> groups_
+      ABSL_GUARDED_BY(groups_mu_);
+  Mutex listeners_mu_;
+  std::vector<GroupImpl*> listeners_ ABSL_GUARDED_BY(listeners_mu_);
+  std::atomic<bool> has_listeners_{false};
 };
 
 }  // namespace hq

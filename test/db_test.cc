@@ -15,6 +15,7 @@ namespace hq {
 namespace {
 
 using test::Child;
+using test::CountKeys;
 using test::DbFixture;
 using test::Impl;
 using test::NoBackgroundSweeps;
@@ -22,18 +23,6 @@ using test::ScanAll;
 using test::Storage;
 using test::TempDir;
 using test::ValueOrDie;
-
-// Number of LevelDB keys that start with `prefix`.
-size_t CountKeys(Db* db, const std::string& prefix) {
-  std::unique_ptr<leveldb::Iterator> it(
-      Impl(db)->leveldb()->NewIterator(leveldb::ReadOptions()));
-  size_t n = 0;
-  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
-       it->Next()) {
-    ++n;
-  }
-  return n;
-}
 
 TEST_CASE("open creates, reopen keeps queues and their options") {
   const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);

@@ -8,9 +8,18 @@
 //       Opens DIR, creates QUEUE if missing, then puts sync messages round
 //       the partitions forever, printing "<partition> <id>" after each
 //       acknowledged Put. Meant to be killed with SIGKILL.
+//   hq_test_helper consume DIR QUEUE GROUP
+//       Opens DIR with sync writes and claims from GROUP of QUEUE (lease
+//       1 h), 5 at a time, completing the first 2 of each claim and keeping
+//       the others. Prints "C <partition> <id> <attempt>" for each claimed
+//       task once its claim returned, "D <partition> <id>" once its Complete
+//       returned, and "IDLE" when nothing is left to claim; then waits for
+//       stdin to close. Meant to be killed with SIGKILL.
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <span>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -19,7 +28,7 @@
 int main(int argc, char** argv) {
   if (argc < 3) return 2;
   const std::string cmd = argv[1];
-  auto db = hq::Db::Open(argv[2]);
+  auto db = hq::Db::Open(argv[2], {.sync_writes = cmd == "consume"});
   if (!db.ok()) {
     std::printf("ERROR %s\n", db.status().ToString().c_str());
     return 1;
@@ -54,6 +63,41 @@ int main(int argc, char** argv) {
       std::printf("%u %s\n", r->partition, r->id.ToString().c_str());
       std::fflush(stdout);
     }
+  }
+  if (cmd == "consume" && argc == 5) {
+    auto q = (*db)->OpenQueue(argv[3]);
+    if (!q.ok()) return 1;
+    auto g = (*q)->Group(argv[4], {.lease = absl::Hours(1)});
+    if (!g.ok()) return 1;
+    for (;;) {
+      auto tasks = (*g)->Claim({.max = 5});
+      if (!tasks.ok()) {
+        std::printf("ERROR %s\n", tasks.status().ToString().c_str());
+        return 1;
+      }
+      if (tasks->empty()) break;
+      for (const hq::Task& t : *tasks) {
+        std::printf("C %u %s %u\n", t.partition, t.id.ToString().c_str(),
+                    t.attempt);
+      }
+      std::fflush(stdout);
+      const size_t n = std::min<size_t>(2, tasks->size());
+      absl::Status s = (*g)->Complete(std::span(tasks->data(), n));
+      if (!s.ok()) {
+        std::printf("ERROR %s\n", s.ToString().c_str());
+        return 1;
+      }
+      for (size_t i = 0; i < n; ++i) {
+        std::printf("D %u %s\n", (*tasks)[i].partition,
+                    (*tasks)[i].id.ToString().c_str());
+      }
+      std::fflush(stdout);
+    }
+    std::printf("IDLE\n");
+    std::fflush(stdout);
+    while (std::getchar() != EOF) {
+    }
+    return 0;
   }
   return 2;
 }

@@ -137,6 +137,18 @@ class DbFixture {
   std::unique_ptr<Db> db_;
 };
 
+// Number of LevelDB keys of `db` that start with `prefix`.
+inline size_t CountKeys(Db* db, const std::string& prefix) {
+  std::unique_ptr<leveldb::Iterator> it(
+      Impl(db)->leveldb()->NewIterator(leveldb::ReadOptions()));
+  size_t n = 0;
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
+       it->Next()) {
+    ++n;
+  }
+  return n;
+}
+
 // Compacts all of `db`, then waits until LevelDB has no size compaction
 // due (level 0 under its trigger, every level under its byte limit), so
 // that a background compaction cannot start in a test's measured window.

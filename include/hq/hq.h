@@ -7,6 +7,7 @@
 
 #include "hq/clock.h"
 #include "hq/db.h"
+#include "hq/group.h"
 #include "hq/layout.h"
 #include "hq/lease.h"
 #include "hq/message.h"

@@ -9,10 +9,12 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "hq/group.h"
 #include "hq/message.h"
 #include "hq/options.h"
 #include "hq/scanner.h"
@@ -73,6 +75,26 @@ class Queue {
   // ResourceExhausted past Options::max_open_scanners.
   virtual absl::StatusOr<std::unique_ptr<Scanner>> NewScanner(
       const ScanOptions& options) = 0;
+
+  // The consumer group `name` (group.h), created on first use: a new group
+  // starts at the queue's oldest message. Later calls, also after a reopen,
+  // return the same group; the options they give for leases, attempts and
+  // backoff replace the earlier ones, while its topic filter is fixed at
+  // creation. The first call in a process loads the group's records (its
+  // tasks in flight) and looks up which lanes have work: one pass over the
+  // queue's lane directory.
+  // Names follow the rules of queue names (1..128 bytes of [A-Za-z0-9._-],
+  // starting with a letter or digit), and "<queue>.dead.<group>" (the
+  // dead-letter queue) must be a valid queue name too.
+  // Errors: InvalidArgument (name or options; a topic filter different from
+  // the one the group was created with); AlreadyExists (creating a group
+  // whose dead-letter queue name is taken by another queue); NotFound (the
+  // queue was dropped); FailedPrecondition (the Db is closing).
+  virtual absl::StatusOr<ConsumerGroup*> Group(
+      std::string_view name, const GroupOptions& options = {}) = 0;
+
+  // The names of the queue's groups, in byte order.
+  virtual absl::StatusOr<std::vector<std::string>> ListGroups() = 0;
 };
 
 }  // namespace hq

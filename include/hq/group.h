@@ -1,0 +1,241 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// Consumer groups: competing consumers that claim a queue's messages as
+// tasks under a lease and complete them (the TableStore crawler queue).
+//
+//   hq::ConsumerGroup* g = *queue->Group("fetchers");
+//   auto tasks = g->Claim({.max = 100});          // StatusOr
+//   for (const hq::Task& t : *tasks) Fetch(t.payload);
+//   g->Complete(*tasks);                          // one write for all
+//
+// Every message in the group's scope (its topic filter) is completed once
+// or dead-lettered. A task is handed out again only after its lease expired,
+// it was released, or the process stopped while it was in flight: delivery
+// is at least once, so make the work idempotent.
+//
+// Cursors. Per group and lane (layout.h) the group keeps a scan cursor (the
+// next id to read: every message below it was handed out or is outside the
+// group's scope) and a completion cursor (every message below it is
+// completed, dead-lettered or out of scope). Both only move forward. A task
+// that takes long holds back only the completion cursor: claims go on past
+// it. Between the two cursors the group records one small record per task
+// that is in flight, waiting to be delivered again, or completed out of
+// order, so its bookkeeping is proportional to the tasks in flight, not to
+// the queue.
+
+#ifndef HQ_GROUP_H_
+#define HQ_GROUP_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "hq/message.h"
+
+namespace hq {
+
+// Options of Queue::Group.
+struct GroupOptions {
+  // ---- Fixed when the group is created (a later Group() call that gives
+  // different values gets InvalidArgument).
+
+  // The group's scope: only messages with one of these topics are handed
+  // out; the others count as completed. Empty: every topic. Duplicates are
+  // ignored. Limits: at most 1024 topics of at most 1024 bytes each.
+  std::vector<std::string> topics;
+
+  // ---- Taken from each Group() call (not persisted; the latest call in a
+  // process wins).
+
+  // The lease of a claimed task when ClaimOptions::lease is zero.
+  // Default: 30 s. Limits: 1 ms..720 h.
+  absl::Duration lease = absl::Seconds(30);
+
+  // A task handed out this many times without being completed (its lease
+  // expired, it was released, or the process stopped while it was in
+  // flight) is dead-lettered instead of being delivered again.
+  // Default: 10. Limits: 1..1000000.
+  uint32_t max_attempts = 10;
+
+  // Delay before a task whose lease expired is delivered again, after
+  // attempt n: min(backoff_cap, backoff_base * 2^(n-1)), then multiplied by
+  // a random factor in [1 - backoff_jitter, 1 + backoff_jitter].
+  // Defaults: 1 s, 5 min, 0.2. Limits: base and cap 0..720 h with
+  // base <= cap; jitter 0..1.
+  absl::Duration backoff_base = absl::Seconds(1);
+  absl::Duration backoff_cap = absl::Minutes(5);
+  double backoff_jitter = 0.2;
+};
+
+// Options of ConsumerGroup::Claim.
+struct ClaimOptions {
+  // Hand out at most this many tasks. Default: 1. Limits: 1..10000.
+  uint32_t max = 1;
+
+  // The tasks' lease. Zero: GroupOptions::lease. Limits: 0 or 1 ms..720 h.
+  absl::Duration lease = absl::ZeroDuration();
+
+  // Only tasks with one of these topics (within the group's scope). Empty:
+  // all. With the `topic` layout this selects lanes and costs nothing; with
+  // the `time` layout the claim reads past messages of other topics (at
+  // most 10000 per lane and call), so prefer the topic layout for per-topic
+  // claims. Limits: topics of at most 1024 bytes.
+  std::vector<std::string> topics;
+
+  // Only tasks of these partitions. Empty: all. Each < the queue's
+  // partitions.
+  std::vector<uint32_t> partitions;
+};
+
+// A claimed message. Plain data: copy it, keep it, pass it back to
+// Complete, Release or Extend of the group that handed it out.
+struct Task {
+  uint32_t partition = 0;
+  int priority = 0;
+  MessageId id;
+  std::string topic;
+  std::string key;
+  std::string payload;
+  // 1 the first time the message is handed out, +1 each time after (also
+  // across restarts). Identifies this delivery: once the task is handed out
+  // again, a Task with an older attempt can no longer be completed.
+  uint32_t attempt = 0;
+  // When the lease ends (by the Db's clock), unless extended.
+  absl::Time lease_deadline;
+};
+
+// Why a task was dead-lettered. DO NOT CHANGE the values (persisted).
+enum class DeadLetterReason : uint8_t {
+  kLeaseExpired = 1,  // Its last lease expired.
+  kReleased = 2,      // Its last holder released it.
+  kInterrupted = 3,   // The process stopped while it was in flight.
+};
+
+// A dead-lettered message, as ListDeadLetters returns it.
+struct DeadLetter {
+  // Where it is in the dead-letter queue (dead_letter_queue()).
+  uint32_t partition = 0;
+  MessageId id;
+  // The message as it was in the group's queue.
+  uint32_t original_partition = 0;
+  MessageId original_id;
+  int priority = 0;
+  std::string topic;
+  std::string key;
+  std::string payload;
+  // Times it was handed out, and why it was given up.
+  uint32_t attempts = 0;
+  DeadLetterReason reason = DeadLetterReason::kLeaseExpired;
+  absl::Time dead_at;
+};
+
+struct GroupStats {
+  // Messages in scope not yet handed out. Counted key by key up to 100000
+  // per call (backlog_exact = true); past that, estimated from the stored
+  // bytes left (backlog_exact = false). With the `time` layout and a topic
+  // filter, messages of other topics are counted too (backlog_exact is then
+  // false).
+  uint64_t backlog = 0;
+  bool backlog_exact = true;
+  // Tasks under a lease.
+  uint64_t in_flight = 0;
+  // Tasks waiting to be delivered again (released, lease expired, or
+  // interrupted by a restart), due or not.
+  uint64_t redelivery = 0;
+  // Messages in the dead-letter queue (and tasks about to go there).
+  uint64_t dead_letters = 0;
+  // Now minus the claim time of the oldest task in flight; zero if none.
+  absl::Duration oldest_in_flight = absl::ZeroDuration();
+  // Over all lanes with work: the largest gap between the completion
+  // cursor and the scan cursor, in id time (how far a slow task holds the
+  // completion cursor back), and the number of task records between them.
+  absl::Duration max_cursor_lag = absl::ZeroDuration();
+  uint64_t window_records = 0;
+  // Lanes the group holds in memory: those with work or records.
+  uint64_t lanes = 0;
+};
+
+// A durable, named consumer group of one queue. Obtained from Queue::Group;
+// owned by the Db: valid until the Db is destroyed (after the queue is
+// dropped, every call fails with NotFound).
+//
+// Crash safety. Claim, Complete, Release and dead-lettering each write one
+// LevelDB batch (with Options::sync_writes). After a crash or a reopen,
+// every task that was in flight is claimable again at once (its attempt one
+// higher, or dead-lettered if it had used max_attempts); completed tasks
+// stay completed; cursors are where they were written. Lease expiries and
+// Extend are not written: after a restart a task whose lease had expired
+// waits no backoff. Released tasks keep their retry time across restarts.
+//
+// Thread safety: all methods may be called concurrently from any threads.
+// Calls on one group are serialized (claims read under the group's lock, so
+// competing consumers never receive the same task).
+class ConsumerGroup {
+ public:
+  virtual ~ConsumerGroup() = default;
+
+  virtual const std::string& name() const = 0;
+
+  // Hands out up to options.max tasks, each under a lease: first, priority
+  // by priority from the highest, tasks due for redelivery (oldest due
+  // first), then new messages of that priority, taken round-robin across
+  // the lanes (partitions, and topics in the topic layout) that have any.
+  // Returns an empty vector when nothing is claimable now. Messages older
+  // than the queue's TTL are skipped. One write per call.
+  // Errors: InvalidArgument (options out of range); NotFound (the queue was
+  // dropped); FailedPrecondition (Db closing, or an earlier write failed);
+  // Internal/DataLoss (storage).
+  virtual absl::StatusOr<std::vector<Task>> Claim(
+      const ClaimOptions& options) = 0;
+
+  // Completes tasks: they are never handed out again. All or nothing: if
+  // any task is not held (its lease expired and it was handed out again, it
+  // was completed or released, it comes from another group), the call
+  // returns FailedPrecondition naming it and changes nothing. A task whose
+  // lease expired but which was not handed out again can still be
+  // completed. Duplicates in `tasks` are InvalidArgument. One write.
+  virtual absl::Status Complete(std::span<const Task> tasks) = 0;
+
+  // Gives a held task back, to be delivered again after `retry_after` (0:
+  // at once), or dead-lettered if it has used max_attempts. Errors:
+  // FailedPrecondition if not held or its lease expired; InvalidArgument
+  // for a negative or infinite delay. One write.
+  virtual absl::Status Release(const Task& task,
+                               absl::Duration retry_after) = 0;
+
+  // Moves a held task's lease deadline to `lease` from now and updates
+  // task->lease_deadline. Errors: FailedPrecondition if not held or its
+  // lease already expired; InvalidArgument for a lease outside 1 ms..720 h.
+  // Writes nothing.
+  virtual absl::Status Extend(Task* task, absl::Duration lease) = 0;
+
+  virtual absl::StatusOr<GroupStats> Stats() = 0;
+
+  // The dead-letter queue: an ordinary queue named
+  // "<queue>.dead.<group>", created at the first dead letter with the
+  // queue's partitions, priorities and layout and no TTL. Any scanner can
+  // read it; each message keeps its topic, key, payload, partition and
+  // priority. Dropping the group's queue does not drop it.
+  virtual std::string dead_letter_queue() const = 0;
+
+  // Lists dead letters in (partition, id) order of the dead-letter queue,
+  // at most `max` (1..10000), starting after `after` (null: from the start).
+  virtual absl::StatusOr<std::vector<DeadLetter>> ListDeadLetters(
+      size_t max, const DeadLetter* after = nullptr) = 0;
+
+  // Puts dead letters back into the group's queue as new messages (new ids,
+  // original topic, key, partition and priority) and removes them from the
+  // dead-letter queue, in one atomic write. `results`, if not null, gets
+  // the new ids in order. Errors: NotFound naming the first one that is not
+  // (or no longer) a dead letter of this group; nothing is changed then.
+  virtual absl::Status Requeue(std::span<const DeadLetter> letters,
+                               std::vector<PutResult>* results) = 0;
+};
+
+}  // namespace hq
+
+#endif  // HQ_GROUP_H_

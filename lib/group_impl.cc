@@ -1,0 +1,1229 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+
+#include "lib/group_impl.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "lib/coding.h"
+#include "lib/db_impl.h"
+#include "lib/layout_codec.h"
+#include "lib/queue_impl.h"
+#include "lib/status_macros.h"
+#include "lib/strings.h"
+
+namespace hq {
+namespace {
+
+constexpr absl::Duration kMaxLease = absl::Hours(24 * 30);
+// A claim with a topic filter (time layout) examines at most this many
+// messages per lane before it moves on.
+constexpr size_t kMaxExamine = 10000;
+// Stats counts the backlog key by key up to this many keys.
+constexpr uint64_t kStatsCountLimit = 100000;
+
+std::string_view ToStd(const leveldb::Slice& s) {
+  return std::string_view(s.data(), s.size());
+}
+
+uint64_t ToMs(absl::Time t) {
+  const int64_t ms = absl::ToUnixMillis(t);
+  return ms < 0 ? 0 : static_cast<uint64_t>(ms);
+}
+
+std::string TaskName(const Task& t) {
+  return absl::StrFormat("task %d/%s (attempt %d)", t.partition,
+                         t.id.ToString(), t.attempt);
+}
+
+// Takes a message lane prefix apart: 0x10 queue partition priority [topic].
+bool ParseLanePrefix(std::string_view prefix, bool has_topic,
+                     uint32_t* partition, int* priority,
+                     std::string_view* topic) {
+  if (prefix.size() < LayoutCodec::kHeadSize) return false;
+  *partition = coding::DecodeFixed16(prefix.data() + 5);
+  *priority = 255 - static_cast<unsigned char>(prefix[7]);
+  std::string_view rest = prefix.substr(LayoutCodec::kHeadSize);
+  if (!has_topic) {
+    *topic = std::string_view();
+    return rest.empty();
+  }
+  uint16_t len;
+  if (!coding::GetFixed16(&rest, &len) || rest.size() != len) return false;
+  *topic = rest;
+  return true;
+}
+
+// If `key` is a message of the lane `prefix` (not its fence), sets `*id`.
+bool LaneMessage(std::string_view key, std::string_view prefix, MessageId* id) {
+  if (!key.starts_with(prefix) ||
+      key.size() < prefix.size() + LayoutCodec::kMessageIdSize) {
+    return false;
+  }
+  *id = LayoutCodec::DecodeMessageId(key.data() + prefix.size());
+  return !(*id == MessageId::Max());
+}
+
+}  // namespace
+
+GroupImpl::GroupImpl(DbImpl* db, QueueImpl* queue, std::string name,
+                     const format::GroupRecord& record,
+                     const GroupOptions& options)
+    : db_(db),
+      queue_(queue),
+      name_(std::move(name)),
+      record_(record),
+      topic_set_(record.topics.begin(), record.topics.end()),
+      options_(options),
+      rng_(std::hash<std::string>()(name_) ^ record.id) {}
+
+GroupImpl::~GroupImpl() = default;
+
+std::string GroupImpl::dead_letter_queue() const {
+  return absl::StrCat(queue_->name(), ".dead.", name_);
+}
+
+void GroupImpl::SetOptions(const GroupOptions& options) {
+  MutexLock l(&mu_);
+  options_ = options;
+}
+
+void GroupImpl::NoteLaneWritten(std::string_view lane_prefix) {
+  MutexLock l(&notes_mu_);
+  notes_.emplace(lane_prefix);
+}
+
+bool GroupImpl::InScope(std::string_view topic) const {
+  return topic_set_.empty() || topic_set_.contains(Av(topic));
+}
+
+std::string GroupImpl::TaskKey(const Lane& lane, MessageId id) const {
+  std::string k =
+      format::GroupRecordPrefix(format::kTaskTag, queue_->id(), record_.id);
+  format::AppendLaneRest(&k, lane.prefix);
+  LayoutCodec::AppendMessageId(&k, id);
+  return k;
+}
+
+std::string GroupImpl::CursorKey(std::string_view lane_prefix) const {
+  std::string k =
+      format::GroupRecordPrefix(format::kCursorTag, queue_->id(), record_.id);
+  format::AppendLaneRest(&k, lane_prefix);
+  return k;
+}
+
+absl::Status GroupImpl::Usable() {
+  if (queue_->dropped()) return queue_->DroppedError();
+  return broken_;
+}
+
+absl::Status GroupImpl::Fail(absl::Status s) {
+  if (!s.ok() && !absl::IsNotFound(s) && broken_.ok()) {
+    broken_ = absl::Status(
+        s.code(), absl::StrCat("consumer group '", name_,
+                               "' stopped after an error (reopen the Db): ",
+                               s.message()));
+  }
+  return s;
+}
+
+// ------------------------------------------------------------------ load
+
+absl::Status GroupImpl::Load() {
+  MutexLock l(&mu_);
+  const int priorities = queue_->options().priorities;
+  active_.resize(priorities);
+  waiting_.resize(priorities);
+  HQ_RETURN_IF_ERROR(LoadRecords());
+  HQ_RETURN_IF_ERROR(DiscoverLanes());
+  // Tasks that were in flight are due now, in id order.
+  std::sort(recovered_.begin(), recovered_.end(),
+            [](const auto& a, const auto& b) {
+              return a.second != b.second ? a.second < b.second
+                                          : a.first->prefix < b.first->prefix;
+            });
+  const absl::Time now = db_->clock()->Now();
+  for (auto [lane, id] : recovered_) {
+    AddWaiting(lane, id, &lane->tasks.find(id)->second, now);
+  }
+  recovered_.clear();
+  recovered_.shrink_to_fit();
+  // Dead letters: counted once; they are few unless nobody looks at them.
+  std::unique_ptr<leveldb::Iterator> it(
+      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+  const std::string prefix =
+      format::GroupRecordPrefix(format::kDeadTag, queue_->id(), record_.id);
+  for (it->Seek(prefix); it->Valid() && ToStd(it->key()).starts_with(prefix);
+       it->Next()) {
+    ++dead_count_;
+  }
+  return FromLevelDb(it->status(), "reading dead letters");
+}
+
+absl::Status GroupImpl::LoadRecords() {
+  std::unique_ptr<leveldb::Iterator> it(
+      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+  const std::string prefix =
+      format::GroupRecordPrefix(format::kTaskTag, queue_->id(), record_.id);
+  const std::string message_prefix = format::MessagePrefix(queue_->id());
+  std::string lane_prefix;
+  for (it->Seek(prefix); it->Valid() && ToStd(it->key()).starts_with(prefix);
+       it->Next()) {
+    std::string_view key = ToStd(it->key());
+    format::TaskValue v;
+    if (key.size() < prefix.size() + LayoutCodec::kMessageIdSize ||
+        !format::DecodeTask(ToStd(it->value()), &v)) {
+      return absl::DataLossError(
+          absl::StrCat("consumer group '", name_, "': malformed task record"));
+    }
+    const MessageId id =
+        LayoutCodec::DecodeMessageId(key.data() + key.size() - 8);
+    lane_prefix = message_prefix;
+    lane_prefix.append(
+        key.substr(prefix.size(),
+                   key.size() - prefix.size() - LayoutCodec::kMessageIdSize));
+    HQ_ASSIGN_OR_RETURN(Lane * lane, GetLane(lane_prefix));
+    Rec& rec = lane->tasks[id];
+    rec.attempts = v.attempts;
+    rec.persisted = true;
+    switch (v.state) {
+      case format::TaskState::kInFlight:
+        // The process stopped while it was in flight.
+        Interrupted(lane, id, &rec);
+        break;
+      case format::TaskState::kWaiting:
+        AddWaiting(lane, id, &rec,
+                   absl::FromUnixMillis(static_cast<int64_t>(v.ms)));
+        break;
+      case format::TaskState::kDone:
+        rec.state = format::TaskState::kDone;
+        break;
+    }
+  }
+  return FromLevelDb(it->status(), "reading task records");
+}
+
+absl::Status GroupImpl::DiscoverLanes() {
+  // Joins the lane directory with the group's cursor records (both sorted
+  // by lane_rest) and seeks each lane in scope at its scan cursor.
+  const uint32_t qid = queue_->id();
+  const bool has_topic = queue_->codec().lane_has_topic();
+  const absl::Time now = db_->clock()->Now();
+  const MessageId cutoff = queue_->TtlCutoff(now);
+  leveldb::ReadOptions ro;
+  ro.fill_cache = false;
+  std::unique_ptr<leveldb::Iterator> dir(db_->leveldb()->NewIterator(ro));
+  std::unique_ptr<leveldb::Iterator> cur(db_->leveldb()->NewIterator(ro));
+  std::unique_ptr<leveldb::Iterator> msg(
+      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+  const std::string dir_prefix = format::LaneDirPrefix(qid);
+  const std::string cur_prefix =
+      format::GroupRecordPrefix(format::kCursorTag, qid, record_.id);
+  cur->Seek(cur_prefix);
+  std::string lane_prefix, seek;
+  for (dir->Seek(dir_prefix);
+       dir->Valid() && ToStd(dir->key()).starts_with(dir_prefix); dir->Next()) {
+    const std::string_view rest = ToStd(dir->key()).substr(5);
+    lane_prefix = format::MessagePrefix(qid);
+    lane_prefix.append(rest);
+    uint32_t partition;
+    int priority;
+    std::string_view topic;
+    if (!ParseLanePrefix(lane_prefix, has_topic, &partition, &priority,
+                         &topic) ||
+        partition >= queue_->options().partitions ||
+        priority >= queue_->options().priorities) {
+      return absl::DataLossError(
+          absl::StrCat("queue '", queue_->name(), "': malformed lane entry"));
+    }
+    if (has_topic && !InScope(topic)) continue;
+    format::CursorValue cursor;
+    bool have_cursor = false;
+    while (cur->Valid() && ToStd(cur->key()).starts_with(cur_prefix)) {
+      const std::string_view cur_rest =
+          ToStd(cur->key()).substr(cur_prefix.size());
+      if (cur_rest < rest) {
+        cur->Next();
+        continue;
+      }
+      if (cur_rest == rest) {
+        if (!format::DecodeCursor(ToStd(cur->value()), &cursor)) {
+          return absl::DataLossError(absl::StrCat(
+              "consumer group '", name_, "': malformed cursor record"));
+        }
+        have_cursor = true;
+      }
+      break;
+    }
+    HQ_RETURN_IF_ERROR(FromLevelDb(cur->status(), "reading group cursors"));
+    Lane* known = FindLane(lane_prefix);
+    if (known == nullptr && have_cursor && cursor.done < cursor.scan) {
+      HQ_ASSIGN_OR_RETURN(known, GetLane(lane_prefix, &cursor));
+    }
+    if (known != nullptr && known->done < known->scan) {
+      HQ_RETURN_IF_ERROR(LoadWindow(known, cutoff, msg.get()));
+    }
+    MessageId from = known != nullptr
+                         ? known->scan
+                         : (have_cursor ? cursor.scan : MessageId::Min());
+    from = std::max(from, cutoff);
+    seek = lane_prefix;
+    LayoutCodec::AppendMessageId(&seek, from);
+    msg->Seek(seek);
+    if (!msg->Valid()) {
+      HQ_RETURN_IF_ERROR(FromLevelDb(msg->status(), "reading a lane"));
+      continue;
+    }
+    const std::string_view key = ToStd(msg->key());
+    if (!key.starts_with(lane_prefix) ||
+        key.size() < lane_prefix.size() + LayoutCodec::kMessageIdSize ||
+        LayoutCodec::DecodeMessageId(key.data() + lane_prefix.size()) ==
+            MessageId::Max()) {
+      continue;  // Nothing past the cursor.
+    }
+    HQ_ASSIGN_OR_RETURN(Lane * lane,
+                        GetLane(lane_prefix, have_cursor ? &cursor : nullptr));
+    Activate(lane);
+  }
+  return FromLevelDb(dir->status(), "reading the lane directory");
+}
+
+absl::Status GroupImpl::LoadWindow(Lane* lane, MessageId cutoff,
+                                   leveldb::Iterator* it) {
+  const bool has_topic = queue_->codec().lane_has_topic();
+  const size_t n = lane->prefix.size();
+  std::string seek = lane->prefix;
+  LayoutCodec::AppendMessageId(&seek, std::max(lane->done, cutoff));
+  MessageId id;
+  for (it->Seek(seek); it->Valid(); it->Next()) {
+    const std::string_view key = ToStd(it->key());
+    if (!LaneMessage(key, lane->prefix, &id) || !(id < lane->scan)) break;
+    if (lane->tasks.contains(id)) continue;
+    if (!has_topic && !InScope(key.substr(n + LayoutCodec::kMessageIdSize))) {
+      continue;
+    }
+    // Handed out once, in order, and neither completed nor recorded since:
+    // it was in flight when the process stopped.
+    Rec& rec = lane->tasks[id];
+    rec.attempts = 1;
+    Interrupted(lane, id, &rec);
+  }
+  return FromLevelDb(it->status(), "reading a group's window");
+}
+
+GroupImpl::Lane* GroupImpl::FindLane(std::string_view prefix) {
+  auto it = lanes_.find(Av(prefix));
+  return it == lanes_.end() ? nullptr : it->second.get();
+}
+
+absl::StatusOr<GroupImpl::Lane*> GroupImpl::GetLane(
+    std::string_view prefix, const format::CursorValue* cursor) {
+  if (Lane* lane = FindLane(prefix)) return lane;
+  auto lane = std::make_unique<Lane>();
+  lane->prefix.assign(prefix);
+  std::string_view topic;
+  if (!ParseLanePrefix(prefix, queue_->codec().lane_has_topic(),
+                       &lane->partition, &lane->priority, &topic) ||
+      lane->partition >= queue_->options().partitions ||
+      lane->priority >= queue_->options().priorities) {
+    return absl::DataLossError(absl::StrCat(
+        "consumer group '", name_, "': a record names a malformed lane"));
+  }
+  lane->topic.assign(topic);
+  format::CursorValue c;
+  if (cursor != nullptr) {
+    c = *cursor;
+    lane->saved_exists = true;
+  } else {
+    std::string value;
+    leveldb::Status s =
+        db_->leveldb()->Get(leveldb::ReadOptions(), CursorKey(prefix), &value);
+    if (s.ok()) {
+      if (!format::DecodeCursor(value, &c)) {
+        return absl::DataLossError(absl::StrCat("consumer group '", name_,
+                                                "': malformed cursor record"));
+      }
+      lane->saved_exists = true;
+    } else if (!s.IsNotFound()) {
+      return FromLevelDb(s, "reading a group cursor");
+    }
+  }
+  lane->scan = c.scan;
+  lane->done = c.done;
+  lane->saved = c;
+  Lane* raw = lane.get();
+  lanes_.emplace(lane->prefix, std::move(lane));
+  return raw;
+}
+
+void GroupImpl::Activate(Lane* lane) {
+  if (lane->active) return;
+  lane->active = true;
+  active_[lane->priority].push_back(lane);
+}
+
+absl::Status GroupImpl::TakeNotes() {
+  absl::flat_hash_set<std::string> notes;
+  {
+    MutexLock l(&notes_mu_);
+    notes.swap(notes_);
+  }
+  const bool has_topic = queue_->codec().lane_has_topic();
+  for (const std::string& prefix : notes) {
+    if (has_topic) {
+      uint32_t partition;
+      int priority;
+      std::string_view topic;
+      if (ParseLanePrefix(prefix, true, &partition, &priority, &topic) &&
+          !InScope(topic)) {
+        continue;
+      }
+    }
+    HQ_ASSIGN_OR_RETURN(Lane * lane, GetLane(prefix));
+    Activate(lane);
+  }
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------------------ bookkeeping
+
+void GroupImpl::Touch(Lane* lane, std::vector<Lane*>* touched) {
+  if (lane->dirty) return;
+  lane->dirty = true;
+  touched->push_back(lane);
+}
+
+void GroupImpl::PutTask(Lane* lane, MessageId id, Rec* rec,
+                        leveldb::WriteBatch* batch) {
+  format::TaskValue v;
+  v.state = rec->state;
+  v.attempts = rec->attempts;
+  v.ms = rec->state == format::TaskState::kDone ? 0 : ToMs(rec->since);
+  batch->Put(TaskKey(*lane, id), format::EncodeTask(v));
+  rec->persisted = true;
+}
+
+void GroupImpl::PutDone(const std::vector<std::pair<Lane*, MessageId>>& done,
+                        leveldb::WriteBatch* batch) {
+  for (auto [lane, id] : done) {
+    auto it = lane->tasks.find(id);
+    if (it != lane->tasks.end()) PutTask(lane, id, &it->second, batch);
+  }
+}
+
+void GroupImpl::AddWaiting(Lane* lane, MessageId id, Rec* rec, absl::Time due) {
+  rec->state = format::TaskState::kWaiting;
+  rec->since = due;
+  rec->wait_seq = next_wait_seq_++;
+  rec->lease = 0;
+  waiting_[lane->priority].insert(WaitKey{due, rec->wait_seq, lane, id});
+  ++waiting_count_;
+}
+
+void GroupImpl::MarkDying(Lane* lane, MessageId id, Rec* rec,
+                          DeadLetterReason reason) {
+  rec->state = format::TaskState::kWaiting;
+  rec->dying = true;
+  rec->reason = reason;
+  rec->lease = 0;
+  dying_.emplace_back(lane, id);
+}
+
+void GroupImpl::Interrupted(Lane* lane, MessageId id, Rec* rec) {
+  if (rec->attempts >= options_.max_attempts) {
+    MarkDying(lane, id, rec, DeadLetterReason::kInterrupted);
+  } else {
+    recovered_.emplace_back(lane, id);  // Due at once (Load).
+  }
+}
+
+void GroupImpl::RemoveWaiting(Lane* lane, MessageId id, Rec* rec) {
+  waiting_[lane->priority].erase(WaitKey{rec->since, rec->wait_seq, lane, id});
+  --waiting_count_;
+}
+
+void GroupImpl::HandOut(Lane* lane, MessageId id, Rec* rec, absl::Time now,
+                        absl::Duration lease, bool covered, Task* t,
+                        leveldb::WriteBatch* batch) {
+  rec->state = format::TaskState::kInFlight;
+  rec->attempts += 1;
+  rec->since = now;
+  rec->deadline = now + lease;
+  rec->lease = 0;
+  ++in_flight_;
+  t->partition = lane->partition;
+  t->priority = lane->priority;
+  t->id = id;
+  t->attempt = rec->attempts;
+  t->lease_deadline = rec->deadline;
+  if (rec->attempts > 1 || !covered) PutTask(lane, id, rec, batch);
+}
+
+void GroupImpl::Settle(Lane* lane, leveldb::WriteBatch* batch) {
+  // Completed records below the scan cursor are passed by the completion
+  // cursor; above it they must stay (they say "handed out").
+  while (!lane->tasks.empty()) {
+    auto first = lane->tasks.begin();
+    if (first->second.state != format::TaskState::kDone ||
+        !(first->first < lane->scan)) {
+      break;
+    }
+    if (first->second.persisted) batch->Delete(TaskKey(*lane, first->first));
+    lane->tasks.erase(first);
+  }
+  MessageId done = lane->scan;
+  if (!lane->tasks.empty() && lane->tasks.begin()->first < done) {
+    done = lane->tasks.begin()->first;
+  }
+  if (lane->done < done) lane->done = done;
+  const format::CursorValue now{lane->scan, lane->done};
+  const bool unchanged =
+      lane->saved_exists
+          ? (now.scan == lane->saved.scan && now.done == lane->saved.done)
+          : (now.scan == MessageId::Min() && now.done == MessageId::Min());
+  if (!unchanged)
+    batch->Put(CursorKey(lane->prefix), format::EncodeCursor(now));
+}
+
+void GroupImpl::Committed(std::vector<Lane*>* touched) {
+  for (Lane* lane : *touched) {
+    lane->dirty = false;
+    const format::CursorValue now{lane->scan, lane->done};
+    if (lane->saved_exists || !(now.scan == MessageId::Min())) {
+      lane->saved = now;
+      lane->saved_exists = true;
+    }
+    if (!lane->active && lane->tasks.empty()) {
+      lanes_.erase(lane->prefix);  // Idle: its cursor is on disk.
+    }
+  }
+  touched->clear();
+}
+
+absl::Status GroupImpl::Write(const leveldb::WriteBatch& batch) {
+  return Fail(db_->WriteRecords(queue_, batch, db_->default_sync()));
+}
+
+absl::Duration GroupImpl::Backoff(uint32_t attempts) {
+  absl::Duration d = options_.backoff_base;
+  for (uint32_t i = 1; i < attempts && d < options_.backoff_cap; ++i) d *= 2;
+  d = std::min(d, options_.backoff_cap);
+  if (options_.backoff_jitter > 0 && d > absl::ZeroDuration()) {
+    std::uniform_real_distribution<double> f(1 - options_.backoff_jitter,
+                                             1 + options_.backoff_jitter);
+    d *= f(rng_);
+  }
+  return d;
+}
+
+// ------------------------------------------------------------------ claim
+
+absl::StatusOr<bool> GroupImpl::ReadMessage(Lane* lane, MessageId id,
+                                            leveldb::Iterator* it, Task* t) {
+  std::string seek = lane->prefix;
+  LayoutCodec::AppendMessageId(&seek, id);
+  it->Seek(seek);
+  if (!it->Valid()) {
+    HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading a task"));
+    return false;
+  }
+  const std::string_view key = ToStd(it->key());
+  if (!key.starts_with(seek)) return false;  // Gone (TTL sweep, drop).
+  std::string_view k, payload;
+  if (!format::DecodeMessageValue(ToStd(it->value()), &k, &payload)) {
+    return absl::DataLossError(absl::StrCat(
+        "queue '", queue_->name(), "': malformed message ", id.ToString()));
+  }
+  t->topic.assign(queue_->codec().lane_has_topic()
+                      ? std::string_view(lane->topic)
+                      : key.substr(seek.size()));
+  t->key.assign(k);
+  t->payload.assign(payload);
+  return true;
+}
+
+absl::StatusOr<bool> GroupImpl::ReadLane(
+    Lane* lane, size_t want, const std::vector<std::string>& topics,
+    MessageId cutoff, absl::Time now, absl::Duration lease,
+    leveldb::Iterator* it, std::vector<Task>* out, leveldb::WriteBatch* batch) {
+  if (lane->scan < cutoff) lane->scan = cutoff;  // Expired: never handed out.
+  const bool has_topic = queue_->codec().lane_has_topic();
+  const size_t n = lane->prefix.size();
+  std::string seek = lane->prefix;
+  LayoutCodec::AppendMessageId(&seek, lane->scan);
+  bool contiguous = true;
+  size_t examined = 0, handed = 0;
+  MessageId id;
+  for (it->Seek(seek); it->Valid(); it->Next()) {
+    const std::string_view key = ToStd(it->key());
+    // Past the lane's last message (its fence): nothing left to read.
+    if (!LaneMessage(key, lane->prefix, &id)) return contiguous;
+    if (handed == want || examined == kMaxExamine) return false;
+    ++examined;
+    const std::string_view topic =
+        has_topic ? std::string_view(lane->topic)
+                  : key.substr(n + LayoutCodec::kMessageIdSize);
+    if (lane->tasks.contains(id) || !InScope(topic)) {
+      if (contiguous) lane->scan = id.Next();
+      continue;
+    }
+    if (!topics.empty() &&
+        std::find(topics.begin(), topics.end(), topic) == topics.end()) {
+      contiguous = false;  // Left for a claim without this filter.
+      continue;
+    }
+    Task t;
+    std::string_view k, payload;
+    if (!format::DecodeMessageValue(ToStd(it->value()), &k, &payload)) {
+      return absl::DataLossError(absl::StrCat(
+          "queue '", queue_->name(), "': malformed message ", id.ToString()));
+    }
+    t.topic.assign(topic);
+    t.key.assign(k);
+    t.payload.assign(payload);
+    Rec& rec = lane->tasks[id];
+    HandOut(lane, id, &rec, now, lease, /*covered=*/contiguous, &t, batch);
+    out->push_back(std::move(t));
+    ++handed;
+    if (contiguous) lane->scan = id.Next();
+  }
+  HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading a lane"));
+  return contiguous;
+}
+
+absl::StatusOr<std::vector<Task>> GroupImpl::Claim(const ClaimOptions& o) {
+  const QueueOptions& qo = queue_->options();
+  if (o.max < 1 || o.max > 10000) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "ClaimOptions::max is %d; it must be in 1..10000", o.max));
+  }
+  if (o.lease != absl::ZeroDuration() &&
+      (o.lease < absl::Milliseconds(1) || o.lease > kMaxLease)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ClaimOptions::lease is ", absl::FormatDuration(o.lease),
+                     "; it must be 0 or in 1ms..720h"));
+  }
+  std::vector<bool> partitions;
+  if (!o.partitions.empty()) {
+    partitions.assign(qo.partitions, false);
+    for (uint32_t p : o.partitions) {
+      if (p >= qo.partitions) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "ClaimOptions::partitions holds %d, out of range 0..%d", p,
+            qo.partitions - 1));
+      }
+      partitions[p] = true;
+    }
+  }
+  for (const std::string& t : o.topics) {
+    if (t.size() > format::kMaxTopicBytes) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "ClaimOptions::topics holds a topic of %d bytes, over the limit of "
+          "%d",
+          t.size(), format::kMaxTopicBytes));
+    }
+  }
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  MutexLock l(&mu_);
+  HQ_RETURN_IF_ERROR(Usable());
+  HQ_RETURN_IF_ERROR(Fail(TakeNotes()));
+  HQ_RETURN_IF_ERROR(FlushDying());
+  const absl::Time now = db_->clock()->Now();
+  const MessageId cutoff = queue_->TtlCutoff(now);
+  const absl::Duration lease =
+      o.lease == absl::ZeroDuration() ? options_.lease : o.lease;
+  const bool has_topic = queue_->codec().lane_has_topic();
+  auto lane_matches = [&](const Lane* lane) {
+    if (!partitions.empty() && !partitions[lane->partition]) return false;
+    return !has_topic || o.topics.empty() ||
+           std::find(o.topics.begin(), o.topics.end(), lane->topic) !=
+               o.topics.end();
+  };
+
+  std::vector<Task> out;
+  std::vector<Lane*> touched;
+  std::vector<std::pair<Lane*, MessageId>> gone;
+  leveldb::WriteBatch batch;
+  std::unique_ptr<leveldb::Iterator> it(
+      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+  for (int prio = qo.priorities - 1; prio >= 0 && out.size() < o.max; --prio) {
+    // Tasks due for redelivery go first.
+    std::set<WaitKey>& ws = waiting_[prio];
+    for (auto w = ws.begin();
+         w != ws.end() && w->due <= now && out.size() < o.max;) {
+      Lane* lane = w->lane;
+      const MessageId id = w->id;
+      if (!lane_matches(lane)) {
+        ++w;
+        continue;
+      }
+      Rec* rec = &lane->tasks.find(id)->second;
+      Task t;
+      absl::StatusOr<bool> found =
+          id < cutoff ? false : ReadMessage(lane, id, it.get(), &t);
+      if (!found.ok()) return Fail(found.status());
+      if (!has_topic && !o.topics.empty() && *found &&
+          std::find(o.topics.begin(), o.topics.end(), t.topic) ==
+              o.topics.end()) {
+        ++w;
+        continue;
+      }
+      w = ws.erase(w);
+      --waiting_count_;
+      Touch(lane, &touched);
+      if (!*found) {
+        // Past the TTL: nothing left to deliver.
+        rec->state = format::TaskState::kDone;
+        gone.emplace_back(lane, id);
+        continue;
+      }
+      HandOut(lane, id, rec, now, lease, /*covered=*/false, &t, &batch);
+      out.push_back(std::move(t));
+    }
+    // Then new messages, round-robin over the lanes that have any.
+    std::deque<Lane*>& dq = active_[prio];
+    while (out.size() < o.max && !dq.empty()) {
+      const size_t n = dq.size();
+      bool progress = false;
+      for (size_t k = 0; k < n && out.size() < o.max; ++k) {
+        Lane* lane = dq.front();
+        dq.pop_front();
+        if (!lane_matches(lane)) {
+          dq.push_back(lane);
+          continue;
+        }
+        const size_t remaining = o.max - out.size();
+        const size_t want = (remaining + (n - k) - 1) / (n - k);
+        const size_t before = out.size();
+        Touch(lane, &touched);
+        absl::StatusOr<bool> drained = ReadLane(
+            lane, want, has_topic ? std::vector<std::string>() : o.topics,
+            cutoff, now, lease, it.get(), &out, &batch);
+        if (!drained.ok()) return Fail(drained.status());
+        if (out.size() > before) progress = true;
+        if (*drained) {
+          lane->active = false;
+        } else {
+          dq.push_back(lane);
+        }
+      }
+      if (!progress) break;
+    }
+  }
+  for (Lane* lane : touched) Settle(lane, &batch);
+  PutDone(gone, &batch);
+  HQ_RETURN_IF_ERROR(Write(batch));
+  // Leases start once the claim is on disk.
+  for (Task& t : out) {
+    std::string prefix;
+    queue_->codec().AppendLanePrefix(&prefix, queue_->id(), t.partition,
+                                     t.priority, t.topic);
+    Lane* lane = FindLane(prefix);
+    Rec& rec = lane->tasks.find(t.id)->second;
+    absl::StatusOr<LeaseId> id = db_->leases()->Create(
+        lease, [this, prefix, mid = t.id, attempts = rec.attempts] {
+          OnLeaseExpired(prefix, mid, attempts);
+        });
+    if (!id.ok()) return Fail(id.status());
+    rec.lease = *id;
+  }
+  Committed(&touched);
+  return out;
+}
+
+void GroupImpl::OnLeaseExpired(const std::string& prefix, MessageId id,
+                               uint32_t attempts) {
+  MutexLock l(&mu_);
+  Lane* lane = FindLane(prefix);
+  if (lane == nullptr) return;
+  auto it = lane->tasks.find(id);
+  if (it == lane->tasks.end()) return;
+  Rec& rec = it->second;
+  if (rec.state != format::TaskState::kInFlight || rec.attempts != attempts) {
+    return;  // Completed, released or handed out again meanwhile.
+  }
+  --in_flight_;
+  rec.lease = 0;
+  if (rec.attempts >= options_.max_attempts) {
+    MarkDying(lane, id, &rec, DeadLetterReason::kLeaseExpired);
+    return;
+  }
+  AddWaiting(lane, id, &rec, db_->clock()->Now() + Backoff(rec.attempts));
+}
+
+// ------------------------------------------------- complete, release, extend
+
+absl::Status GroupImpl::FindHeld(const Task& t, bool allow_expired, Lane** lane,
+                                 Rec** rec) {
+  const QueueOptions& qo = queue_->options();
+  if (t.partition >= qo.partitions || t.priority < 0 ||
+      t.priority >= qo.priorities || t.topic.size() > format::kMaxTopicBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(TaskName(t), " is not a task of queue '", queue_->name(),
+                     "' (partition, priority or topic out of range)"));
+  }
+  std::string prefix;
+  queue_->codec().AppendLanePrefix(&prefix, queue_->id(), t.partition,
+                                   t.priority, t.topic);
+  auto not_held = [&](std::string_view why) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        TaskName(t), " is not held in group '", name_, "': ", Av(why)));
+  };
+  *lane = FindLane(prefix);
+  if (*lane == nullptr) {
+    return not_held("it was completed, or never handed out");
+  }
+  auto it = (*lane)->tasks.find(t.id);
+  if (it == (*lane)->tasks.end()) {
+    return not_held("it was completed, or never handed out");
+  }
+  *rec = &it->second;
+  if ((*rec)->attempts != t.attempt) {
+    return not_held(absl::StrFormat(
+        "its lease expired and it was handed out again (attempt %d)",
+        (*rec)->attempts));
+  }
+  switch ((*rec)->state) {
+    case format::TaskState::kDone:
+      return not_held("it was completed");
+    case format::TaskState::kWaiting:
+      if ((*rec)->dying) return not_held("it was dead-lettered");
+      if (!allow_expired) return not_held("its lease expired");
+      break;
+    case format::TaskState::kInFlight:
+      break;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GroupImpl::Complete(std::span<const Task> tasks) {
+  if (tasks.empty()) return absl::OkStatus();
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  std::vector<LeaseId> cancel;
+  {
+    MutexLock l(&mu_);
+    HQ_RETURN_IF_ERROR(Usable());
+    std::vector<std::pair<Lane*, Rec*>> held(tasks.size());
+    absl::flat_hash_set<const Rec*> seen;
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      HQ_RETURN_IF_ERROR(FindHeld(tasks[i], /*allow_expired=*/true,
+                                  &held[i].first, &held[i].second));
+      if (!seen.insert(held[i].second).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(TaskName(tasks[i]), " appears twice"));
+      }
+    }
+    std::vector<Lane*> touched;
+    std::vector<std::pair<Lane*, MessageId>> done;
+    leveldb::WriteBatch batch;
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      auto [lane, rec] = held[i];
+      if (rec->state == format::TaskState::kWaiting) {
+        RemoveWaiting(lane, tasks[i].id, rec);
+      } else {
+        --in_flight_;
+        if (rec->lease != 0) cancel.push_back(rec->lease);
+      }
+      rec->lease = 0;
+      rec->state = format::TaskState::kDone;
+      done.emplace_back(lane, tasks[i].id);
+      Touch(lane, &touched);
+    }
+    // In order, the completion cursor passes them: only the cursor record
+    // is written. Completed out of order, each gets a record.
+    for (Lane* lane : touched) Settle(lane, &batch);
+    PutDone(done, &batch);
+    HQ_RETURN_IF_ERROR(Write(batch));
+    Committed(&touched);
+  }
+  // Outside the lock: Cancel waits for an expiry action that is running,
+  // and that action takes the lock (it then finds the task completed).
+  for (LeaseId id : cancel) (void)db_->leases()->Cancel(id);
+  return absl::OkStatus();
+}
+
+absl::Status GroupImpl::Release(const Task& task, absl::Duration retry_after) {
+  if (retry_after < absl::ZeroDuration() ||
+      retry_after == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Release: retry_after is ", absl::FormatDuration(retry_after),
+        "; it must be finite and not negative"));
+  }
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  LeaseId cancel = 0;
+  absl::Status s;
+  {
+    MutexLock l(&mu_);
+    HQ_RETURN_IF_ERROR(Usable());
+    Lane* lane;
+    Rec* rec;
+    HQ_RETURN_IF_ERROR(FindHeld(task, /*allow_expired=*/false, &lane, &rec));
+    --in_flight_;
+    cancel = rec->lease;
+    rec->lease = 0;
+    if (rec->attempts >= options_.max_attempts) {
+      MarkDying(lane, task.id, rec, DeadLetterReason::kReleased);
+      s = FlushDying();
+    } else {
+      AddWaiting(lane, task.id, rec, db_->clock()->Now() + retry_after);
+      leveldb::WriteBatch batch;
+      PutTask(lane, task.id, rec, &batch);
+      s = Write(batch);
+    }
+  }
+  if (cancel != 0) (void)db_->leases()->Cancel(cancel);
+  return s;
+}
+
+absl::Status GroupImpl::Extend(Task* task, absl::Duration lease) {
+  if (lease < absl::Milliseconds(1) || lease > kMaxLease) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Extend: lease is ", absl::FormatDuration(lease),
+                     "; it must be in 1ms..720h"));
+  }
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  MutexLock l(&mu_);
+  HQ_RETURN_IF_ERROR(Usable());
+  Lane* lane;
+  Rec* rec;
+  HQ_RETURN_IF_ERROR(FindHeld(*task, /*allow_expired=*/false, &lane, &rec));
+  absl::Status s = db_->leases()->Renew(rec->lease, lease);
+  if (!s.ok()) {
+    // The expiry won the race; its action is waiting for our lock.
+    return absl::FailedPreconditionError(
+        absl::StrCat(TaskName(*task), " is not held in group '", name_,
+                     "': its lease expired"));
+  }
+  rec->deadline = db_->clock()->Now() + lease;
+  task->lease_deadline = rec->deadline;
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------------------ dead letters
+
+absl::StatusOr<QueueImpl*> GroupImpl::DeadQueue(bool create) {
+  const std::string name = dead_letter_queue();
+  absl::StatusOr<Queue*> q = db_->OpenQueue(name);
+  if (absl::IsNotFound(q.status()) && create) {
+    const QueueOptions& qo = queue_->options();
+    q = db_->CreateQueue(name, {.partitions = qo.partitions,
+                                .priorities = qo.priorities,
+                                .layout = qo.layout,
+                                .max_payload_bytes = qo.max_payload_bytes});
+    if (absl::IsAlreadyExists(q.status())) q = db_->OpenQueue(name);
+  }
+  if (!q.ok()) return q.status();
+  return static_cast<QueueImpl*>(*q);
+}
+
+absl::Status GroupImpl::FlushDying() {
+  if (dying_.empty()) return absl::OkStatus();
+  const absl::Time now = db_->clock()->Now();
+  std::unique_ptr<leveldb::Iterator> it(
+      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+  std::vector<Task> letters;
+  std::vector<format::DeadValue> infos;
+  std::vector<Lane*> touched;
+  std::vector<std::pair<Lane*, MessageId>> done;
+  leveldb::WriteBatch extra;
+  letters.reserve(dying_.size());
+  const MessageId cutoff = queue_->TtlCutoff(now);
+  for (auto [lane, id] : dying_) {
+    Rec& rec = lane->tasks.find(id)->second;
+    Task t;
+    // A message past the TTL is gone: it is not dead-lettered.
+    absl::StatusOr<bool> found =
+        id < cutoff ? false : ReadMessage(lane, id, it.get(), &t);
+    if (!found.ok()) return Fail(found.status());
+    if (*found) {
+      format::DeadValue d;
+      d.original_partition = lane->partition;
+      d.original_id = id;
+      d.priority = lane->priority;
+      d.reason = static_cast<uint8_t>(rec.reason);
+      d.attempts = rec.attempts;
+      d.dead_ms = ToMs(now);
+      d.topic = t.topic;
+      t.partition = lane->partition;
+      t.priority = lane->priority;
+      letters.push_back(std::move(t));
+      infos.push_back(std::move(d));
+    }
+    rec.dying = false;
+    rec.state = format::TaskState::kDone;
+    done.emplace_back(lane, id);
+    Touch(lane, &touched);
+  }
+  dying_.clear();
+  for (Lane* lane : touched) Settle(lane, &extra);
+  PutDone(done, &extra);
+  if (letters.empty()) {
+    HQ_RETURN_IF_ERROR(Write(extra));
+    Committed(&touched);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<QueueImpl*> dead = DeadQueue(/*create=*/true);
+  if (!dead.ok()) return Fail(dead.status());
+  const QueueOptions& dqo = (*dead)->options();
+  std::vector<Message> messages(letters.size());
+  std::vector<uint32_t> partitions(letters.size());
+  std::vector<PutResult> results(letters.size());
+  for (size_t i = 0; i < letters.size(); ++i) {
+    const Task& t = letters[i];
+    messages[i] = Message{.topic = t.topic,
+                          .payload = t.payload,
+                          .key = t.key,
+                          .priority = std::min(t.priority, dqo.priorities - 1)};
+    partitions[i] = t.partition % dqo.partitions;
+  }
+  const std::string dead_prefix =
+      format::GroupRecordPrefix(format::kDeadTag, queue_->id(), record_.id);
+  HQ_RETURN_IF_ERROR(Fail(db_->WriteMessages(
+      *dead, messages, partitions.data(), results.data(), db_->default_sync(),
+      [&](leveldb::WriteBatch* b) {
+        std::string k;
+        for (size_t i = 0; i < results.size(); ++i) {
+          k = dead_prefix;
+          coding::PutFixed16(&k, static_cast<uint16_t>(results[i].partition));
+          LayoutCodec::AppendMessageId(&k, results[i].id);
+          b->Put(k, format::EncodeDead(infos[i]));
+        }
+        b->Append(extra);
+      },
+      /*also_live=*/queue_)));
+  dead_count_ += letters.size();
+  Committed(&touched);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<DeadLetter>> GroupImpl::ListDeadLetters(
+    size_t max, const DeadLetter* after) {
+  if (max < 1 || max > 10000) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "ListDeadLetters: max is %d; it must be in 1..10000", max));
+  }
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  MutexLock l(&mu_);
+  HQ_RETURN_IF_ERROR(Usable());
+  HQ_RETURN_IF_ERROR(FlushDying());
+  std::vector<DeadLetter> out;
+  absl::StatusOr<QueueImpl*> dead = DeadQueue(/*create=*/false);
+  if (absl::IsNotFound(dead.status())) return out;
+  if (!dead.ok()) return dead.status();
+  const std::string prefix =
+      format::GroupRecordPrefix(format::kDeadTag, queue_->id(), record_.id);
+  std::string seek = prefix;
+  if (after != nullptr) {
+    coding::PutFixed16(&seek, static_cast<uint16_t>(after->partition));
+    LayoutCodec::AppendMessageId(&seek, after->id);
+    seek.push_back('\0');  // Just past `after`.
+  }
+  std::unique_ptr<leveldb::Iterator> it(
+      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+  std::string message_key, value;
+  for (it->Seek(seek);
+       it->Valid() && out.size() < max && ToStd(it->key()).starts_with(prefix);
+       it->Next()) {
+    std::string_view key = ToStd(it->key()).substr(prefix.size());
+    format::DeadValue d;
+    uint16_t partition;
+    if (key.size() != 2 + LayoutCodec::kMessageIdSize ||
+        !coding::GetFixed16(&key, &partition) ||
+        !format::DecodeDead(ToStd(it->value()), &d)) {
+      return absl::DataLossError(absl::StrCat(
+          "consumer group '", name_, "': malformed dead-letter record"));
+    }
+    DeadLetter letter;
+    letter.partition = partition;
+    letter.id = LayoutCodec::DecodeMessageId(key.data());
+    letter.original_partition = d.original_partition;
+    letter.original_id = d.original_id;
+    letter.priority = d.priority;
+    letter.topic = d.topic;
+    letter.attempts = d.attempts;
+    letter.reason = static_cast<DeadLetterReason>(d.reason);
+    letter.dead_at = absl::FromUnixMillis(static_cast<int64_t>(d.dead_ms));
+    message_key.clear();
+    (*dead)->codec().AppendMessageKey(
+        &message_key, (*dead)->id(), partition,
+        std::min(d.priority, (*dead)->options().priorities - 1), d.topic,
+        letter.id);
+    leveldb::Status s =
+        db_->leveldb()->Get(leveldb::ReadOptions(), message_key, &value);
+    if (s.IsNotFound()) continue;  // Removed from the dead-letter queue.
+    HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading a dead letter"));
+    std::string_view k, payload;
+    if (!format::DecodeMessageValue(value, &k, &payload)) {
+      return absl::DataLossError("malformed dead letter");
+    }
+    letter.key.assign(k);
+    letter.payload.assign(payload);
+    out.push_back(std::move(letter));
+  }
+  HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading dead letters"));
+  return out;
+}
+
+absl::Status GroupImpl::Requeue(std::span<const DeadLetter> letters,
+                                std::vector<PutResult>* results) {
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  if (letters.empty()) {
+    if (results != nullptr) results->clear();
+    return absl::OkStatus();
+  }
+  std::vector<PutResult> local(letters.size());
+  {
+    MutexLock l(&mu_);
+    HQ_RETURN_IF_ERROR(Usable());
+    absl::StatusOr<QueueImpl*> dead = DeadQueue(/*create=*/false);
+    if (!dead.ok()) return dead.status();
+    const std::string prefix =
+        format::GroupRecordPrefix(format::kDeadTag, queue_->id(), record_.id);
+    std::vector<std::string> keys, payloads, message_keys, topics;
+    std::vector<Message> messages(letters.size());
+    std::vector<uint32_t> partitions(letters.size());
+    absl::flat_hash_set<std::string> seen;
+    std::string value;
+    for (const DeadLetter& letter : letters) {
+      auto not_found = [&] {
+        return absl::NotFoundError(absl::StrFormat(
+            "dead letter %d/%s is not in the dead-letter queue of group '%s'",
+            letter.partition, letter.id.ToString(), name_));
+      };
+      std::string k = prefix;
+      coding::PutFixed16(&k, static_cast<uint16_t>(letter.partition));
+      LayoutCodec::AppendMessageId(&k, letter.id);
+      if (!seen.insert(k).second) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("dead letter %d/%s appears twice", letter.partition,
+                            letter.id.ToString()));
+      }
+      leveldb::Status s =
+          db_->leveldb()->Get(leveldb::ReadOptions(), k, &value);
+      if (s.IsNotFound()) return not_found();
+      HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading a dead letter"));
+      format::DeadValue d;
+      if (!format::DecodeDead(value, &d)) {
+        return absl::DataLossError("malformed dead-letter record");
+      }
+      std::string mk;
+      (*dead)->codec().AppendMessageKey(
+          &mk, (*dead)->id(), letter.partition,
+          std::min(d.priority, (*dead)->options().priorities - 1), d.topic,
+          letter.id);
+      s = db_->leveldb()->Get(leveldb::ReadOptions(), mk, &value);
+      if (s.IsNotFound()) return not_found();
+      HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading a dead letter"));
+      std::string_view key, payload;
+      if (!format::DecodeMessageValue(value, &key, &payload)) {
+        return absl::DataLossError("malformed dead letter");
+      }
+      keys.emplace_back(key);
+      payloads.emplace_back(payload);
+      topics.push_back(d.topic);
+      message_keys.push_back(std::move(mk));
+      message_keys.push_back(std::move(k));
+      partitions[topics.size() - 1] =
+          std::min(d.original_partition, queue_->options().partitions - 1);
+      messages[topics.size() - 1].priority =
+          std::min(d.priority, queue_->options().priorities - 1);
+    }
+    for (size_t i = 0; i < messages.size(); ++i) {
+      messages[i].topic = topics[i];
+      messages[i].key = keys[i];
+      messages[i].payload = payloads[i];
+    }
+    HQ_RETURN_IF_ERROR(
+        db_->WriteMessages(queue_, messages, partitions.data(), local.data(),
+                           db_->default_sync(), [&](leveldb::WriteBatch* b) {
+                             for (const std::string& k : message_keys)
+                               b->Delete(k);
+                           }));
+    dead_count_ -= std::min<uint64_t>(dead_count_, letters.size());
+    queue_->NoteWritten(messages, local.data());
+  }
+  if (results != nullptr) *results = std::move(local);
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------------------------ stats
+
+absl::StatusOr<GroupStats> GroupImpl::Stats() {
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  MutexLock l(&mu_);
+  HQ_RETURN_IF_ERROR(Usable());
+  HQ_RETURN_IF_ERROR(Fail(TakeNotes()));
+  const absl::Time now = db_->clock()->Now();
+  const MessageId cutoff = queue_->TtlCutoff(now);
+  const bool has_topic = queue_->codec().lane_has_topic();
+  GroupStats st;
+  st.in_flight = in_flight_;
+  st.redelivery = waiting_count_;
+  st.dead_letters = dead_count_ + dying_.size();
+  st.lanes = lanes_.size();
+  absl::Time oldest = absl::InfiniteFuture();
+  for (const auto& [prefix, lane] : lanes_) {
+    st.window_records += lane->tasks.size();
+    if (lane->done < lane->scan) {
+      st.max_cursor_lag =
+          std::max(st.max_cursor_lag, lane->scan.time() - lane->done.time());
+    }
+    for (const auto& [id, rec] : lane->tasks) {
+      if (rec.state == format::TaskState::kInFlight) {
+        oldest = std::min(oldest, rec.since);
+      }
+    }
+  }
+  if (oldest != absl::InfiniteFuture()) st.oldest_in_flight = now - oldest;
+
+  std::unique_ptr<leveldb::Iterator> it(
+      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+  uint64_t counted = 0, counted_bytes = 0;
+  std::string seek, end;
+  for (const std::deque<Lane*>& dq : active_) {
+    for (Lane* lane : dq) {
+      const size_t n = lane->prefix.size();
+      seek = lane->prefix;
+      LayoutCodec::AppendMessageId(&seek, std::max(lane->scan, cutoff));
+      if (counted >= kStatsCountLimit) {
+        // Estimate from the bytes left in the lane.
+        end = lane->prefix;
+        LayoutCodec::AppendMessageId(&end, MessageId::Max());
+        const leveldb::Range r(seek, end);
+        uint64_t bytes = 0;
+        db_->leveldb()->GetApproximateSizes(&r, 1, &bytes);
+        const uint64_t per = counted_bytes / std::max<uint64_t>(counted, 1);
+        st.backlog += bytes / std::max<uint64_t>(per, 1);
+        st.backlog_exact = false;
+        continue;
+      }
+      MessageId id;
+      for (it->Seek(seek); it->Valid(); it->Next()) {
+        const std::string_view key = ToStd(it->key());
+        if (!LaneMessage(key, lane->prefix, &id)) break;
+        if (lane->tasks.contains(id)) continue;
+        if (!has_topic && !InScope(key.substr(n + 8))) continue;
+        ++st.backlog;
+        counted_bytes += key.size() + it->value().size();
+        if (++counted >= kStatsCountLimit) {
+          st.backlog_exact = false;
+          break;
+        }
+      }
+      HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "counting the backlog"));
+    }
+  }
+  return st;
+}
+
+}  // namespace hq

@@ -1,0 +1,850 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// Consumer groups (hq/group.h) on the simulated clock: claim, complete,
+// release, extend, lease expiry and redelivery, attempts and dead letters,
+// filters, priorities, fairness, restarts and kill -9, competing threads.
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "hq/hq.h"
+#include "lib/format.h"
+#include "lib/queue_impl.h"
+#include "test/test_util.h"
+
+namespace hq {
+namespace {
+
+using test::DbFixture;
+using test::Impl;
+using test::NoBackgroundSweeps;
+using test::Storage;
+using test::ValueOrDie;
+
+// Puts `n` messages with payloads "<prefix><i>" into the given partition.
+std::vector<PutResult> PutN(Queue* q, int n, const std::string& prefix = "m",
+                            std::optional<uint32_t> partition = 0,
+                            int priority = 0, const std::string& topic = "") {
+  std::vector<PutResult> out;
+  for (int i = 0; i < n; ++i) {
+    const std::string payload = absl::StrCat(prefix, i);
+    out.push_back(ValueOrDie(q->Put({.topic = topic,
+                                     .payload = payload,
+                                     .partition = partition,
+                                     .priority = priority})));
+  }
+  return out;
+}
+
+std::vector<std::string> Payloads(const std::vector<Task>& tasks) {
+  std::vector<std::string> out;
+  for (const Task& t : tasks) out.push_back(t.payload);
+  return out;
+}
+
+// Task records the group keeps on disk.
+size_t TaskRecords(Db* db, Queue* q) {
+  return test::CountKeys(
+      db,
+      format::QueuePrefix(format::kTaskTag, static_cast<QueueImpl*>(q)->id()));
+}
+
+GroupOptions NoJitter(GroupOptions o = {}) {
+  o.backoff_jitter = 0;
+  return o;
+}
+
+TEST_CASE("claim hands out in id order and complete removes tasks") {
+  const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);
+  const Layout layout = GENERATE(Layout::kTime, Layout::kTopic);
+  DbFixture f(storage, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.layout = layout}));
+  const std::vector<PutResult> ids = PutN(q, 10);
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+
+  std::vector<Task> a = ValueOrDie(g->Claim({.max = 4}));
+  REQUIRE(a.size() == 4);
+  for (int i = 0; i < 4; ++i) {
+    CHECK(a[i].id == ids[i].id);
+    CHECK(a[i].payload == absl::StrCat("m", i));
+    CHECK(a[i].attempt == 1);
+    CHECK(a[i].lease_deadline == f.clock().Now() + absl::Seconds(30));
+  }
+  GroupStats st = ValueOrDie(g->Stats());
+  CHECK(st.in_flight == 4);
+  CHECK(st.backlog == 6);
+  CHECK(st.backlog_exact);
+
+  HQ_REQUIRE_OK(g->Complete(a));
+  std::vector<Task> b = ValueOrDie(g->Claim({.max = 100}));
+  REQUIRE(b.size() == 6);
+  CHECK(b.front().id == ids[4].id);
+  HQ_REQUIRE_OK(g->Complete(b));
+  CHECK(ValueOrDie(g->Claim({.max = 100})).empty());
+  st = ValueOrDie(g->Stats());
+  CHECK(st.in_flight == 0);
+  CHECK(st.backlog == 0);
+  CHECK(TaskRecords(f.db(), q) == 0);
+
+  // Completing again changes nothing and says why.
+  const absl::Status again = g->Complete(a);
+  CHECK(absl::IsFailedPrecondition(again));
+  CHECK(again.message().find("not held") != std::string::npos);
+
+  // New messages after the group drained are claimed.
+  PutN(q, 2, "late");
+  CHECK(Payloads(ValueOrDie(g->Claim({.max = 10}))) ==
+        std::vector<std::string>{"late0", "late1"});
+}
+
+TEST_CASE("a stale holder cannot complete a task handed out again") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  PutN(q, 1);
+  ConsumerGroup* g =
+      ValueOrDie(q->Group("g", NoJitter({.lease = absl::Seconds(10)})));
+  const Task old = ValueOrDie(g->Claim({})).at(0);
+  f.clock().Advance(absl::Seconds(11));  // The lease expires...
+  f.clock().Advance(absl::Seconds(1));   // ...and the 1 s backoff passes.
+  const Task fresh = ValueOrDie(g->Claim({})).at(0);
+  CHECK(fresh.id == old.id);
+  CHECK(fresh.attempt == 2);
+
+  const absl::Status s = g->Complete(std::span(&old, 1));
+  CHECK(absl::IsFailedPrecondition(s));
+  CHECK(s.message().find("handed out again") != std::string::npos);
+  CHECK(ValueOrDie(g->Stats()).in_flight == 1);  // Nothing changed.
+  CHECK(absl::IsFailedPrecondition(g->Release(old, absl::ZeroDuration())));
+  Task copy = old;
+  CHECK(absl::IsFailedPrecondition(g->Extend(&copy, absl::Seconds(5))));
+
+  HQ_REQUIRE_OK(g->Complete(std::span(&fresh, 1)));
+  CHECK(ValueOrDie(g->Stats()).in_flight == 0);
+}
+
+TEST_CASE("an expired task not yet handed out again can be completed") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  PutN(q, 1);
+  ConsumerGroup* g = ValueOrDie(q->Group("g", {.lease = absl::Seconds(10)}));
+  const std::vector<Task> t = ValueOrDie(g->Claim({}));
+  f.clock().Advance(absl::Seconds(20));
+  CHECK(ValueOrDie(g->Stats()).redelivery == 1);
+  HQ_REQUIRE_OK(g->Complete(t));
+  const GroupStats st = ValueOrDie(g->Stats());
+  CHECK(st.redelivery == 0);
+  CHECK(st.in_flight == 0);
+  f.clock().Advance(absl::Hours(1));
+  CHECK(ValueOrDie(g->Claim({})).empty());
+}
+
+TEST_CASE("expired tasks come back after their backoff, before new ones") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  PutN(q, 6);
+  ConsumerGroup* g =
+      ValueOrDie(q->Group("g", NoJitter({.lease = absl::Seconds(10),
+                                         .backoff_base = absl::Seconds(4),
+                                         .backoff_cap = absl::Seconds(6)})));
+  CHECK(Payloads(ValueOrDie(g->Claim({.max = 2}))) ==
+        std::vector<std::string>{"m0", "m1"});
+  f.clock().Advance(absl::Seconds(10));  // Both expire; due at +4 s.
+  HQ_REQUIRE_OK(g->Complete(ValueOrDie(g->Claim({.max = 1}))));  // m2
+  f.clock().Advance(absl::Seconds(3));
+  CHECK(Payloads(ValueOrDie(g->Claim({.max = 1}))) ==
+        std::vector<std::string>{"m3"});  // Not due yet: a new one.
+  f.clock().Advance(absl::Seconds(1));
+  std::vector<Task> t = ValueOrDie(g->Claim({.max = 3}));
+  CHECK(Payloads(t) == std::vector<std::string>{"m0", "m1", "m4"});
+  CHECK(t[0].attempt == 2);
+  CHECK(t[2].attempt == 1);
+  HQ_REQUIRE_OK(g->Complete(std::span(&t[2], 1)));
+  HQ_REQUIRE_OK(g->Complete(std::span(&t[2], 0)));
+  // m3 and attempt 2 of m0 and m1 expire: m3 is due 4 s later; the backoff
+  // of the others doubles to 8 s, capped at 6 s.
+  f.clock().Advance(absl::Seconds(10));
+  CHECK(Payloads(ValueOrDie(g->Claim({.max = 1}))) ==
+        std::vector<std::string>{"m5"});
+  f.clock().Advance(absl::Seconds(4));
+  CHECK(Payloads(ValueOrDie(g->Claim({.max = 3}))) ==
+        std::vector<std::string>{"m3"});
+  f.clock().Advance(absl::Seconds(1));
+  CHECK(ValueOrDie(g->Claim({.max = 3})).empty());
+  f.clock().Advance(absl::Seconds(1));
+  t = ValueOrDie(g->Claim({.max = 2}));
+  REQUIRE(t.size() == 2);
+  CHECK(t[0].attempt == 3);
+}
+
+TEST_CASE("backoff jitter stays within its bounds") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  PutN(q, 200);
+  ConsumerGroup* g =
+      ValueOrDie(q->Group("g", {.lease = absl::Seconds(1),
+                                .backoff_base = absl::Seconds(100),
+                                .backoff_jitter = 0.5}));
+  HQ_REQUIRE_OK(g->Claim({.max = 200}).status());
+  f.clock().Advance(absl::Seconds(1));
+  f.clock().Advance(absl::Seconds(49));  // Before 1 + 100 * 0.5.
+  CHECK(ValueOrDie(g->Claim({.max = 200})).empty());
+  f.clock().Advance(absl::Seconds(50));  // At the base: some, not all.
+  const size_t some = ValueOrDie(g->Claim({.max = 200})).size();
+  CHECK(some > 0);
+  CHECK(some < 200);
+  f.clock().Advance(absl::Seconds(51));  // Past 1 + 100 * 1.5.
+  CHECK(ValueOrDie(g->Claim({.max = 200})).size() == 200 - some);
+}
+
+TEST_CASE("release delivers again after retry_after; extend keeps a lease") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  PutN(q, 3);
+  ConsumerGroup* g = ValueOrDie(q->Group("g", {.lease = absl::Seconds(10)}));
+  std::vector<Task> t = ValueOrDie(g->Claim({.max = 2}));
+  HQ_REQUIRE_OK(g->Release(t[0], absl::Seconds(30)));
+  CHECK(absl::IsFailedPrecondition(g->Release(t[0], absl::Seconds(1))));
+  CHECK(absl::IsInvalidArgument(g->Release(t[1], -absl::Seconds(1))));
+
+  // Extend t[1] twice across what would have been its expiry.
+  f.clock().Advance(absl::Seconds(8));
+  HQ_REQUIRE_OK(g->Extend(&t[1], absl::Seconds(10)));
+  CHECK(t[1].lease_deadline == f.clock().Now() + absl::Seconds(10));
+  f.clock().Advance(absl::Seconds(8));
+  HQ_REQUIRE_OK(g->Extend(&t[1], absl::Seconds(10)));
+  CHECK(Payloads(ValueOrDie(g->Claim({.max = 5}))) ==
+        std::vector<std::string>{"m2"});
+  f.clock().Advance(absl::Seconds(14));  // 30 s after the release.
+  std::vector<Task> again = ValueOrDie(g->Claim({.max = 5}));
+  REQUIRE(again.size() == 1);
+  CHECK(again[0].payload == "m0");
+  CHECK(again[0].attempt == 2);
+  HQ_REQUIRE_OK(g->Complete(std::span(&t[1], 1)));
+
+  // Extending after expiry fails.
+  f.clock().Advance(absl::Seconds(11));
+  CHECK(absl::IsFailedPrecondition(g->Extend(&again[0], absl::Seconds(10))));
+}
+
+TEST_CASE("after max attempts a task is dead-lettered, listed and requeued") {
+  const Layout layout = GENERATE(Layout::kTime, Layout::kTopic);
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue(
+      "q", {.partitions = 2, .priorities = 2, .layout = layout}));
+  const PutResult bad = ValueOrDie(q->Put({.topic = "site",
+                                           .payload = "body",
+                                           .key = "url",
+                                           .partition = 1,
+                                           .priority = 1}));
+  PutN(q, 1, "ok", 0);
+  ConsumerGroup* g = ValueOrDie(
+      q->Group("g", NoJitter({.lease = absl::Seconds(5),
+                              .max_attempts = 2,
+                              .backoff_base = absl::ZeroDuration()})));
+  Task t = ValueOrDie(g->Claim({})).at(0);
+  CHECK(t.payload == "body");  // Priority 1 first.
+  f.clock().Advance(absl::Seconds(5));
+  t = ValueOrDie(g->Claim({})).at(0);
+  CHECK(t.payload == "body");
+  CHECK(t.attempt == 2);
+  f.clock().Advance(absl::Seconds(5));  // The second attempt expires too.
+
+  std::vector<Task> rest = ValueOrDie(g->Claim({.max = 10}));
+  CHECK(Payloads(rest) == std::vector<std::string>{"ok0"});
+  GroupStats st = ValueOrDie(g->Stats());
+  CHECK(st.dead_letters == 1);
+  CHECK(st.redelivery == 0);
+
+  std::vector<DeadLetter> dead = ValueOrDie(g->ListDeadLetters(10));
+  REQUIRE(dead.size() == 1);
+  CHECK(dead[0].original_id == bad.id);
+  CHECK(dead[0].original_partition == 1);
+  CHECK(dead[0].partition == 1);
+  CHECK(dead[0].priority == 1);
+  CHECK(dead[0].topic == "site");
+  CHECK(dead[0].key == "url");
+  CHECK(dead[0].payload == "body");
+  CHECK(dead[0].attempts == 2);
+  CHECK(dead[0].reason == DeadLetterReason::kLeaseExpired);
+  CHECK(dead[0].dead_at == f.clock().Now());
+
+  // The dead-letter queue is an ordinary queue.
+  CHECK(g->dead_letter_queue() == "q.dead.g");
+  Queue* dlq = ValueOrDie(f.db()->OpenQueue("q.dead.g"));
+  std::vector<test::ScannedMessage> scanned = test::ScanAll(dlq);
+  REQUIRE(scanned.size() == 1);
+  CHECK(scanned[0].payload == "body");
+  CHECK(scanned[0].key == "url");
+  CHECK(scanned[0].id == dead[0].id);
+
+  // Requeue: a new message in q, claimable from attempt 1.
+  std::vector<PutResult> requeued;
+  HQ_REQUIRE_OK(g->Requeue(dead, &requeued));
+  REQUIRE(requeued.size() == 1);
+  CHECK(requeued[0].partition == 1);
+  CHECK(bad.id < requeued[0].id);
+  CHECK(test::ScanAll(dlq).empty());
+  CHECK(ValueOrDie(g->Stats()).dead_letters == 0);
+  CHECK(absl::IsNotFound(g->Requeue(dead, nullptr)));
+  t = ValueOrDie(g->Claim({})).at(0);
+  CHECK(t.payload == "body");
+  CHECK(t.key == "url");
+  CHECK(t.topic == "site");
+  CHECK(t.attempt == 1);
+  CHECK(t.id == requeued[0].id);
+}
+
+TEST_CASE("releasing at max attempts dead-letters at once") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  PutN(q, 3);
+  ConsumerGroup* g = ValueOrDie(q->Group("g", {.max_attempts = 1}));
+  std::vector<Task> t = ValueOrDie(g->Claim({.max = 3}));
+  HQ_REQUIRE_OK(g->Release(t[1], absl::ZeroDuration()));
+  std::vector<DeadLetter> dead = ValueOrDie(g->ListDeadLetters(10));
+  REQUIRE(dead.size() == 1);
+  CHECK(dead[0].payload == "m1");
+  CHECK(dead[0].reason == DeadLetterReason::kReleased);
+  CHECK(dead[0].attempts == 1);
+  HQ_REQUIRE_OK(g->Complete(std::vector<Task>{t[0], t[2]}));
+  CHECK(ValueOrDie(g->Claim({.max = 3})).empty());
+  CHECK(TaskRecords(f.db(), q) == 0);
+
+  // Paging through dead letters.
+  PutN(q, 5, "x");
+  for (const Task& x : ValueOrDie(g->Claim({.max = 5}))) {
+    HQ_REQUIRE_OK(g->Release(x, absl::ZeroDuration()));
+  }
+  std::vector<DeadLetter> all;
+  const DeadLetter* after = nullptr;
+  std::vector<DeadLetter> page;
+  do {
+    page = ValueOrDie(g->ListDeadLetters(2, after));
+    all.insert(all.end(), page.begin(), page.end());
+    if (!page.empty()) after = &all.back();
+  } while (!page.empty());
+  CHECK(all.size() == 6);
+}
+
+TEST_CASE("higher priorities are claimed first") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.priorities = 3}));
+  PutN(q, 2, "low", 0, 0);
+  PutN(q, 2, "high", 0, 2);
+  PutN(q, 2, "mid", 0, 1);
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  std::vector<Task> t = ValueOrDie(g->Claim({.max = 3}));
+  CHECK(Payloads(t) == std::vector<std::string>{"high0", "high1", "mid0"});
+  CHECK(t[0].priority == 2);
+  CHECK(Payloads(ValueOrDie(g->Claim({.max = 3}))) ==
+        std::vector<std::string>{"mid1", "low0", "low1"});
+}
+
+TEST_CASE("claims are fair across partitions and follow filters") {
+  const Layout layout = GENERATE(Layout::kTime, Layout::kTopic);
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q =
+      ValueOrDie(f.db()->CreateQueue("q", {.partitions = 4, .layout = layout}));
+  for (uint32_t p = 0; p < 4; ++p) {
+    PutN(q, 10, absl::StrCat("p", p, "-"), p, 0, p % 2 ? "odd" : "even");
+  }
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  std::map<uint32_t, int> per_partition;
+  for (const Task& t : ValueOrDie(g->Claim({.max = 8}))) {
+    ++per_partition[t.partition];
+  }
+  CHECK(per_partition ==
+        std::map<uint32_t, int>{{0, 2}, {1, 2}, {2, 2}, {3, 2}});
+
+  for (const Task& t : ValueOrDie(g->Claim({.max = 100, .partitions = {3}}))) {
+    CHECK(t.partition == 3);
+  }
+  std::vector<Task> odd = ValueOrDie(g->Claim({.max = 100, .topics = {"odd"}}));
+  CHECK(odd.size() == 8);  // The rest of partition 1.
+  for (const Task& t : odd) CHECK(t.topic == "odd");
+
+  // What is left (all "even") comes out of an unfiltered claim, each once.
+  std::vector<Task> rest = ValueOrDie(g->Claim({.max = 100}));
+  CHECK(rest.size() == 16);
+  for (const Task& t : rest) CHECK(t.topic == "even");
+  CHECK(ValueOrDie(g->Claim({.max = 100})).empty());
+}
+
+TEST_CASE("a time-layout topic claim leaves other topics for later claims") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  for (int i = 0; i < 10; ++i) {
+    HQ_REQUIRE_OK(
+        q->Put({.topic = i % 3 == 0 ? "a" : "b", .payload = absl::StrCat(i)})
+            .status());
+  }
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  std::vector<Task> a = ValueOrDie(g->Claim({.max = 10, .topics = {"a"}}));
+  CHECK(Payloads(a) == std::vector<std::string>{"0", "3", "6", "9"});
+  // Handed out past a hole: after a restart they come back, attempt 2.
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  g = ValueOrDie(q->Group("g"));
+  a = ValueOrDie(g->Claim({.max = 10, .topics = {"a"}}));
+  CHECK(Payloads(a) == std::vector<std::string>{"0", "3", "6", "9"});
+  for (const Task& t : a) CHECK(t.attempt == 2);
+  HQ_REQUIRE_OK(g->Complete(a));
+  std::vector<Task> b = ValueOrDie(g->Claim({.max = 10}));
+  CHECK(Payloads(b) == std::vector<std::string>{"1", "2", "4", "5", "7", "8"});
+  HQ_REQUIRE_OK(g->Complete(b));
+  CHECK(ValueOrDie(g->Claim({.max = 10})).empty());
+  CHECK(TaskRecords(f.db(), q) == 0);
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  g = ValueOrDie(q->Group("g"));
+  CHECK(ValueOrDie(g->Claim({.max = 10})).empty());
+}
+
+TEST_CASE("a group's topic filter is its scope, fixed at creation") {
+  const Layout layout = GENERATE(Layout::kTime, Layout::kTopic);
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.layout = layout}));
+  for (int i = 0; i < 9; ++i) {
+    HQ_REQUIRE_OK(q->Put({.topic = i % 3 == 0 ? "a" : "b",
+                          .payload = absl::StrCat(i),
+                          .partition = 0})
+                      .status());
+  }
+  ConsumerGroup* g = ValueOrDie(q->Group("g", {.topics = {"a"}}));
+  CHECK(ValueOrDie(g->Stats()).backlog == 3);
+  std::vector<Task> t = ValueOrDie(g->Claim({.max = 10}));
+  CHECK(Payloads(t) == std::vector<std::string>{"0", "3", "6"});
+  HQ_REQUIRE_OK(g->Complete(t));
+  CHECK(ValueOrDie(g->Stats()).backlog == 0);
+  CHECK(TaskRecords(f.db(), q) == 0);
+
+  // The filter is fixed; the same filter in another order is the same.
+  CHECK(absl::IsInvalidArgument(q->Group("g", {.topics = {"b"}}).status()));
+  CHECK(absl::IsInvalidArgument(q->Group("g").status()));
+  CHECK(ValueOrDie(q->Group("g", {.topics = {"a", "a"}})) == g);
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  CHECK(absl::IsInvalidArgument(q->Group("g").status()));
+  g = ValueOrDie(q->Group("g", {.topics = {"a"}}));
+  CHECK(ValueOrDie(g->Claim({.max = 10})).empty());
+  // Another group sees everything, from the start.
+  CHECK(ValueOrDie(ValueOrDie(q->Group("all"))->Claim({.max = 100})).size() ==
+        9);
+  CHECK(ValueOrDie(q->ListGroups()) == std::vector<std::string>{"all", "g"});
+}
+
+TEST_CASE("a long task holds back only the completion cursor") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  for (int i = 0; i < 10; ++i) {
+    PutN(q, 100);
+    f.clock().Advance(absl::Seconds(1));
+  }
+  ConsumerGroup* g = ValueOrDie(q->Group("g", {.lease = absl::Hours(10)}));
+  const std::vector<Task> slow = ValueOrDie(g->Claim({}));
+  size_t done = 0;
+  for (;;) {
+    f.clock().Advance(absl::Milliseconds(100));
+    std::vector<Task> t = ValueOrDie(g->Claim({.max = 50}));
+    if (t.empty()) break;
+    done += t.size();
+    HQ_REQUIRE_OK(g->Complete(t));
+  }
+  CHECK(done == 999);
+  // Records: the slow task plus the 999 completed above the cursor...
+  const GroupStats st = ValueOrDie(g->Stats());
+  CHECK(st.in_flight == 1);
+  CHECK(st.window_records == 1000);
+  CHECK(st.max_cursor_lag == absl::Seconds(9));  // Ids 0 s .. 9 s.
+  CHECK(st.oldest_in_flight >= absl::Seconds(2));
+  // ...and once it completes, none.
+  HQ_REQUIRE_OK(g->Complete(slow));
+  CHECK(ValueOrDie(g->Stats()).window_records == 0);
+  CHECK(TaskRecords(f.db(), q) == 0);
+}
+
+TEST_CASE("one write per claim and per complete, whatever the batch") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.partitions = 4}));
+  std::vector<Message> batch;
+  for (int i = 0; i < 400; ++i) batch.push_back({.payload = "x"});
+  HQ_REQUIRE_OK(q->PutBatch(batch, nullptr));
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  auto* impl = Impl(f.db());
+  int64_t before = impl->TEST_PipelineWrites();
+  std::vector<Task> t = ValueOrDie(g->Claim({.max = 100}));
+  CHECK(t.size() == 100);
+  CHECK(impl->TEST_PipelineWrites() == before + 1);
+  // First deliveries in order need no record each: the cursors say it all.
+  CHECK(TaskRecords(f.db(), q) == 0);
+  before = impl->TEST_PipelineWrites();
+  HQ_REQUIRE_OK(g->Complete(t));
+  CHECK(impl->TEST_PipelineWrites() == before + 1);
+  before = impl->TEST_PipelineWrites();
+  CHECK(ValueOrDie(g->Stats()).backlog == 300);
+  CHECK(impl->TEST_PipelineWrites() == before);  // Stats writes nothing.
+}
+
+TEST_CASE("after a reopen, in-flight tasks are claimable again") {
+  const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);
+  const Layout layout = GENERATE(Layout::kTime, Layout::kTopic);
+  DbFixture f(storage, NoBackgroundSweeps());
+  Queue* q =
+      ValueOrDie(f.db()->CreateQueue("q", {.partitions = 2, .layout = layout}));
+  PutN(q, 10, "a", 0);
+  PutN(q, 10, "b", 1);
+  ConsumerGroup* g = ValueOrDie(q->Group("g", {.lease = absl::Hours(1)}));
+  std::vector<Task> t = ValueOrDie(g->Claim({.max = 8}));
+  REQUIRE(t.size() == 8);
+  HQ_REQUIRE_OK(g->Complete(std::vector<Task>{t[0], t[1], t[5]}));
+  HQ_REQUIRE_OK(g->Release(t[2], absl::Minutes(5)));
+  std::set<std::string> held = {t[3].payload, t[4].payload, t[6].payload,
+                                t[7].payload};
+  std::set<std::string> completed = {t[0].payload, t[1].payload, t[5].payload};
+
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  g = ValueOrDie(q->Group("g", {.lease = absl::Hours(1)}));
+  GroupStats st = ValueOrDie(g->Stats());
+  CHECK(st.in_flight == 0);
+  CHECK(st.redelivery == 5);
+  CHECK(st.backlog == 12);
+  // The four in flight come back at once, attempt 2, before new messages.
+  std::vector<Task> again = ValueOrDie(g->Claim({.max = 4}));
+  std::set<std::string> got;
+  for (const Task& x : again) {
+    got.insert(x.payload);
+    CHECK(x.attempt == 2);
+  }
+  CHECK(got == held);
+  // The released one waits for its retry time, across the restart.
+  std::vector<Task> rest = ValueOrDie(g->Claim({.max = 100}));
+  CHECK(rest.size() == 12);
+  for (const Task& x : rest) {
+    CHECK(!completed.contains(x.payload));
+    CHECK(x.payload != t[2].payload);
+  }
+  f.clock().Advance(absl::Minutes(5));
+  std::vector<Task> released = ValueOrDie(g->Claim({.max = 100}));
+  REQUIRE(released.size() == 1);
+  CHECK(released[0].payload == t[2].payload);
+  CHECK(released[0].attempt == 2);
+}
+
+TEST_CASE("a task interrupted at its last attempt is dead-lettered at load") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  PutN(q, 1);
+  HQ_REQUIRE_OK(
+      ValueOrDie(q->Group("g", {.max_attempts = 1}))->Claim({}).status());
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  ConsumerGroup* g = ValueOrDie(q->Group("g", {.max_attempts = 1}));
+  CHECK(ValueOrDie(g->Claim({})).empty());
+  std::vector<DeadLetter> dead = ValueOrDie(g->ListDeadLetters(10));
+  REQUIRE(dead.size() == 1);
+  CHECK(dead[0].reason == DeadLetterReason::kInterrupted);
+}
+
+TEST_CASE("kill -9 of a consumer loses no task and repeats no completion") {
+  test::TempDir dir;
+  const std::string path = dir.Sub("db");
+  {
+    auto db = ValueOrDie(Db::Open(path, {}));
+    Queue* q = ValueOrDie(db->CreateQueue("q", {.partitions = 3}));
+    std::vector<Message> batch;
+    std::vector<std::string> bodies;
+    for (int i = 0; i < 60; ++i) bodies.push_back(absl::StrCat("t", i));
+    for (const std::string& b : bodies) batch.push_back({.payload = b});
+    HQ_REQUIRE_OK(q->PutBatch(batch, nullptr));
+  }
+  // Kill it after a random number of lines (and once when it is idle).
+  std::mt19937 rng(test::Seed(4));
+  std::map<std::string, uint32_t> claimed;  // "p id" -> attempt printed
+  std::set<std::string> completed;
+  // A Complete may have returned just before the kill, unprinted: only
+  // tasks of the child's last claim can be in that state.
+  std::set<std::string> maybe_completed;
+  for (int round = 0; round < 4; ++round) {
+    test::Child child({"consume", path, "q", "g"});
+    const int stop_after = round == 3 ? 1 << 30 : 3 + rng() % 20;
+    int lines = 0;
+    std::vector<std::string> last_claim;
+    bool last_was_claim = false;
+    for (std::string line = child.ReadLine(); !line.empty();
+         line = child.ReadLine()) {
+      INFO(line);
+      REQUIRE(line.rfind("ERROR", 0) != 0);
+      if (line == "IDLE") break;
+      char kind;
+      uint32_t p, attempt = 0;
+      char id[64];
+      REQUIRE(std::sscanf(line.c_str(), "%c %u %63s %u", &kind, &p, id,
+                          &attempt) >= 3);
+      const std::string key = absl::StrCat(p, " ", id);
+      if (kind == 'C') {
+        CHECK(!completed.contains(key));  // Never handed out once completed.
+        if (claimed.contains(key)) CHECK(attempt > claimed[key]);
+        claimed[key] = attempt;
+        if (!last_was_claim) last_claim.clear();
+        last_claim.push_back(key);
+        last_was_claim = true;
+      } else {
+        CHECK(completed.insert(key).second);
+        last_was_claim = false;
+      }
+      // Kill it, then read what it printed before it died.
+      if (++lines == stop_after) child.Kill();
+    }
+    child.Kill();
+    child.Wait();
+    if (last_was_claim) {
+      maybe_completed.insert(last_claim.begin(), last_claim.end());
+    }
+  }
+  // Everything not completed by a child is claimable now, each once.
+  auto db = ValueOrDie(Db::Open(path, {}));
+  Queue* q = ValueOrDie(db->OpenQueue("q"));
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  std::set<std::string> rest;
+  for (;;) {
+    std::vector<Task> t = ValueOrDie(g->Claim({.max = 100}));
+    if (t.empty()) break;
+    for (const Task& x : t) {
+      const std::string key = absl::StrCat(x.partition, " ", x.id.ToString());
+      CHECK(!completed.contains(key));
+      CHECK(rest.insert(key).second);
+      if (claimed.contains(key)) CHECK(x.attempt > claimed[key]);
+    }
+    HQ_REQUIRE_OK(g->Complete(t));
+  }
+  CHECK(completed.size() + rest.size() <= 60);
+  for (const auto& [key, attempt] : claimed) {
+    INFO(key);
+    CHECK((completed.contains(key) || rest.contains(key) ||
+           maybe_completed.contains(key)));
+  }
+  // Those never claimed by a child are all in `rest`.
+  CHECK(completed.size() + rest.size() + maybe_completed.size() >= 60);
+}
+
+TEST_CASE("competing consumers complete every message exactly once") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue(
+      "q", {.partitions = 4, .priorities = 2, .layout = Layout::kTopic}));
+  ConsumerGroup* g =
+      ValueOrDie(q->Group("g", {.lease = absl::Seconds(5),
+                                .max_attempts = 3,
+                                .backoff_base = absl::Milliseconds(100)}));
+  constexpr int kProducers = 2, kPerProducer = 1500, kConsumers = 4;
+  std::atomic<int> produced_done{0};
+  std::atomic<bool> stop{false};
+  std::atomic<int> errors{0};
+  Mutex mu;
+  std::map<std::string, int> completions;  // payload -> OK completes
+  std::vector<std::thread> threads;
+  for (int p = 0; p < kProducers; ++p) {
+    threads.emplace_back([&, p] {
+      for (int i = 0; i < kPerProducer; ++i) {
+        const std::string body = absl::StrCat(p, "-", i);
+        if (!q->Put({.topic = absl::StrCat("site", i % 37),
+                     .payload = body,
+                     .priority = i % 2})
+                 .ok()) {
+          ++errors;
+        }
+      }
+      ++produced_done;
+    });
+  }
+  for (int c = 0; c < kConsumers; ++c) {
+    threads.emplace_back([&, c] {
+      std::mt19937 rng(test::Seed(100 + c));
+      while (!stop.load()) {
+        absl::StatusOr<std::vector<Task>> t = g->Claim({.max = 10});
+        if (!t.ok()) {
+          ++errors;
+          return;
+        }
+        std::vector<Task> done;
+        for (Task& x : *t) {
+          const int fate = rng() % 20;
+          if (fate == 0) continue;  // Hangs: its lease will expire.
+          if (fate == 1) {
+            if (!g->Release(x, absl::ZeroDuration()).ok()) ++errors;
+            continue;
+          }
+          done.push_back(std::move(x));
+        }
+        absl::Status s = g->Complete(done);
+        if (s.ok()) {
+          MutexLock l(&mu);
+          for (const Task& x : done) ++completions[x.payload];
+        } else if (!absl::IsFailedPrecondition(s)) {
+          ++errors;
+        }
+        if (t->empty()) std::this_thread::yield();
+      }
+    });
+  }
+  // Time moves on while they work, so hung tasks expire and come back.
+  for (int i = 0; i < 200000; ++i) {
+    f.clock().Advance(absl::Seconds(1));
+    if (produced_done.load() == kProducers) {
+      GroupStats st = ValueOrDie(g->Stats());
+      if (st.backlog == 0 && st.in_flight == 0 && st.redelivery == 0) break;
+    }
+    std::this_thread::yield();
+  }
+  stop = true;
+  for (std::thread& t : threads) t.join();
+  CHECK(errors.load() == 0);
+  const GroupStats st = ValueOrDie(g->Stats());
+  CHECK(st.backlog == 0);
+  CHECK(st.in_flight == 0);
+  std::set<std::string> dead;
+  for (const DeadLetter& d : ValueOrDie(g->ListDeadLetters(10000))) {
+    CHECK(dead.insert(d.payload).second);
+  }
+  CHECK(dead.size() == st.dead_letters);
+  for (int p = 0; p < kProducers; ++p) {
+    for (int i = 0; i < kPerProducer; ++i) {
+      const std::string body = absl::StrCat(p, "-", i);
+      const int n = completions.contains(body) ? completions[body] : 0;
+      INFO(body);
+      CHECK(n + (dead.contains(body) ? 1 : 0) == 1);
+    }
+  }
+}
+
+TEST_CASE("claims follow the topics with work, not all topics") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(
+      f.db()->CreateQueue("q", {.partitions = 8, .layout = Layout::kTopic}));
+  std::vector<Message> batch;
+  std::vector<std::string> topics;
+  for (int i = 0; i < 5000; ++i) topics.push_back(absl::StrCat("site", i));
+  for (const std::string& t : topics)
+    batch.push_back({.topic = t, .payload = "x"});
+  HQ_REQUIRE_OK(q->PutBatch(batch, nullptr));
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  CHECK(ValueOrDie(g->Stats()).lanes == 5000);
+  for (;;) {
+    std::vector<Task> t = ValueOrDie(g->Claim({.max = 1000}));
+    if (t.empty()) break;
+    HQ_REQUIRE_OK(g->Complete(t));
+  }
+  CHECK(ValueOrDie(g->Stats()).lanes == 0);  // Drained lanes are forgotten.
+  for (int i : {7, 4000, 123}) {
+    HQ_REQUIRE_OK(q->Put({.topic = topics[i], .payload = "new"}).status());
+  }
+  CHECK(ValueOrDie(g->Stats()).lanes == 3);
+  CHECK(ValueOrDie(g->Claim({.max = 10})).size() == 3);
+
+  // After a reopen the load finds just the lanes with work.
+  HQ_REQUIRE_OK(q->Put({.topic = topics[99], .payload = "new"}).status());
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  g = ValueOrDie(q->Group("g"));
+  GroupStats st = ValueOrDie(g->Stats());
+  CHECK(st.lanes == 4);  // Three in flight before, one new.
+  CHECK(st.backlog == 1);
+  CHECK(st.redelivery == 3);
+}
+
+TEST_CASE("expired messages are never handed out") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.ttl = absl::Minutes(1)}));
+  PutN(q, 5, "old");
+  ConsumerGroup* g = ValueOrDie(q->Group("g", {.lease = absl::Minutes(5)}));
+  const std::vector<Task> held = ValueOrDie(g->Claim({.max = 2}));
+  f.clock().Advance(absl::Minutes(2));
+  PutN(q, 2, "new");
+  CHECK(Payloads(ValueOrDie(g->Claim({.max = 10}))) ==
+        std::vector<std::string>{"new0", "new1"});
+  HQ_REQUIRE_OK(f.db()->CompactExpired().status());
+  // All four leases expire. Two messages were swept, two are past their
+  // TTL but still stored: none is delivered again.
+  f.clock().Advance(absl::Minutes(10));
+  CHECK(ValueOrDie(g->Stats()).redelivery == 4);
+  f.clock().Advance(absl::Minutes(1));
+  CHECK(ValueOrDie(g->Claim({.max = 10})).empty());
+  CHECK(ValueOrDie(g->Stats()).redelivery == 0);
+  CHECK(TaskRecords(f.db(), q) == 0);
+  // A holder may still complete work whose message expired... until the
+  // task was dropped from the redelivery queue.
+  CHECK(absl::IsFailedPrecondition(g->Complete(held)));
+}
+
+TEST_CASE("groups of a dropped queue fail and their records are deleted") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  PutN(q, 3);
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  const std::vector<Task> t = ValueOrDie(g->Claim({}));
+  HQ_REQUIRE_OK(f.db()->DropQueue("q"));
+  CHECK(absl::IsNotFound(g->Claim({}).status()));
+  CHECK(absl::IsNotFound(g->Complete(t)));
+  CHECK(absl::IsNotFound(q->Group("g").status()));
+  const uint32_t qid = static_cast<QueueImpl*>(q)->id();
+  std::unique_ptr<leveldb::Iterator> it(
+      Impl(f.db())->leveldb()->NewIterator(leveldb::ReadOptions()));
+  for (char tag : {format::kGroupTag, format::kCursorTag, format::kTaskTag,
+                   format::kDeadTag}) {
+    const std::string prefix = format::QueuePrefix(tag, qid);
+    it->Seek(prefix);
+    CHECK((!it->Valid() || !it->key().starts_with(prefix)));
+  }
+}
+
+TEST_CASE("group calls check their arguments") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.partitions = 2}));
+  CHECK(absl::IsInvalidArgument(q->Group("").status()));
+  CHECK(absl::IsInvalidArgument(q->Group("bad name").status()));
+  CHECK(absl::IsInvalidArgument(q->Group(std::string(124, 'g')).status()));
+  CHECK(absl::IsInvalidArgument(
+      q->Group("g", {.lease = absl::ZeroDuration()}).status()));
+  CHECK(absl::IsInvalidArgument(q->Group("g", {.max_attempts = 0}).status()));
+  CHECK(absl::IsInvalidArgument(q->Group("g", {.backoff_base = absl::Hours(2),
+                                               .backoff_cap = absl::Hours(1)})
+                                    .status()));
+  CHECK(absl::IsInvalidArgument(q->Group("g", {.backoff_jitter = 2}).status()));
+  CHECK(absl::IsInvalidArgument(
+      q->Group("g", {.topics = {std::string(1025, 't')}}).status()));
+  CHECK(ValueOrDie(q->ListGroups()).empty());  // Nothing was created.
+
+  HQ_REQUIRE_OK(f.db()->CreateQueue("q.dead.taken", {}).status());
+  CHECK(absl::IsAlreadyExists(q->Group("taken").status()));
+
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  CHECK(absl::IsInvalidArgument(g->Claim({.max = 0}).status()));
+  CHECK(absl::IsInvalidArgument(g->Claim({.max = 10001}).status()));
+  CHECK(
+      absl::IsInvalidArgument(g->Claim({.lease = -absl::Seconds(1)}).status()));
+  CHECK(absl::IsInvalidArgument(g->Claim({.partitions = {2}}).status()));
+  CHECK(absl::IsInvalidArgument(g->ListDeadLetters(0).status()));
+
+  PutN(q, 2);
+  std::vector<Task> t = ValueOrDie(g->Claim({.max = 2}));
+  REQUIRE(t.size() == 2);
+  CHECK(absl::IsInvalidArgument(g->Complete(std::vector<Task>{t[0], t[0]})));
+  CHECK(absl::IsInvalidArgument(g->Extend(&t[0], absl::ZeroDuration())));
+  Task forged = t[0];
+  forged.partition = 7;
+  CHECK(absl::IsInvalidArgument(g->Complete(std::span(&forged, 1))));
+  // A task of another group is not held by this one.
+  ConsumerGroup* other = ValueOrDie(q->Group("other"));
+  CHECK(absl::IsFailedPrecondition(other->Complete(t)));
+  CHECK(ValueOrDie(g->Stats()).in_flight == 2);  // Nothing changed.
+  HQ_REQUIRE_OK(g->Complete(t));
+}
+
+}  // namespace
+}  // namespace hq
