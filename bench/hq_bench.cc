@@ -78,6 +78,16 @@
 //                    batch one "UPDATE ... WHERE id IN (SELECT ... LIMIT n)
 //                    RETURNING id, payload" and one "DELETE ... WHERE id IN
 //                    (...)", each its own transaction.
+//   claim_sparse     Claims that follow the topics with work: a queue in
+//                    the topic layout gets --num messages, each in a topic
+//                    of its own, and a group completes them all (untimed).
+//                    Then the Db is reopened and claim_sparse_load times
+//                    the first Queue::Group call (one op: it reads the
+//                    lane directory once); 1000 messages go to 10 topics,
+//                    and claim_sparse times claiming and completing them
+//                    in --claim_batch batches (one op = one message), as
+//                    does claim_sparse_small on a queue of only those 10
+//                    topics: the two lines should match.
 //   scan_leveldb     A raw leveldb::Iterator over the database
 //                    fillseq_leveldb wrote, SeekToFirst to the end, reading
 //                    every key and value. REQUIRES: fillseq_leveldb earlier
@@ -89,6 +99,7 @@
 //   ratio scan/leveldb_scan : R    scan msgs/s / scan_leveldb msgs/s
 //   ratio scan_lanes/leveldb_scan : R  scan_lanes msgs/s / scan_leveldb
 //   ratio claim_complete/sqlite_claim_complete : R
+//   ratio claim_sparse/claim_sparse_small : R
 //
 // Fairness: after each write workload, untimed, the benchmark waits until
 // that database has no compaction due (LevelDB's compaction score below 1
@@ -229,6 +240,7 @@ constexpr char kLeases[] = "leases";
 constexpr char kTtl[] = "ttl";
 constexpr char kClaimComplete[] = "claim_complete";
 constexpr char kClaimCompleteSqlite[] = "claim_complete_sqlite";
+constexpr char kClaimSparse[] = "claim_sparse";
 
 // What the scans read is added here, so that no read can be optimised away.
 volatile uint64_t sink = 0;
@@ -320,7 +332,7 @@ absl::StatusOr<Config> ConfigFromFlags() {
     } else if (name == kFillLevelDb) {
       fill = true;
     } else if (name == kLeases || name == kTtl ||
-               name == kClaimCompleteSqlite) {
+               name == kClaimCompleteSqlite || name == kClaimSparse) {
       // Self-contained.
     } else if (name == kClaimComplete) {
       put = true;  // Leaves an hq Db open.
@@ -350,7 +362,7 @@ absl::StatusOr<Config> ConfigFromFlags() {
           "unknown benchmark '", name,
           "'; known: put, fillseq_leveldb, scan, scan_lanes, scan_leveldb, "
           "create_queues, reopen, leases, ttl, claim_complete, "
-          "claim_complete_sqlite"));
+          "claim_complete_sqlite, claim_sparse"));
     }
   }
   if (c.benchmarks.empty()) {
@@ -692,6 +704,8 @@ class Benchmark {
       } else if (name == kClaimCompleteSqlite) {
         r = ClaimCompleteSqlite(h);
         if (r.ok()) claim_sqlite = *r;
+      } else if (name == kClaimSparse) {
+        r = ClaimSparse();
       } else {
         r = ScanLevelDb(h);
         if (r.ok()) scan_leveldb = *r;
@@ -996,6 +1010,91 @@ class Benchmark {
     }
     return Result{seconds, count,
                   count * static_cast<int64_t>(config_.value_size)};
+  }
+
+  // Claims and completes everything `group` has; returns how many.
+  absl::StatusOr<int64_t> Drain(ConsumerGroup* group) {
+    int64_t n = 0;
+    for (;;) {
+      HQ_ASSIGN_OR_RETURN(std::vector<Task> tasks,
+                          group->Claim({.max = config_.claim_batch}));
+      if (tasks.empty()) return n;
+      HQ_RETURN_IF_ERROR(group->Complete(tasks));
+      n += static_cast<int64_t>(tasks.size());
+    }
+  }
+
+  // Puts 1000 messages into 10 topics of `q`, then times draining them.
+  absl::StatusOr<Result> SparseRound(Queue* q, ConsumerGroup* group) {
+    std::vector<Message> batch(1000);
+    std::vector<std::string> topics;
+    for (int t = 0; t < 10; ++t) topics.push_back(absl::StrCat("busy", t));
+    for (size_t i = 0; i < batch.size(); ++i) {
+      batch[i].topic = topics[i % topics.size()];
+      batch[i].payload = source_.payload(static_cast<int64_t>(i));
+    }
+    HQ_RETURN_IF_ERROR(q->PutBatch(batch, nullptr));
+    const SteadyClock::time_point start = SteadyClock::now();
+    HQ_ASSIGN_OR_RETURN(const int64_t n, Drain(group));
+    const double seconds = MicrosSince(start) / 1e6;
+    if (n != 1000) {
+      return absl::DataLossError(absl::StrFormat("claimed %d of 1000", n));
+    }
+    return Result{seconds, n, n * static_cast<int64_t>(config_.value_size)};
+  }
+
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ClaimSparse() {
+    QueueOptions qo = queue_options_;
+    qo.layout = Layout::kTopic;
+    qo.partitions = 1;
+    const std::string path = root_ + "/sparse";
+    HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DestroyDB(path, {}), path));
+    Result sparse, small;
+    {
+      HQ_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, Db::Open(path, hq_options_));
+      HQ_ASSIGN_OR_RETURN(Queue * q, db->CreateQueue("sparse", qo));
+      std::vector<Message> batch;
+      std::vector<std::string> topics;
+      for (int64_t i = 0; i < config_.num; i += 1000) {
+        const int64_t n = std::min<int64_t>(1000, config_.num - i);
+        topics.clear();
+        batch.clear();
+        for (int64_t j = 0; j < n; ++j)
+          topics.push_back(absl::StrCat("t", i + j));
+        for (int64_t j = 0; j < n; ++j) {
+          batch.push_back({.topic = topics[static_cast<size_t>(j)],
+                           .payload = source_.payload(i + j)});
+        }
+        HQ_RETURN_IF_ERROR(q->PutBatch(batch, nullptr));
+      }
+      HQ_ASSIGN_OR_RETURN(ConsumerGroup * g, q->Group("g"));
+      HQ_ASSIGN_OR_RETURN(const int64_t drained, Drain(g));
+      if (drained != config_.num) {
+        return absl::DataLossError("claim_sparse: the fill was not drained");
+      }
+    }
+    {
+      HQ_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, Db::Open(path, hq_options_));
+      WaitForCompactions(static_cast<DbImpl*>(db.get())->leveldb());
+      HQ_ASSIGN_OR_RETURN(Queue * q, db->OpenQueue("sparse"));
+      const SteadyClock::time_point start = SteadyClock::now();
+      HQ_ASSIGN_OR_RETURN(ConsumerGroup * g, q->Group("g"));
+      PrintLine("claim_sparse_load", Result{MicrosSince(start) / 1e6, 1, 0});
+      HQ_ASSIGN_OR_RETURN(sparse, SparseRound(q, g));
+    }
+    {
+      HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DestroyDB(path, {}), path));
+      HQ_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, Db::Open(path, hq_options_));
+      HQ_ASSIGN_OR_RETURN(Queue * q, db->CreateQueue("sparse", qo));
+      HQ_ASSIGN_OR_RETURN(ConsumerGroup * g, q->Group("g"));
+      HQ_ASSIGN_OR_RETURN(small, SparseRound(q, g));
+    }
+    HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DestroyDB(path, {}), path));
+    PrintLine("claim_sparse", sparse);
+    PrintLine("claim_sparse_small", small);
+    std::printf("ratio claim_sparse/claim_sparse_small : %.2f\n",
+                sparse.msgs_per_sec() / small.msgs_per_sec());
+    return Result{};
   }
 
   ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ClaimCompleteSqlite(

@@ -869,6 +869,13 @@ absl::Status DbImpl::RunWriter(Writer* w) {
   }
   ++active_ops_;
   const absl::Status s = RunWriterLocked(w);
+  if (s.ok() && !w->messages.empty() && w->queue->has_listeners()) {
+    // Tell the queue's consumer groups which lanes have new messages, while
+    // this call still counts as in flight (the Db outlives it).
+    write_mu_.Unlock();
+    w->queue->NoteWritten(w->messages, w->results);
+    write_mu_.Lock();
+  }
   if (--active_ops_ == 0 && closing_) ops_done_.SignalAll();
   return s;
 }

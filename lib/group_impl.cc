@@ -1149,7 +1149,6 @@ absl::Status GroupImpl::Requeue(std::span<const DeadLetter> letters,
                                b->Delete(k);
                            }));
     dead_count_ -= std::min<uint64_t>(dead_count_, letters.size());
-    queue_->NoteWritten(messages, local.data());
   }
   if (results != nullptr) *results = std::move(local);
   return absl::OkStatus();

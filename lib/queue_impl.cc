@@ -97,7 +97,6 @@ absl::StatusOr<PutResult> QueueImpl::Put(const Message& message,
   absl::Status s = db_->WriteMessages(this, std::span(&message, 1), &partition,
                                       &result, Sync(options));
   if (!s.ok()) return s;
-  NoteWritten(std::span(&message, 1), &result);
   return result;
 }
 
@@ -122,15 +121,13 @@ absl::Status QueueImpl::PutBatch(std::span<const Message> messages,
   std::vector<PutResult> local;
   std::vector<PutResult>* out = results != nullptr ? results : &local;
   out->assign(messages.size(), PutResult{});
-  HQ_RETURN_IF_ERROR(db_->WriteMessages(this, messages, partitions.data(),
-                                        out->data(), Sync(options)));
-  NoteWritten(messages, out->data());
-  return absl::OkStatus();
+  return db_->WriteMessages(this, messages, partitions.data(), out->data(),
+                            Sync(options));
 }
 
 void QueueImpl::NoteWritten(std::span<const Message> messages,
                             const PutResult* results) {
-  if (!has_listeners_.load(std::memory_order_acquire)) return;
+  if (!has_listeners()) return;
   // A lane is noted once per call (batches usually go to few lanes).
   std::vector<std::string> lanes;
   std::string prefix;

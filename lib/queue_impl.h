@@ -42,8 +42,12 @@ class QueueImpl final : public Queue {
   absl::StatusOr<std::vector<std::string>> ListGroups() override;
 
   // Tells the queue's loaded groups which lanes `messages` (written, with
-  // `results`) went to.
+  // `results`) went to. Called by the write pipeline after each write,
+  // while the write still counts as a call in flight.
   void NoteWritten(std::span<const Message> messages, const PutResult* results);
+  bool has_listeners() const {
+    return has_listeners_.load(std::memory_order_acquire);
+  }
 
   uint32_t id() const { return record_.id; }
 
