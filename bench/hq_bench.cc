@@ -84,10 +84,10 @@
 //                    Then the Db is reopened and claim_sparse_load times
 //                    the first Queue::Group call (it reads the lane
 //                    directory once: ms, and micros per topic); 1000
-//                    messages go to 10 topics,
-//                    and claim_sparse times claiming and completing them
-//                    in --claim_batch batches (one op = one message), as
-//                    does claim_sparse_small on a queue of only those 10
+//                    messages go to 10 topics, and claim_sparse times
+//                    claiming and completing them in --claim_batch
+//                    batches (one op = one message), as does
+//                    claim_sparse_small on a queue of only those 10
 //                    topics: the two lines should match.
 //   scan_leveldb     A raw leveldb::Iterator over the database
 //                    fillseq_leveldb wrote, SeekToFirst to the end, reading
