@@ -137,8 +137,7 @@ struct GroupStats {
   // Messages in scope not yet handed out. Counted key by key up to 100000
   // per call (backlog_exact = true); past that, estimated from the stored
   // bytes left (backlog_exact = false). With the `time` layout and a topic
-  // filter, messages of other topics are counted too (backlog_exact is then
-  // false).
+  // filter, the count also reads past the messages of other topics.
   uint64_t backlog = 0;
   bool backlog_exact = true;
   // Tasks under a lease.
