@@ -423,10 +423,16 @@ absl::Status DbImpl::DropQueue(std::string_view name) {
   OpScope op(this);
   HQ_RETURN_IF_ERROR(op.status());
   uint32_t queue_id;
+  std::vector<std::string> dead_queues;
   {
     MutexLock l(&catalog_mu_);
     HQ_ASSIGN_OR_RETURN(QueueImpl * q, FindQueueLocked(name));
     queue_id = q->id();
+    // The dead-letter queues of its consumer groups go with it.
+    HQ_ASSIGN_OR_RETURN(std::vector<std::string> groups, q->ListGroups());
+    for (const std::string& g : groups) {
+      dead_queues.push_back(absl::StrCat(Av(name), ".dead.", g));
+    }
     // Run inside the write pipeline so that no write of this queue is in
     // flight; writers queued behind see it dropped.
     Writer w;
@@ -464,6 +470,16 @@ absl::Status DbImpl::DropQueue(std::string_view name) {
                                "' is dropped, but deleting its data failed "
                                "(the next Open finishes it): ",
                                s.message()));
+  }
+  for (const std::string& dead : dead_queues) {
+    s = DropQueue(dead);
+    if (!s.ok() && !absl::IsNotFound(s)) {
+      return absl::Status(
+          s.code(), absl::StrCat("queue '", Av(name),
+                                 "' is dropped, but dropping its dead-letter "
+                                 "queue failed: ",
+                                 s.message()));
+    }
   }
   return absl::OkStatus();
 }
@@ -734,7 +750,8 @@ absl::Status DbImpl::WriteRecords(QueueImpl* queue,
                        [&b](leveldb::WriteBatch* out) { out->Append(b); });
 }
 
-absl::StatusOr<uint32_t> DbImpl::AllocateGroupId(leveldb::WriteBatch* b) {
+absl::Status DbImpl::CreateGroupRecord(QueueImpl* queue, std::string_view key,
+                                       format::GroupRecord* record) {
   MutexLock l(&group_id_mu_);
   if (next_group_id_ == 0) {
     std::string value;
@@ -754,11 +771,16 @@ absl::StatusOr<uint32_t> DbImpl::AllocateGroupId(leveldb::WriteBatch* b) {
   if (next_group_id_ == UINT32_MAX) {
     return absl::ResourceExhaustedError("all 2^32-1 group ids are used");
   }
-  const uint32_t id = next_group_id_++;
+  record->id = next_group_id_;
   std::string v;
-  coding::PutFixed32(&v, next_group_id_);
-  b->Put(format::MetaKey("next_group_id"), v);
-  return id;
+  coding::PutFixed32(&v, next_group_id_ + 1);
+  leveldb::WriteBatch b;
+  b.Put(format::MetaKey("next_group_id"), v);
+  b.Put(leveldb::Slice(key.data(), key.size()),
+        format::EncodeGroupRecord(*record));
+  HQ_RETURN_IF_ERROR(WriteRecords(queue, b, options_.sync_writes));
+  ++next_group_id_;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<DbImpl::PartitionIds*> DbImpl::LoadPartition(

@@ -24,6 +24,7 @@
 #include "leveldb/db.h"
 #include "leveldb/filter_policy.h"
 #include "leveldb/write_batch.h"
+#include "lib/format.h"
 #include "lib/lease_manager.h"
 #include "lib/sync.h"
 
@@ -83,8 +84,12 @@ class DbImpl final : public Db {
   // pipeline: NotFound once the queue is dropped, sticky errors as Put.
   absl::Status WriteRecords(QueueImpl* queue, const leveldb::WriteBatch& b,
                             bool sync);
-  // Reserves a consumer group id; adds the updated counter to `b`.
-  absl::StatusOr<uint32_t> AllocateGroupId(leveldb::WriteBatch* b);
+  // Writes a new consumer group's record (key `key`) with the next group
+  // id, which it sets in `record`. The id and the counter are written in
+  // one batch, one group at a time, so the stored counter never falls
+  // behind an id in use.
+  absl::Status CreateGroupRecord(QueueImpl* queue, std::string_view key,
+                                 format::GroupRecord* record);
 
   // Registers a call that uses the storage, so that ~DbImpl waits for it.
   // Fails with FailedPrecondition once the Db is closing.

@@ -19,9 +19,6 @@ namespace hq {
 namespace {
 
 constexpr absl::Duration kMaxLease = absl::Hours(24 * 30);
-// A claim with a topic filter (time layout) examines at most this many
-// messages per lane before it moves on.
-constexpr size_t kMaxExamine = 10000;
 // Stats counts the backlog key by key up to this many keys.
 constexpr uint64_t kStatsCountLimit = 100000;
 
@@ -151,6 +148,14 @@ absl::Status GroupImpl::Load() {
   }
   recovered_.clear();
   recovered_.shrink_to_fit();
+  // Lanes whose window held only expired messages: their completion cursor
+  // moves up to the scan cursor, and they are forgotten.
+  std::vector<Lane*> touched;
+  leveldb::WriteBatch batch;
+  for (auto& [prefix, lane] : lanes_) Touch(lane.get(), &touched);
+  for (Lane* lane : touched) Settle(lane, &batch);
+  HQ_RETURN_IF_ERROR(Write(batch));
+  Committed(&touched);
   // Dead letters: counted once; they are few unless nobody looks at them.
   std::unique_ptr<leveldb::Iterator> it(
       db_->leveldb()->NewIterator(leveldb::ReadOptions()));
@@ -160,7 +165,28 @@ absl::Status GroupImpl::Load() {
        it->Next()) {
     ++dead_count_;
   }
-  return FromLevelDb(it->status(), "reading dead letters");
+  HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading dead letters"));
+  return ForgetDeadIfQueueGone();
+}
+
+absl::Status GroupImpl::ForgetDeadIfQueueGone() {
+  if (dead_count_ == 0) return absl::OkStatus();
+  absl::StatusOr<QueueImpl*> dead = DeadQueue(/*create=*/false);
+  if (!absl::IsNotFound(dead.status())) return dead.status();
+  // The dead-letter queue was dropped: so are its letters.
+  std::unique_ptr<leveldb::Iterator> it(
+      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+  const std::string prefix =
+      format::GroupRecordPrefix(format::kDeadTag, queue_->id(), record_.id);
+  leveldb::WriteBatch batch;
+  for (it->Seek(prefix); it->Valid() && ToStd(it->key()).starts_with(prefix);
+       it->Next()) {
+    batch.Delete(it->key());
+  }
+  HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading dead letters"));
+  HQ_RETURN_IF_ERROR(Write(batch));
+  dead_count_ = 0;
+  return absl::OkStatus();
 }
 
 absl::Status GroupImpl::LoadRecords() {
@@ -197,6 +223,7 @@ absl::Status GroupImpl::LoadRecords() {
       case format::TaskState::kWaiting:
         AddWaiting(lane, id, &rec,
                    absl::FromUnixMillis(static_cast<int64_t>(v.ms)));
+        rec.released = true;  // Only Release writes waiting records.
         break;
       case format::TaskState::kDone:
         rec.state = format::TaskState::kDone;
@@ -416,6 +443,7 @@ void GroupImpl::PutDone(const std::vector<std::pair<Lane*, MessageId>>& done,
 
 void GroupImpl::AddWaiting(Lane* lane, MessageId id, Rec* rec, absl::Time due) {
   rec->state = format::TaskState::kWaiting;
+  rec->released = false;
   rec->since = due;
   rec->wait_seq = next_wait_seq_++;
   rec->lease = 0;
@@ -555,14 +583,13 @@ absl::StatusOr<bool> GroupImpl::ReadLane(
   std::string seek = lane->prefix;
   LayoutCodec::AppendMessageId(&seek, lane->scan);
   bool contiguous = true;
-  size_t examined = 0, handed = 0;
+  size_t handed = 0;
   MessageId id;
   for (it->Seek(seek); it->Valid(); it->Next()) {
     const std::string_view key = ToStd(it->key());
     // Past the lane's last message (its fence): nothing left to read.
     if (!LaneMessage(key, lane->prefix, &id)) return contiguous;
-    if (handed == want || examined == kMaxExamine) return false;
-    ++examined;
+    if (handed == want) return false;
     const std::string_view topic =
         has_topic ? std::string_view(lane->topic)
                   : key.substr(n + LayoutCodec::kMessageIdSize);
@@ -792,6 +819,7 @@ absl::Status GroupImpl::FindHeld(const Task& t, bool allow_expired, Lane** lane,
       return not_held("it was completed");
     case format::TaskState::kWaiting:
       if ((*rec)->dying) return not_held("it was dead-lettered");
+      if ((*rec)->released) return not_held("it was released");
       if (!allow_expired) return not_held("its lease expired");
       break;
     case format::TaskState::kInFlight:
@@ -872,6 +900,7 @@ absl::Status GroupImpl::Release(const Task& task, absl::Duration retry_after) {
       s = FlushDying();
     } else {
       AddWaiting(lane, task.id, rec, db_->clock()->Now() + retry_after);
+      rec->released = true;
       leveldb::WriteBatch batch;
       PutTask(lane, task.id, rec, &batch);
       s = Write(batch);
@@ -969,35 +998,56 @@ absl::Status GroupImpl::FlushDying() {
     Committed(&touched);
     return absl::OkStatus();
   }
-  absl::StatusOr<QueueImpl*> dead = DeadQueue(/*create=*/true);
-  if (!dead.ok()) return Fail(dead.status());
-  const QueueOptions& dqo = (*dead)->options();
+  const std::string dead_prefix =
+      format::GroupRecordPrefix(format::kDeadTag, queue_->id(), record_.id);
   std::vector<Message> messages(letters.size());
   std::vector<uint32_t> partitions(letters.size());
   std::vector<PutResult> results(letters.size());
-  for (size_t i = 0; i < letters.size(); ++i) {
-    const Task& t = letters[i];
-    messages[i] = Message{.topic = t.topic,
-                          .payload = t.payload,
-                          .key = t.key,
-                          .priority = std::min(t.priority, dqo.priorities - 1)};
-    partitions[i] = t.partition % dqo.partitions;
+  absl::Status s;
+  // Twice: the dead-letter queue may be dropped between the lookup and the
+  // write; the second attempt creates it again.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    absl::StatusOr<QueueImpl*> dead = DeadQueue(/*create=*/true);
+    if (!dead.ok()) {
+      s = dead.status();
+      continue;
+    }
+    const QueueOptions& dqo = (*dead)->options();
+    for (size_t i = 0; i < letters.size(); ++i) {
+      const Task& t = letters[i];
+      messages[i] =
+          Message{.topic = t.topic,
+                  .payload = t.payload,
+                  .key = t.key,
+                  .priority = std::min(t.priority, dqo.priorities - 1)};
+      partitions[i] = t.partition % dqo.partitions;
+    }
+    s = db_->WriteMessages(
+        *dead, messages, partitions.data(), results.data(), db_->default_sync(),
+        [&](leveldb::WriteBatch* b) {
+          std::string k;
+          for (size_t i = 0; i < results.size(); ++i) {
+            k = dead_prefix;
+            coding::PutFixed16(&k, static_cast<uint16_t>(results[i].partition));
+            LayoutCodec::AppendMessageId(&k, results[i].id);
+            b->Put(k, format::EncodeDead(infos[i]));
+          }
+          b->Append(extra);
+        },
+        /*also_live=*/queue_);
+    if (s.ok() || queue_->dropped()) break;
   }
-  const std::string dead_prefix =
-      format::GroupRecordPrefix(format::kDeadTag, queue_->id(), record_.id);
-  HQ_RETURN_IF_ERROR(Fail(db_->WriteMessages(
-      *dead, messages, partitions.data(), results.data(), db_->default_sync(),
-      [&](leveldb::WriteBatch* b) {
-        std::string k;
-        for (size_t i = 0; i < results.size(); ++i) {
-          k = dead_prefix;
-          coding::PutFixed16(&k, static_cast<uint16_t>(results[i].partition));
-          LayoutCodec::AppendMessageId(&k, results[i].id);
-          b->Put(k, format::EncodeDead(infos[i]));
-        }
-        b->Append(extra);
-      },
-      /*also_live=*/queue_)));
+  if (!s.ok()) {
+    // The tasks are marked done in memory but not on disk: stop here.
+    if (!queue_->dropped() && broken_.ok()) {
+      broken_ = absl::Status(
+          s.code(), absl::StrCat("consumer group '", name_,
+                                 "' could not write dead letters (reopen "
+                                 "the Db): ",
+                                 s.message()));
+    }
+    return s;
+  }
   dead_count_ += letters.size();
   Committed(&touched);
   return absl::OkStatus();
@@ -1014,10 +1064,18 @@ absl::StatusOr<std::vector<DeadLetter>> GroupImpl::ListDeadLetters(
   MutexLock l(&mu_);
   HQ_RETURN_IF_ERROR(Usable());
   HQ_RETURN_IF_ERROR(FlushDying());
+  HQ_RETURN_IF_ERROR(ForgetDeadIfQueueGone());
   std::vector<DeadLetter> out;
   absl::StatusOr<QueueImpl*> dead = DeadQueue(/*create=*/false);
   if (absl::IsNotFound(dead.status())) return out;
   if (!dead.ok()) return dead.status();
+  if (after != nullptr && after->partition >= (*dead)->options().partitions) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "ListDeadLetters: after.partition %d is out of range 0..%d",
+        after->partition, (*dead)->options().partitions - 1));
+  }
+  leveldb::WriteBatch gone;  // Dead records whose message was removed.
+  uint64_t gone_count = 0;
   const std::string prefix =
       format::GroupRecordPrefix(format::kDeadTag, queue_->id(), record_.id);
   std::string seek = prefix;
@@ -1058,7 +1116,12 @@ absl::StatusOr<std::vector<DeadLetter>> GroupImpl::ListDeadLetters(
         letter.id);
     leveldb::Status s =
         db_->leveldb()->Get(leveldb::ReadOptions(), message_key, &value);
-    if (s.IsNotFound()) continue;  // Removed from the dead-letter queue.
+    if (s.IsNotFound()) {
+      // Removed from the dead-letter queue (TTL set by hand, a tool).
+      gone.Delete(it->key());
+      ++gone_count;
+      continue;
+    }
     HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading a dead letter"));
     std::string_view k, payload;
     if (!format::DecodeMessageValue(value, &k, &payload)) {
@@ -1069,6 +1132,8 @@ absl::StatusOr<std::vector<DeadLetter>> GroupImpl::ListDeadLetters(
     out.push_back(std::move(letter));
   }
   HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading dead letters"));
+  HQ_RETURN_IF_ERROR(Write(gone));
+  dead_count_ -= std::min(dead_count_, gone_count);
   return out;
 }
 
@@ -1099,6 +1164,9 @@ absl::Status GroupImpl::Requeue(std::span<const DeadLetter> letters,
             "dead letter %d/%s is not in the dead-letter queue of group '%s'",
             letter.partition, letter.id.ToString(), name_));
       };
+      if (letter.partition >= (*dead)->options().partitions) {
+        return not_found();
+      }
       std::string k = prefix;
       coding::PutFixed16(&k, static_cast<uint16_t>(letter.partition));
       LayoutCodec::AppendMessageId(&k, letter.id);
@@ -1162,6 +1230,7 @@ absl::StatusOr<GroupStats> GroupImpl::Stats() {
   MutexLock l(&mu_);
   HQ_RETURN_IF_ERROR(Usable());
   HQ_RETURN_IF_ERROR(Fail(TakeNotes()));
+  HQ_RETURN_IF_ERROR(ForgetDeadIfQueueGone());
   const absl::Time now = db_->clock()->Now();
   const MessageId cutoff = queue_->TtlCutoff(now);
   const bool has_topic = queue_->codec().lane_has_topic();
@@ -1187,37 +1256,24 @@ absl::StatusOr<GroupStats> GroupImpl::Stats() {
 
   std::unique_ptr<leveldb::Iterator> it(
       db_->leveldb()->NewIterator(leveldb::ReadOptions()));
-  uint64_t counted = 0, counted_bytes = 0;
-  std::string seek, end;
+  std::string seek;
   for (const std::deque<Lane*>& dq : active_) {
     for (Lane* lane : dq) {
+      if (!st.backlog_exact) break;
       const size_t n = lane->prefix.size();
       seek = lane->prefix;
       LayoutCodec::AppendMessageId(&seek, std::max(lane->scan, cutoff));
-      if (counted >= kStatsCountLimit) {
-        // Estimate from the bytes left in the lane.
-        end = lane->prefix;
-        LayoutCodec::AppendMessageId(&end, MessageId::Max());
-        const leveldb::Range r(seek, end);
-        uint64_t bytes = 0;
-        db_->leveldb()->GetApproximateSizes(&r, 1, &bytes);
-        const uint64_t per = counted_bytes / std::max<uint64_t>(counted, 1);
-        st.backlog += bytes / std::max<uint64_t>(per, 1);
-        st.backlog_exact = false;
-        continue;
-      }
       MessageId id;
       for (it->Seek(seek); it->Valid(); it->Next()) {
         const std::string_view key = ToStd(it->key());
         if (!LaneMessage(key, lane->prefix, &id)) break;
         if (lane->tasks.contains(id)) continue;
         if (!has_topic && !InScope(key.substr(n + 8))) continue;
-        ++st.backlog;
-        counted_bytes += key.size() + it->value().size();
-        if (++counted >= kStatsCountLimit) {
-          st.backlog_exact = false;
+        if (st.backlog == kStatsCountLimit) {
+          st.backlog_exact = false;  // A lower bound.
           break;
         }
+        ++st.backlog;
       }
       HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "counting the backlog"));
     }

@@ -86,6 +86,8 @@ class GroupImpl final : public ConsumerGroup {
     // A task record is on disk. A task handed out for the first time, in
     // order, has none: the scan cursor says it was handed out.
     bool persisted = false;
+    // Waiting after Release (not after a lease expiry): no longer held.
+    bool released = false;
     // Waiting to be written to the dead-letter queue.
     bool dying = false;
     DeadLetterReason reason = DeadLetterReason::kLeaseExpired;
@@ -181,6 +183,9 @@ class GroupImpl final : public ConsumerGroup {
   absl::Status FlushDying() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<QueueImpl*> DeadQueue(bool create)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // If there are dead records but no dead-letter queue (a user dropped
+  // it), deletes the records.
+  absl::Status ForgetDeadIfQueueGone() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Finds the held task `t`: its lane and record, or FailedPrecondition.
   absl::Status FindHeld(const Task& t, bool allow_expired, Lane** lane,
                         Rec** rec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -194,11 +194,8 @@ absl::StatusOr<ConsumerGroup*> QueueImpl::Group(std::string_view name,
                        "' is taken by another queue"));
     }
     if (!absl::IsNotFound(taken.status())) return taken.status();
-    leveldb::WriteBatch b;
-    HQ_ASSIGN_OR_RETURN(record.id, db_->AllocateGroupId(&b));
     record.topics = topics;
-    b.Put(key, format::EncodeGroupRecord(record));
-    HQ_RETURN_IF_ERROR(db_->WriteRecords(this, b, db_->default_sync()));
+    HQ_RETURN_IF_ERROR(db_->CreateGroupRecord(this, key, &record));
   } else {
     return FromLevelDb(s, "reading a consumer group record");
   }

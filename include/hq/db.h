@@ -74,9 +74,12 @@ class Db {
   virtual absl::StatusOr<Queue*> OpenQueue(std::string_view name) = 0;
 
   // Deletes a queue and all its messages, then compacts the range they used
-  // so their disk space is returned. Takes time proportional to the queue's
-  // size. Queue* handles to it stay valid but fail with NotFound. If the
-  // process dies part-way, the next Open finishes the job.
+  // so their disk space is returned. Its consumer groups go with it, and so
+  // do their dead-letter queues ("<name>.dead.<group>"). Takes time
+  // proportional to the queue's size. Queue* and ConsumerGroup* handles to
+  // it stay valid but fail with NotFound. If the process dies part-way, the
+  // next Open finishes the job (a dead-letter queue not yet dropped then
+  // stays, as an ordinary queue).
   // Errors: InvalidArgument (bad name), NotFound (no such queue),
   // FailedPrecondition (closing, or refusing writes after a failed one),
   // Internal. An error whose message says "is dropped" means the drop

@@ -81,9 +81,9 @@ struct ClaimOptions {
 
   // Only tasks with one of these topics (within the group's scope). Empty:
   // all. With the `topic` layout this selects lanes and costs nothing; with
-  // the `time` layout the claim reads past messages of other topics (at
-  // most 10000 per lane and call), so prefer the topic layout for per-topic
-  // claims. Limits: topics of at most 1024 bytes.
+  // the `time` layout the claim reads past the messages of other topics
+  // that no claim took yet, on every call, so prefer the topic layout for
+  // per-topic claims. Limits: topics of at most 1024 bytes.
   std::vector<std::string> topics;
 
   // Only tasks of these partitions. Empty: all. Each < the queue's
@@ -134,10 +134,10 @@ struct DeadLetter {
 };
 
 struct GroupStats {
-  // Messages in scope not yet handed out. Counted key by key up to 100000
-  // per call (backlog_exact = true); past that, estimated from the stored
-  // bytes left (backlog_exact = false). With the `time` layout and a topic
-  // filter, the count also reads past the messages of other topics.
+  // Messages in scope not yet handed out, counted key by key. The count
+  // stops at 100000: backlog_exact = false then says backlog is a lower
+  // bound. With the `time` layout and a topic filter, the count also reads
+  // past the messages of other topics.
   uint64_t backlog = 0;
   bool backlog_exact = true;
   // Tasks under a lease.
@@ -218,7 +218,8 @@ class ConsumerGroup {
   // "<queue>.dead.<group>", created at the first dead letter with the
   // queue's partitions, priorities and layout and no TTL. Any scanner can
   // read it; each message keeps its topic, key, payload, partition and
-  // priority. Dropping the group's queue does not drop it.
+  // priority. Dropping the group's queue drops it too; dropping it alone
+  // forgets the group's dead letters.
   virtual std::string dead_letter_queue() const = 0;
 
   // Lists dead letters in (partition, id) order of the dead-letter queue,
