@@ -1447,5 +1447,80 @@ TEST_CASE("issue4 review probe: stress with clock advances, extend, release") {
   CHECK(bad == 0);
 }
 
+// Both cursors of a lane, as stored.
+format::CursorValue StoredCursor(Db* db, Queue* q, const std::string& group,
+                                 uint32_t partition) {
+  auto* impl = static_cast<QueueImpl*>(q);
+  std::string lane;
+  impl->codec().AppendLanePrefix(&lane, impl->id(), partition, 0, "");
+  std::string key = format::GroupRecordPrefix(format::kCursorTag, impl->id(),
+                                              GroupIdOf(db, q, group));
+  format::AppendLaneRest(&key, lane);
+  std::string value;
+  format::CursorValue c;
+  const leveldb::Status s =
+      Impl(db)->leveldb()->Get(leveldb::ReadOptions(), key, &value);
+  if (s.IsNotFound()) return c;
+  REQUIRE(s.ok());
+  REQUIRE(format::DecodeCursor(value, &c));
+  return c;
+}
+
+TEST_CASE("stored cursors only move forward") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  GroupOptions o = NoJitter({.lease = absl::Seconds(10),
+                             .max_attempts = 3,
+                             .backoff_base = absl::ZeroDuration()});
+  ConsumerGroup* g = ValueOrDie(q->Group("g", o));
+  std::mt19937 rng(test::Seed(9));
+  format::CursorValue last;
+  int completed = 0;
+  std::vector<Task> held;
+  for (int step = 0; step < 400; ++step) {
+    switch (rng() % 6) {
+      case 0:
+        PutN(q, 1 + rng() % 5, absl::StrCat("s", step, "-"));
+        break;
+      case 1: {
+        std::vector<Task> t = ValueOrDie(g->Claim({.max = 1 + rng() % 4}));
+        held.insert(held.end(), t.begin(), t.end());
+        break;
+      }
+      case 2:
+        if (!held.empty()) {  // Complete one, out of order.
+          const size_t i = rng() % held.size();
+          if (g->Complete(std::span(&held[i], 1)).ok()) ++completed;
+          held.erase(held.begin() + static_cast<long>(i));
+        }
+        break;
+      case 3:
+        f.clock().Advance(absl::Seconds(6));  // Some leases expire.
+        break;
+      case 4:
+        if (!held.empty() && rng() % 2 == 0) {
+          (void)g->Release(held.back(), absl::Seconds(rng() % 3));
+          held.pop_back();
+        }
+        break;
+      case 5:
+        if (rng() % 8 == 0) {
+          held.clear();
+          f.Reopen();
+          q = ValueOrDie(f.db()->OpenQueue("q"));
+          g = ValueOrDie(q->Group("g", o));
+        }
+        break;
+    }
+    const format::CursorValue c = StoredCursor(f.db(), q, "g", 0);
+    INFO("step " << step);
+    CHECK(!(c.scan < last.scan));
+    CHECK(!(c.done < last.done));
+    CHECK(!(c.scan < c.done));
+    last = c;
+  }
+  CHECK(completed > 20);
+}
+
 }  // namespace
 }  // namespace hq
