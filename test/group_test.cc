@@ -1480,10 +1480,11 @@ TEST_CASE("stored cursors only move forward") {
   for (int step = 0; step < 400; ++step) {
     switch (rng() % 6) {
       case 0:
-        PutN(q, 1 + rng() % 5, absl::StrCat("s", step, "-"));
+        PutN(q, static_cast<int>(1 + rng() % 5), absl::StrCat("s", step, "-"));
         break;
       case 1: {
-        std::vector<Task> t = ValueOrDie(g->Claim({.max = 1 + rng() % 4}));
+        std::vector<Task> t =
+            ValueOrDie(g->Claim({.max = static_cast<uint32_t>(1 + rng() % 4)}));
         held.insert(held.end(), t.begin(), t.end());
         break;
       }

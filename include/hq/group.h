@@ -184,7 +184,8 @@ class ConsumerGroup {
   // first), then new messages of that priority, taken round-robin across
   // the lanes (partitions, and topics in the topic layout) that have any.
   // Returns an empty vector when nothing is claimable now. Messages older
-  // than the queue's TTL are skipped. One write per call.
+  // than the queue's TTL are skipped. One write per call (and one more
+  // when tasks are due for the dead-letter queue).
   // Errors: InvalidArgument (options out of range); NotFound (the queue was
   // dropped); FailedPrecondition (Db closing, or an earlier write failed);
   // Internal/DataLoss (storage).
