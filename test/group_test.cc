@@ -1322,11 +1322,12 @@ TEST_CASE("issue4 review probe: group created after messages in many topics") {
   Queue* q = ValueOrDie(f.db()->CreateQueue(
       "q", {.partitions = 4, .priorities = 2, .layout = layout}));
   std::vector<Message> batch;
-  std::vector<std::string> topics;
+  std::vector<std::string> topics, bodies;
   for (int i = 0; i < 300; ++i) topics.push_back(absl::StrCat("t", i));
+  for (int i = 0; i < 300; ++i) bodies.push_back(absl::StrCat(i));
   for (int i = 0; i < 300; ++i)
     batch.push_back(
-        {.topic = topics[i], .payload = absl::StrCat(i), .priority = i % 2});
+        {.topic = topics[i], .payload = bodies[i], .priority = i % 2});
   HQ_REQUIRE_OK(q->PutBatch(batch, nullptr));
   ConsumerGroup* g =
       ValueOrDie(q->Group("g", {.topics = {"t1", "t2", "t250"}}));
