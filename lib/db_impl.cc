@@ -216,6 +216,7 @@ DbImpl::~DbImpl() {
     MutexLock l(&write_mu_);
     closing_ = true;  // A sweep in progress stops at its next lane.
   }
+  WakeAllWaiters();  // Blocked claims return FailedPrecondition.
   if (janitor_.joinable()) {
     {
       MutexLock l(&janitor_mu_);
@@ -344,6 +345,18 @@ bool DbImpl::IsClosing() {
 
 bool DbImpl::TEST_Closing() { return IsClosing(); }
 
+void DbImpl::WakeAllWaiters() {
+  std::vector<QueueImpl*> queues;
+  {
+    // Copied, then woken without catalog_mu_ (Queue::Group takes its own
+    // lock before the catalog's).
+    MutexLock l(&catalog_mu_);
+    for (auto& [name, q] : queues_) queues.push_back(q.get());
+    for (auto& q : dropped_) queues.push_back(q.get());
+  }
+  for (QueueImpl* q : queues) q->WakeWaiters();
+}
+
 size_t DbImpl::TEST_CachedQueueCount() {
   MutexLock l(&catalog_mu_);
   return queues_.size();
@@ -423,6 +436,7 @@ absl::Status DbImpl::DropQueue(std::string_view name) {
   OpScope op(this);
   HQ_RETURN_IF_ERROR(op.status());
   uint32_t queue_id;
+  QueueImpl* dropped_queue = nullptr;
   std::vector<std::string> dead_queues;
   {
     MutexLock l(&catalog_mu_);
@@ -462,7 +476,9 @@ absl::Status DbImpl::DropQueue(std::string_view name) {
     HQ_RETURN_IF_ERROR(RunWriter(&w));
     auto node = queues_.extract(queues_.find(std::string(name)));
     dropped_.push_back(std::move(node.mapped()));
+    dropped_queue = dropped_.back().get();
   }
+  dropped_queue->WakeWaiters();  // Blocked claims return NotFound.
   absl::Status s = DeleteQueueData(queue_id);
   if (!s.ok()) {
     return absl::Status(

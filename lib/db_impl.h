@@ -109,6 +109,10 @@ class DbImpl final : public Db {
   };
 
   leveldb::DB* leveldb() const { return db_.get(); }
+  // Whether the destructor has begun (calls then fail, sweeps stop), and
+  // the status calls then get.
+  bool IsClosing();
+  absl::Status ClosingError() const;
   Clock* clock() const { return clock_; }
   bool default_sync() const { return options_.sync_writes; }
   void ScannerOpened() { live_scanners_.fetch_add(1); }
@@ -149,8 +153,6 @@ class DbImpl final : public Db {
   // an earlier write failed; a failure poisons the Db (bg_error_).
   absl::Status WriteOther(const leveldb::WriteOptions& wo,
                           leveldb::WriteBatch* b, std::string_view context);
-  // The status calls get once the destructor has begun.
-  absl::Status ClosingError() const;
   // The status writes get once a write has failed. REQUIRES: bg_error_.
   absl::Status BrokenError() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   void RecordWriteError(const absl::Status& s)
@@ -176,8 +178,8 @@ class DbImpl final : public Db {
   // its drop marker.
   absl::Status DeleteQueueData(uint32_t queue_id);
   absl::Status FinishPendingDrops();
-  // Whether the destructor has begun (calls then fail, sweeps stop).
-  bool IsClosing();
+  // Wakes the blocked claims of every queue's groups (closing).
+  void WakeAllWaiters();
   // Sweeps one queue with a TTL (see CompactExpired).
   absl::Status SweepQueue(uint32_t queue_id, std::string_view name,
                           absl::Time now, SweepStats* stats);

@@ -89,9 +89,14 @@ void GroupImpl::SetOptions(const GroupOptions& options) {
 }
 
 void GroupImpl::NoteLaneWritten(std::string_view lane_prefix) {
-  MutexLock l(&notes_mu_);
-  notes_.emplace(lane_prefix);
+  {
+    MutexLock l(&notes_mu_);
+    notes_.emplace(lane_prefix);
+  }
+  if (waiters_.load() > 0) Wake();
 }
+
+void GroupImpl::WakeWaiters() { Wake(); }
 
 bool GroupImpl::InScope(std::string_view topic) const {
   return topic_set_.empty() || topic_set_.contains(Av(topic));
@@ -653,16 +658,75 @@ absl::StatusOr<std::vector<Task>> GroupImpl::Claim(const ClaimOptions& o) {
           t.size(), format::kMaxTopicBytes));
     }
   }
+  if (o.wait < absl::ZeroDuration() || o.wait > kMaxLease) {
+    return absl::InvalidArgumentError(absl::StrCat("ClaimOptions::wait is ",
+                                                   absl::FormatDuration(o.wait),
+                                                   "; it must be in 0..720h"));
+  }
   DbImpl::OpScope op(db_);
   HQ_RETURN_IF_ERROR(op.status());
+  if (o.wait == absl::ZeroDuration()) {
+    absl::Time next_due;
+    return ClaimOnce(o, partitions, &next_due);
+  }
+  const absl::Time deadline = db_->clock()->Now() + o.wait;
+  waiters_.fetch_add(1);
+  struct Leave {
+    std::atomic<int>* n;
+    ~Leave() { n->fetch_sub(1); }
+  } leave{&waiters_};
+  for (;;) {
+    uint64_t seen;
+    {
+      MutexLock l(&wait_mu_);
+      seen = wake_seq_;
+    }
+    absl::Time next_due;
+    HQ_ASSIGN_OR_RETURN(std::vector<Task> out,
+                        ClaimOnce(o, partitions, &next_due));
+    const absl::Time now = db_->clock()->Now();
+    if (!out.empty() || now >= deadline) return out;
+    if (db_->IsClosing()) return db_->ClosingError();
+    if (queue_->dropped()) return queue_->DroppedError();
+    // Sleep until a write notes a lane, a lease expires, a task is released,
+    // the Db closes, or (timers on the Db's clock) the earliest redelivery
+    // falls due or the wait ends. No polling.
+    const absl::Time wake_at = std::min(deadline, next_due);
+    absl::StatusOr<LeaseId> timer =
+        db_->leases()->Create(wake_at - now, [this] { Wake(); });
+    if (!timer.ok()) return timer.status();
+    {
+      MutexLock l(&wait_mu_);
+      while (wake_seq_ == seen) wait_cv_.Wait(&wait_mu_);
+    }
+    (void)db_->leases()->Cancel(*timer);
+  }
+}
+
+void GroupImpl::Wake() {
+  MutexLock l(&wait_mu_);
+  ++wake_seq_;
+  wait_cv_.SignalAll();
+}
+
+absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
+    const ClaimOptions& o, const std::vector<bool>& partitions,
+    absl::Time* next_due) {
   MutexLock l(&mu_);
   HQ_RETURN_IF_ERROR(Usable());
   HQ_RETURN_IF_ERROR(Fail(TakeNotes()));
   HQ_RETURN_IF_ERROR(FlushDying());
+  const QueueOptions& qo = queue_->options();
   const absl::Time now = db_->clock()->Now();
   const MessageId cutoff = queue_->TtlCutoff(now);
   const absl::Duration lease =
       o.lease == absl::ZeroDuration() ? options_.lease : o.lease;
+  // The earliest redelivery still in the future (for a waiting claim).
+  *next_due = absl::InfiniteFuture();
+  for (const std::set<WaitKey>& ws : waiting_) {
+    auto it = ws.upper_bound(WaitKey{now, UINT64_MAX, nullptr, {}});
+    if (it != ws.end()) *next_due = std::min(*next_due, it->due);
+  }
   const bool has_topic = queue_->codec().lane_has_topic();
   auto lane_matches = [&](const Lane* lane) {
     if (!partitions.empty() && !partitions[lane->partition]) return false;
@@ -773,6 +837,7 @@ void GroupImpl::OnLeaseExpired(const std::string& prefix, MessageId id,
   if (rec.state != format::TaskState::kInFlight || rec.attempts != attempts) {
     return;  // Completed, released or handed out again meanwhile.
   }
+  if (waiters_.load() > 0) Wake();  // Due now, or a new earliest due time.
   --in_flight_;
   rec.lease = 0;
   if (rec.attempts >= options_.max_attempts) {
@@ -907,6 +972,7 @@ absl::Status GroupImpl::Release(const Task& task, absl::Duration retry_after) {
     }
   }
   if (cancel != 0) (void)db_->leases()->Cancel(cancel);
+  if (s.ok() && waiters_.load() > 0) Wake();
   return s;
 }
 

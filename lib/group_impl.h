@@ -73,6 +73,11 @@ class GroupImpl final : public ConsumerGroup {
   void SetOptions(const GroupOptions& options);
   // From the write path: `lane_prefix` (a message lane prefix) was written.
   void NoteLaneWritten(std::string_view lane_prefix);
+  // Wakes blocked claims (they return if the Db is closing or the queue
+  // was dropped).
+  void WakeWaiters();
+  // Claims blocked in a wait.
+  int TEST_Waiters() const { return waiters_.load(); }
 
  private:
   struct Lane;
@@ -114,6 +119,12 @@ class GroupImpl final : public ConsumerGroup {
     bool dirty = false;   // Touched by the call in progress.
   };
 
+  // One claim attempt. Sets `next_due` to the earliest redelivery due after
+  // now (InfiniteFuture if none).
+  absl::StatusOr<std::vector<Task>> ClaimOnce(
+      const ClaimOptions& o, const std::vector<bool>& partitions,
+      absl::Time* next_due) ABSL_LOCKS_EXCLUDED(mu_);
+  void Wake() ABSL_LOCKS_EXCLUDED(wait_mu_);
   absl::Status Usable() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records `s` as the group's sticky error if it is a write failure.
   absl::Status Fail(absl::Status s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -204,6 +215,12 @@ class GroupImpl final : public ConsumerGroup {
 
   Mutex notes_mu_ ABSL_ACQUIRED_AFTER(mu_);
   absl::flat_hash_set<std::string> notes_ ABSL_GUARDED_BY(notes_mu_);
+
+  // Blocked claims sleep on wait_cv_ until wake_seq_ moves. Taken alone.
+  Mutex wait_mu_;
+  CondVar wait_cv_;
+  uint64_t wake_seq_ ABSL_GUARDED_BY(wait_mu_) = 0;
+  std::atomic<int> waiters_{0};
 
   Mutex mu_;
   GroupOptions options_ ABSL_GUARDED_BY(mu_);

@@ -150,6 +150,11 @@ void QueueImpl::NoteWritten(std::span<const Message> messages,
   }
 }
 
+void QueueImpl::WakeWaiters() {
+  MutexLock l(&groups_mu_);
+  for (auto& [name, g] : groups_) g->WakeWaiters();
+}
+
 absl::StatusOr<ConsumerGroup*> QueueImpl::Group(std::string_view name,
                                                 const GroupOptions& options) {
   HQ_RETURN_IF_ERROR(format::ValidateGroupName(name));

@@ -45,6 +45,8 @@ class QueueImpl final : public Queue {
   // `results`) went to. Called by the write pipeline after each write,
   // while the write still counts as a call in flight.
   void NoteWritten(std::span<const Message> messages, const PutResult* results);
+  // Wakes the blocked claims of the queue's groups.
+  void WakeWaiters();
   bool has_listeners() const {
     return has_listeners_.load(std::memory_order_acquire);
   }

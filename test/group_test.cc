@@ -17,6 +17,7 @@
 #include "hq/hq.h"
 #include "lib/coding.h"
 #include "lib/format.h"
+#include "lib/group_impl.h"
 #include "lib/queue_impl.h"
 #include "test/test_util.h"
 
@@ -1526,6 +1527,121 @@ TEST_CASE("stored cursors only move forward") {
     last = c;
   }
   CHECK(completed > 20);
+}
+
+// ------------------------------------------------------------ blocking claims
+
+// Runs Claim(options) on a thread; Wait() returns its result.
+class BackgroundClaim {
+ public:
+  BackgroundClaim(ConsumerGroup* g, ClaimOptions o)
+      : thread_([this, g, o] { result_ = g->Claim(o); }) {}
+  ~BackgroundClaim() {
+    if (thread_.joinable()) thread_.join();
+  }
+  absl::StatusOr<std::vector<Task>> Wait() {
+    thread_.join();
+    return result_;
+  }
+
+ private:
+  absl::StatusOr<std::vector<Task>> result_;
+  std::thread thread_;
+};
+
+// Waits until `n` claims of `g` sleep (a liveness bound, not a timing test).
+void AwaitWaiters(ConsumerGroup* g, int n) {
+  auto* impl = static_cast<GroupImpl*>(g);
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  while (impl->TEST_Waiters() < n && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  REQUIRE(impl->TEST_Waiters() == n);
+}
+
+TEST_CASE("a waiting claim wakes when a message is written") {
+  const Layout layout = GENERATE(Layout::kTime, Layout::kTopic);
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.layout = layout}));
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  BackgroundClaim claim(g, {.max = 10, .wait = absl::Hours(1)});
+  AwaitWaiters(g, 1);
+  PutN(q, 3);
+  const std::vector<Task> t = ValueOrDie(claim.Wait());
+  CHECK(!t.empty());
+  CHECK(t[0].payload == "m0");
+}
+
+TEST_CASE("a waiting claim wakes when a lease expires or a release is due") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  PutN(q, 2);
+  ConsumerGroup* g =
+      ValueOrDie(q->Group("g", NoJitter({.lease = absl::Seconds(10),
+                                         .backoff_base = absl::Seconds(2)})));
+  const std::vector<Task> held = ValueOrDie(g->Claim({.max = 2}));
+  HQ_REQUIRE_OK(g->Release(held[1], absl::Seconds(30)));
+  {
+    BackgroundClaim claim(g, {.wait = absl::Hours(1)});
+    AwaitWaiters(g, 1);
+    f.clock().Advance(absl::Seconds(10));  // The lease of m0 expires...
+    AwaitWaiters(g, 1);                    // ...it sleeps on: 2 s backoff.
+    f.clock().Advance(absl::Seconds(2));
+    const std::vector<Task> t = ValueOrDie(claim.Wait());
+    REQUIRE(t.size() == 1);
+    CHECK(t[0].payload == "m0");
+    CHECK(t[0].attempt == 2);
+  }
+  BackgroundClaim claim(g, {.wait = absl::Hours(1)});
+  AwaitWaiters(g, 1);
+  f.clock().Advance(absl::Seconds(18));  // 30 s after the release.
+  const std::vector<Task> t = ValueOrDie(claim.Wait());
+  REQUIRE(t.size() == 1);
+  CHECK(t[0].payload == "m1");
+}
+
+TEST_CASE("a waiting claim returns empty when its wait ends") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  BackgroundClaim claim(g, {.wait = absl::Seconds(5)});
+  AwaitWaiters(g, 1);
+  f.clock().Advance(absl::Seconds(4));
+  AwaitWaiters(g, 1);
+  f.clock().Advance(absl::Seconds(1));
+  CHECK(ValueOrDie(claim.Wait()).empty());
+  // A write after the wait is not lost: the next claim takes it.
+  PutN(q, 1);
+  CHECK(ValueOrDie(g->Claim({})).size() == 1);
+}
+
+TEST_CASE("a waiting claim on the real clock ends by itself") {
+  DbFixture f(Storage::kMemory, Options{.clock = Clock::Default()});
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  CHECK(ValueOrDie(g->Claim({.wait = absl::Milliseconds(20)})).empty());
+}
+
+TEST_CASE("closing the Db or dropping the queue fails waiting claims") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  {
+    BackgroundClaim a(g, {.wait = absl::Hours(1)});
+    BackgroundClaim b(g, {.partitions = {0}, .wait = absl::Hours(1)});
+    AwaitWaiters(g, 2);
+    HQ_REQUIRE_OK(f.db()->DropQueue("q"));
+    CHECK(absl::IsNotFound(a.Wait().status()));
+    CHECK(absl::IsNotFound(b.Wait().status()));
+  }
+  q = ValueOrDie(f.db()->CreateQueue("q2", {}));
+  g = ValueOrDie(q->Group("g"));
+  BackgroundClaim c(g, {.wait = absl::Hours(1)});
+  AwaitWaiters(g, 1);
+  f.Close();  // Returns once the waiting claim has returned.
+  const absl::Status s = c.Wait().status();
+  CHECK(absl::IsFailedPrecondition(s));
+  CHECK(s.message().find("clos") != std::string::npos);
 }
 
 }  // namespace

@@ -89,6 +89,13 @@ struct ClaimOptions {
   // Only tasks of these partitions. Empty: all. Each < the queue's
   // partitions.
   std::vector<uint32_t> partitions;
+
+  // When nothing is claimable, wait up to this long (by the Db's clock) for
+  // something to claim: a message written, a lease expiring, a released
+  // task coming due. The claim sleeps until one of them happens (woken by
+  // the write path and the lease thread; it never polls), then claims.
+  // Zero: return at once. Limits: 0..720h.
+  absl::Duration wait = absl::ZeroDuration();
 };
 
 // A claimed message. Plain data: copy it, keep it, pass it back to
@@ -183,12 +190,14 @@ class ConsumerGroup {
   // by priority from the highest, tasks due for redelivery (oldest due
   // first), then new messages of that priority, taken round-robin across
   // the lanes (partitions, and topics in the topic layout) that have any.
-  // Returns an empty vector when nothing is claimable now. Messages older
-  // than the queue's TTL are skipped. One write per call (and one more
+  // Returns an empty vector when nothing is claimable now (or, with
+  // options.wait, by the end of the wait). Messages older than the queue's
+  // TTL are skipped. One write per call (and one more
   // when tasks are due for the dead-letter queue).
   // Errors: InvalidArgument (options out of range); NotFound (the queue was
-  // dropped); FailedPrecondition (Db closing, or an earlier write failed);
-  // Internal/DataLoss (storage).
+  // dropped, also during a wait); FailedPrecondition (the Db is closing,
+  // also during a wait: destroying the Db wakes every waiting claim; or an
+  // earlier write failed); Internal/DataLoss (storage).
   virtual absl::StatusOr<std::vector<Task>> Claim(
       const ClaimOptions& options) = 0;
 
