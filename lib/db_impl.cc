@@ -835,7 +835,8 @@ absl::Status DbImpl::AddToBatch(Writer* w) {
   }
   const uint32_t qid = q->id();
   const LayoutCodec& codec = q->codec();
-  const int64_t clock_ms = absl::ToUnixMillis(clock_->Now());
+  const absl::Time clock_now = clock_->Now();
+  const int64_t clock_ms = absl::ToUnixMillis(clock_now);
   const uint64_t now_ms =
       clock_ms < 0
           ? 0
@@ -877,7 +878,16 @@ absl::Status DbImpl::AddToBatch(Writer* w) {
     NoteLaneWritten(
         std::string_view(key_buf_.data(), codec.LanePrefixSize(key_buf_)));
     value_buf_.clear();
-    format::AppendMessageValue(&value_buf_, m.key, m.payload);
+    // Delayed delivery: stored only when it is in the future.
+    uint64_t not_before_ms = 0;
+    if (m.not_before != absl::InfinitePast() ||
+        m.delay != absl::ZeroDuration()) {
+      const absl::Time at = std::max(m.not_before, clock_now + m.delay);
+      const int64_t ms = absl::ToInt64Milliseconds(
+          absl::Ceil(at - absl::UnixEpoch(), absl::Milliseconds(1)));
+      if (at > clock_now && ms > 0) not_before_ms = static_cast<uint64_t>(ms);
+    }
+    format::AppendMessageValue(&value_buf_, m.key, m.payload, not_before_ms);
     batch_.Put(key_buf_, value_buf_);
   }
   if (w->append) w->append(&batch_);

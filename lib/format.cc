@@ -13,6 +13,7 @@ namespace {
 constexpr uint8_t kQueueRecordVersion = 1;
 constexpr uint8_t kMessageValueVersion = 1;
 constexpr uint8_t kFlagHasKey = 0x01;
+constexpr uint8_t kFlagNotBefore = 0x02;
 constexpr uint8_t kGroupRecordVersion = 1;
 
 std::string Tagged(char tag, std::string_view rest) {
@@ -411,28 +412,36 @@ absl::Status DecodeQueueRecord(std::string_view in, QueueRecord* r) {
 }
 
 void AppendMessageValue(std::string* dst, std::string_view key,
-                        std::string_view payload) {
+                        std::string_view payload, uint64_t not_before_ms) {
   coding::PutFixed8(dst, kMessageValueVersion);
-  if (key.empty()) {
-    coding::PutFixed8(dst, 0);
-  } else {
-    coding::PutFixed8(dst, kFlagHasKey);
-    coding::PutLengthPrefixed(dst, key);
-  }
+  uint8_t flags = 0;
+  if (!key.empty()) flags |= kFlagHasKey;
+  if (not_before_ms != 0) flags |= kFlagNotBefore;
+  coding::PutFixed8(dst, flags);
+  if (!key.empty()) coding::PutLengthPrefixed(dst, key);
+  if (not_before_ms != 0) coding::PutVarint64(dst, not_before_ms);
   dst->append(payload);
 }
 
 bool DecodeMessageValue(std::string_view in, std::string_view* key,
-                        std::string_view* payload) {
+                        std::string_view* payload, uint64_t* not_before_ms) {
   uint8_t version, flags;
   if (!coding::GetFixed8(&in, &version) || version != kMessageValueVersion ||
-      !coding::GetFixed8(&in, &flags) || (flags & ~kFlagHasKey) != 0) {
+      !coding::GetFixed8(&in, &flags) ||
+      (flags & ~(kFlagHasKey | kFlagNotBefore)) != 0) {
     return false;
   }
   *key = std::string_view();
   if ((flags & kFlagHasKey) != 0 && !coding::GetLengthPrefixed(&in, key)) {
     return false;
   }
+  uint64_t not_before = 0;
+  if ((flags & kFlagNotBefore) != 0 &&
+      (!coding::GetVarint64(&in, &not_before) || not_before == 0 ||
+       not_before > static_cast<uint64_t>(INT64_MAX))) {
+    return false;
+  }
+  if (not_before_ms != nullptr) *not_before_ms = not_before;
   *payload = in;
   return true;
 }

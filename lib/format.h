@@ -75,8 +75,10 @@
 //                   reason: hq::DeadLetterReason.
 //   meta "next_group_id" -> fixed32 the next group id to hand out
 //   message value := fixed8 1 (value version)
-//                   fixed8 flags                bit 0: has key; others 0
+//                   fixed8 flags                bit 0: has key; bit 1: has
+//                                               not-before; others 0
 //                   [varint32 key_len key]      if flags bit 0
+//                   [varint64 not_before_ms]    if flags bit 1: Unix ms > 0
 //                   payload                     the rest
 
 #ifndef HQ_LIB_FORMAT_H_
@@ -202,12 +204,20 @@ std::string EncodeQueueRecord(const QueueRecord& record);
 // DataLoss on malformed input.
 absl::Status DecodeQueueRecord(std::string_view in, QueueRecord* record);
 
-// Appends a message value.
+// Appends a message value; not_before_ms 0: none.
 void AppendMessageValue(std::string* dst, std::string_view key,
-                        std::string_view payload);
-// Splits a message value into views of `in`. False if malformed.
+                        std::string_view payload, uint64_t not_before_ms = 0);
+// Splits a message value into views of `in`, and its not-before time (0 if
+// none) into *not_before_ms if not null. False if malformed.
 bool DecodeMessageValue(std::string_view in, std::string_view* key,
-                        std::string_view* payload);
+                        std::string_view* payload,
+                        uint64_t* not_before_ms = nullptr);
+// The not-before time of a decoded value (InfinitePast() for 0).
+inline absl::Time NotBeforeTime(uint64_t not_before_ms) {
+  return not_before_ms == 0
+             ? absl::InfinitePast()
+             : absl::FromUnixMillis(static_cast<int64_t>(not_before_ms));
+}
 
 }  // namespace hq::format
 

@@ -228,7 +228,8 @@ absl::Status GroupImpl::LoadRecords() {
       case format::TaskState::kWaiting:
         AddWaiting(lane, id, &rec,
                    absl::FromUnixMillis(static_cast<int64_t>(v.ms)));
-        rec.released = true;  // Only Release writes waiting records.
+        // Release writes waiting records, and delayed delivery (attempt 0).
+        rec.released = v.attempts > 0;
         break;
       case format::TaskState::kDone:
         rec.state = format::TaskState::kDone;
@@ -566,10 +567,13 @@ absl::StatusOr<bool> GroupImpl::ReadMessage(Lane* lane, MessageId id,
   const std::string_view key = ToStd(it->key());
   if (!key.starts_with(seek)) return false;  // Gone (TTL sweep, drop).
   std::string_view k, payload;
-  if (!format::DecodeMessageValue(ToStd(it->value()), &k, &payload)) {
+  uint64_t not_before_ms;
+  if (!format::DecodeMessageValue(ToStd(it->value()), &k, &payload,
+                                  &not_before_ms)) {
     return absl::DataLossError(absl::StrCat(
         "queue '", queue_->name(), "': malformed message ", id.ToString()));
   }
+  t->not_before = format::NotBeforeTime(not_before_ms);
   t->topic.assign(queue_->codec().lane_has_topic()
                       ? std::string_view(lane->topic)
                       : key.substr(seek.size()));
@@ -602,17 +606,31 @@ absl::StatusOr<bool> GroupImpl::ReadLane(
       if (contiguous) lane->scan = id.Next();
       continue;
     }
+    std::string_view k, payload;
+    uint64_t not_before_ms;
+    if (!format::DecodeMessageValue(ToStd(it->value()), &k, &payload,
+                                    &not_before_ms)) {
+      return absl::DataLossError(absl::StrCat(
+          "queue '", queue_->name(), "': malformed message ", id.ToString()));
+    }
+    const absl::Time not_before = format::NotBeforeTime(not_before_ms);
+    if (not_before > now) {
+      // Delayed: it waits with the redeliveries until its time (a record,
+      // attempt 0, so that a restart keeps the time).
+      Rec& rec = lane->tasks[id];
+      rec.attempts = 0;
+      AddWaiting(lane, id, &rec, not_before);
+      PutTask(lane, id, &rec, batch);
+      if (contiguous) lane->scan = id.Next();
+      continue;
+    }
     if (!topics.empty() &&
         std::find(topics.begin(), topics.end(), topic) == topics.end()) {
       contiguous = false;  // Left for a claim without this filter.
       continue;
     }
     Task t;
-    std::string_view k, payload;
-    if (!format::DecodeMessageValue(ToStd(it->value()), &k, &payload)) {
-      return absl::DataLossError(absl::StrCat(
-          "queue '", queue_->name(), "': malformed message ", id.ToString()));
-    }
+    t.not_before = not_before;
     t.topic.assign(topic);
     t.key.assign(k);
     t.payload.assign(payload);
@@ -721,12 +739,7 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
   const MessageId cutoff = queue_->TtlCutoff(now);
   const absl::Duration lease =
       o.lease == absl::ZeroDuration() ? options_.lease : o.lease;
-  // The earliest redelivery still in the future (for a waiting claim).
-  *next_due = absl::InfiniteFuture();
-  for (const std::set<WaitKey>& ws : waiting_) {
-    auto it = ws.upper_bound(WaitKey{now, UINT64_MAX, nullptr, {}});
-    if (it != ws.end()) *next_due = std::min(*next_due, it->due);
-  }
+
   const bool has_topic = queue_->codec().lane_has_topic();
   auto lane_matches = [&](const Lane* lane) {
     if (!partitions.empty() && !partitions[lane->partition]) return false;
@@ -823,6 +836,13 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
     rec.lease = *id;
   }
   Committed(&touched);
+  // The earliest redelivery still in the future (for a waiting claim),
+  // including delayed messages this claim just read past.
+  *next_due = absl::InfiniteFuture();
+  for (const std::set<WaitKey>& ws : waiting_) {
+    auto it = ws.upper_bound(WaitKey{now, UINT64_MAX, nullptr, {}});
+    if (it != ws.end()) *next_due = std::min(*next_due, it->due);
+  }
   return out;
 }
 
@@ -866,7 +886,7 @@ absl::Status GroupImpl::FindHeld(const Task& t, bool allow_expired, Lane** lane,
         TaskName(t), " is not held in group '", name_, "': ", Av(why)));
   };
   *lane = FindLane(prefix);
-  if (*lane == nullptr) {
+  if (*lane == nullptr || t.attempt == 0) {
     return not_held("it was completed, or never handed out");
   }
   auto it = (*lane)->tasks.find(t.id);
@@ -1315,10 +1335,14 @@ absl::StatusOr<GroupStats> GroupImpl::Stats() {
     for (const auto& [id, rec] : lane->tasks) {
       if (rec.state == format::TaskState::kInFlight) {
         oldest = std::min(oldest, rec.since);
+      } else if (rec.state == format::TaskState::kWaiting &&
+                 rec.attempts == 0 && !rec.dying) {
+        ++st.delayed;
       }
     }
   }
   if (oldest != absl::InfiniteFuture()) st.oldest_in_flight = now - oldest;
+  st.redelivery -= st.delayed;
 
   std::unique_ptr<leveldb::Iterator> it(
       db_->leveldb()->NewIterator(leveldb::ReadOptions()));

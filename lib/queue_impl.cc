@@ -58,6 +58,17 @@ absl::Status QueueImpl::Validate(const Message& m, int64_t index) const {
     return error(absl::StrFormat("partition %d is out of range 0..%d",
                                  *m.partition, o.partitions - 1));
   }
+  if (m.delay < absl::ZeroDuration() ||
+      m.delay > absl::Hours(24 * 365 * 100)) {
+    return error(absl::StrCat("delay ", absl::FormatDuration(m.delay),
+                              " is negative or over 100 years"));
+  }
+  if (m.not_before != absl::InfinitePast() &&
+      (m.not_before < absl::UnixEpoch() ||
+       m.not_before > MessageId::Max().time())) {
+    return error(absl::StrCat("not_before ", absl::FormatTime(m.not_before),
+                              " is before 1970 or after year 10889"));
+  }
   if (m.priority < 0 || m.priority >= o.priorities) {
     return error(absl::StrFormat("priority %d is out of range 0..%d",
                                  m.priority, o.priorities - 1));

@@ -198,11 +198,14 @@ class ScannerImpl final : public Scanner {
       value = e.value;
     }
     view_.partition = lane->partition;
-    if (!format::DecodeMessageValue(value, &view_.key, &view_.payload)) {
+    uint64_t not_before_ms;
+    if (!format::DecodeMessageValue(value, &view_.key, &view_.payload,
+                                    &not_before_ms)) {
       return Fail(absl::DataLossError(
           absl::StrCat("undecodable message value in partition ",
                        lane->partition, " at id ", view_.id.ToString())));
     }
+    view_.not_before = format::NotBeforeTime(not_before_ms);
     return true;
   }
 

@@ -55,12 +55,21 @@ TEST_CASE("message values round-trip with and without a key") {
   for (const std::string& key : {std::string(), std::string("url"), binary}) {
     for (const std::string& payload :
          {std::string(), std::string("x"), binary, std::string(5000, 'p')}) {
-      std::string v;
-      AppendMessageValue(&v, key, payload);
-      std::string_view k, p;
-      REQUIRE(DecodeMessageValue(v, &k, &p));
-      CHECK(k == key);
-      CHECK(p == payload);
+      for (uint64_t not_before : {uint64_t{0}, uint64_t{1},
+                                  uint64_t{1767225600000}, MessageId::kMaxMs}) {
+        std::string v;
+        AppendMessageValue(&v, key, payload, not_before);
+        std::string_view k, p;
+        uint64_t nb = 7;
+        REQUIRE(DecodeMessageValue(v, &k, &p, &nb));
+        CHECK(k == key);
+        CHECK(p == payload);
+        CHECK(nb == not_before);
+        // Without a not-before the value is what it always was.
+        if (not_before == 0)
+          CHECK(v.size() ==
+                2 + (key.empty() ? 0 : 1 + key.size()) + payload.size());
+      }
     }
   }
 }
@@ -71,6 +80,9 @@ TEST_CASE("malformed message values are rejected") {
   CHECK_FALSE(DecodeMessageValue(std::string("\x01", 1), &k, &p));
   CHECK_FALSE(DecodeMessageValue(std::string("\x02\x00", 2), &k, &p));
   CHECK_FALSE(DecodeMessageValue(std::string("\x01\x02", 2), &k, &p));
+  CHECK_FALSE(DecodeMessageValue(std::string("\x01\x04", 2), &k, &p));
+  // A not-before of 0 is never written.
+  CHECK_FALSE(DecodeMessageValue(std::string("\x01\x02\x00", 3), &k, &p));
   // Key flag with a key length running past the end.
   CHECK_FALSE(DecodeMessageValue(std::string("\x01\x01\x05"
                                              "ab",

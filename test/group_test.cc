@@ -1535,17 +1535,31 @@ TEST_CASE("stored cursors only move forward") {
 class BackgroundClaim {
  public:
   BackgroundClaim(ConsumerGroup* g, ClaimOptions o)
-      : thread_([this, g, o] { result_ = g->Claim(o); }) {}
+      : thread_([this, g, o] {
+          result_ = g->Claim(o);
+          done_.store(true);
+        }) {}
   ~BackgroundClaim() {
     if (thread_.joinable()) thread_.join();
   }
+  // A claim that never returns would hang the test: after 60 s (a liveness
+  // bound, not a timing test) the process aborts, naming the cause.
   absl::StatusOr<std::vector<Task>> Wait() {
+    const absl::Time give_up = absl::Now() + absl::Seconds(60);
+    while (!done_.load() && absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    if (!done_.load()) {
+      std::fprintf(stderr, "a waiting claim was not woken within 60 s\n");
+      std::abort();
+    }
     thread_.join();
     return result_;
   }
 
  private:
   absl::StatusOr<std::vector<Task>> result_;
+  std::atomic<bool> done_{false};
   std::thread thread_;
 };
 
@@ -1642,6 +1656,102 @@ TEST_CASE("closing the Db or dropping the queue fails waiting claims") {
   const absl::Status s = c.Wait().status();
   CHECK(absl::IsFailedPrecondition(s));
   CHECK(s.message().find("clos") != std::string::npos);
+}
+
+// ------------------------------------------------------------ delayed delivery
+
+TEST_CASE("a delayed message is stored in order but handed out at its time") {
+  const Layout layout = GENERATE(Layout::kTime, Layout::kTopic);
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.layout = layout}));
+  PutN(q, 1, "before");
+  const absl::Time due = f.clock().Now() + absl::Seconds(10);
+  const PutResult late = ValueOrDie(q->Put(
+      {.payload = "later", .partition = 0u, .delay = absl::Seconds(10)}));
+  PutN(q, 1, "after");
+  // Scanners see it at once, in id order, with its time.
+  const std::vector<test::ScannedMessage> all = test::ScanAll(q);
+  REQUIRE(all.size() == 3);
+  CHECK(all[1].payload == "later");
+  {
+    auto scanner = ValueOrDie(q->NewScanner({}));
+    REQUIRE(scanner->Next());
+    CHECK(scanner->message().not_before == absl::InfinitePast());
+    REQUIRE(scanner->Next());
+    CHECK(scanner->message().not_before == due);
+  }
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  const std::vector<Task> now = ValueOrDie(g->Claim({.max = 10}));
+  CHECK(Payloads(now) == std::vector<std::string>{"before0", "after0"});
+  GroupStats st = ValueOrDie(g->Stats());
+  CHECK(st.delayed == 1);
+  CHECK(st.redelivery == 0);
+  CHECK(st.backlog == 0);
+  HQ_REQUIRE_OK(g->Complete(now));
+  f.clock().Advance(absl::Seconds(9));
+  CHECK(ValueOrDie(g->Claim({.max = 10})).empty());
+  f.clock().Advance(absl::Seconds(1));
+  const std::vector<Task> t = ValueOrDie(g->Claim({.max = 10}));
+  REQUIRE(t.size() == 1);
+  CHECK(t[0].id == late.id);
+  CHECK(t[0].attempt == 1);
+  CHECK(t[0].not_before == due);
+  CHECK(ValueOrDie(g->Stats()).delayed == 0);
+  HQ_REQUIRE_OK(g->Complete(t));
+  CHECK(TaskRecords(f.db(), q) == 0);
+}
+
+TEST_CASE("delayed delivery keeps its time across a restart") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  const absl::Time t0 = f.clock().Now();
+  HQ_REQUIRE_OK(
+      q->Put({.payload = "seen", .not_before = t0 + absl::Hours(1)}).status());
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  CHECK(ValueOrDie(g->Claim({})).empty());  // Read past: recorded.
+  HQ_REQUIRE_OK(q->Put({.payload = "unseen", .not_before = t0 + absl::Hours(2)})
+                    .status());
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  g = ValueOrDie(q->Group("g"));
+  CHECK(ValueOrDie(g->Claim({.max = 10})).empty());
+  CHECK(ValueOrDie(g->Stats()).delayed == 2);
+  f.clock().Advance(absl::Hours(1));
+  CHECK(Payloads(ValueOrDie(g->Claim({.max = 10}))) ==
+        std::vector<std::string>{"seen"});
+  f.clock().Advance(absl::Hours(1));
+  CHECK(Payloads(ValueOrDie(g->Claim({.max = 10}))) ==
+        std::vector<std::string>{"unseen"});
+}
+
+TEST_CASE("a waiting claim wakes when a delayed message falls due") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  HQ_REQUIRE_OK(
+      q->Put({.payload = "soon", .delay = absl::Minutes(1)}).status());
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  BackgroundClaim claim(g, {.wait = absl::Hours(1)});
+  AwaitWaiters(g, 1);
+  f.clock().Advance(absl::Minutes(1));
+  CHECK(Payloads(ValueOrDie(claim.Wait())) == std::vector<std::string>{"soon"});
+}
+
+TEST_CASE("delays are checked") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  CHECK(absl::IsInvalidArgument(
+      q->Put({.payload = "x", .delay = -absl::Seconds(1)}).status()));
+  CHECK(absl::IsInvalidArgument(
+      q->Put({.payload = "x", .delay = absl::InfiniteDuration()}).status()));
+  CHECK(absl::IsInvalidArgument(
+      q->Put({.payload = "x", .not_before = absl::FromUnixSeconds(-5)})
+          .status()));
+  CHECK(test::ScanAll(q).empty());
+  // A not-before in the past is no delay.
+  HQ_REQUIRE_OK(
+      q->Put({.payload = "x", .not_before = f.clock().Now() - absl::Hours(1)})
+          .status());
+  CHECK(ValueOrDie(ValueOrDie(q->Group("g"))->Claim({})).size() == 1);
 }
 
 }  // namespace

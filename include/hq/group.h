@@ -113,6 +113,8 @@ struct Task {
   uint32_t attempt = 0;
   // When the lease ends (by the Db's clock), unless extended.
   absl::Time lease_deadline;
+  // The message's delayed-delivery time (InfinitePast() if none).
+  absl::Time not_before = absl::InfinitePast();
 };
 
 // Why a task was dead-lettered. DO NOT CHANGE the values (persisted).
@@ -152,6 +154,9 @@ struct GroupStats {
   // Tasks waiting to be delivered again (released, lease expired, or
   // interrupted by a restart), due or not.
   uint64_t redelivery = 0;
+  // Messages read past by the scan cursor whose not-before time has not
+  // come yet (delayed delivery).
+  uint64_t delayed = 0;
   // Messages in the dead-letter queue (and tasks about to go there).
   uint64_t dead_letters = 0;
   // Now minus the claim time of the oldest task in flight; zero if none.

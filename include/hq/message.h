@@ -82,6 +82,15 @@ struct Message {
 
   // 0..priorities-1; higher is served first by consumer groups. Default 0.
   int priority = 0;
+
+  // Delayed delivery: no consumer group hands the message out before
+  // max(not_before, the write time + delay), by the Db's clock (whole
+  // milliseconds, rounded up). The message is stored in id order like any
+  // other, and scanners see it at once, with MessageView::not_before set.
+  // Defaults: no delay. Limits: delay >= 0, finite; not_before before year
+  // 10889.
+  absl::Time not_before = absl::InfinitePast();
+  absl::Duration delay = absl::ZeroDuration();
 };
 
 // Where a written message went.
@@ -99,6 +108,8 @@ struct MessageView {
   std::string_view topic;
   std::string_view key;
   std::string_view payload;
+  // Its delayed-delivery time; InfinitePast() if it had none.
+  absl::Time not_before = absl::InfinitePast();
 };
 
 }  // namespace hq
