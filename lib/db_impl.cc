@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <tuple>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -507,6 +508,7 @@ absl::Status DbImpl::DeleteQueueData(uint32_t queue_id) {
   for (const std::string& prefix :
        {format::MessagePrefix(queue_id), format::ReservePrefix(queue_id),
         format::LaneDirPrefix(queue_id), format::GroupPrefix(queue_id),
+        format::QueuePrefix(format::kDedupTag, queue_id),
         format::QueuePrefix(format::kCursorTag, queue_id),
         format::QueuePrefix(format::kTaskTag, queue_id),
         format::QueuePrefix(format::kDeadTag, queue_id)}) {
@@ -653,6 +655,8 @@ absl::Status DbImpl::SweepQueue(uint32_t queue_id, std::string_view name,
     leveldb::WriteBatch b;
     size_t in_batch = 0, lane_deleted = 0;
     MessageId last_deleted;
+    // Dedup records of the deleted messages: (record key, partition, id).
+    std::vector<std::tuple<std::string, uint32_t, MessageId>> dedups;
     // The watermark moves to just past the last id deleted, never to the
     // cutoff: a message committed late (or below a stepped-back cutoff) and
     // not seen by this sweep stays above it and is deleted next time.
@@ -664,6 +668,34 @@ absl::Status DbImpl::SweepQueue(uint32_t queue_id, std::string_view name,
           WriteOther(leveldb::WriteOptions(), &b, "sweeping expired messages"));
       b.Clear();
       in_batch = 0;
+      if (!dedups.empty()) {
+        // Deleted only if they still name the deleted message: a Put may
+        // have reused the key since. Inside the write pipeline, so no Put
+        // checks or writes a dedup record meanwhile.
+        Writer x;
+        x.exclusive = [&]() -> absl::Status {
+          write_mu_.AssertHeld();
+          if (!bg_error_.ok()) return BrokenError();
+          leveldb::WriteBatch del;
+          std::string value;
+          for (const auto& [key, partition, id] : dedups) {
+            uint32_t p;
+            MessageId stored;
+            if (db_->Get(leveldb::ReadOptions(), key, &value).ok() &&
+                format::DecodeDedup(value, &p, &stored) && p == partition &&
+                stored == id) {
+              del.Delete(key);
+            }
+          }
+          const absl::Status s =
+              FromLevelDb(db_->Write(leveldb::WriteOptions(), &del),
+                          "deleting expired dedup records");
+          if (!s.ok()) RecordWriteError(s);
+          return s;
+        };
+        HQ_RETURN_IF_ERROR(RunWriter(&x));
+        dedups.clear();
+      }
       return absl::OkStatus();
     };
     // Seek to where the last sweep stopped: the deleted keys before it are
@@ -678,6 +710,16 @@ absl::Status DbImpl::SweepQueue(uint32_t queue_id, std::string_view name,
       }
       ++stats->examined;
       if (k.id >= cutoff) break;  // Live (or the lane's fence).
+      std::string_view mkey, payload, dedup;
+      if (!format::DecodeMessageValue(ToStd(it->value()), &mkey, &payload,
+                                      nullptr, &dedup)) {
+        return absl::DataLossError(absl::StrCat(
+            "undecodable message value at '", Printable(key), "'"));
+      }
+      if (!dedup.empty()) {
+        dedups.emplace_back(format::DedupKey(queue_id, dedup), k.partition,
+                            k.id);
+      }
       b.Delete(it->key());
       last_deleted = k.id;
       ++lane_deleted;
@@ -841,11 +883,50 @@ absl::Status DbImpl::AddToBatch(Writer* w) {
       clock_ms < 0
           ? 0
           : std::min(static_cast<uint64_t>(clock_ms), MessageId::kMaxMs);
-  // First pass: load partitions and assign ids. Every failure happens here,
-  // before anything is appended to batch_ or any reservation is raised.
+  // First pass: check dedup keys, load partitions and assign ids. Every
+  // failure happens here, before anything is appended to batch_ or any
+  // reservation is raised. Dedup check and insert are atomic: they happen
+  // here, in the leader, one batch at a time.
+  std::vector<std::string> dedup_added;  // Undone if this writer fails.
+  auto undo = [&] {
+    for (const std::string& k : dedup_added) dedup_in_batch_.erase(k);
+  };
+  const MessageId cutoff = q->TtlCutoff(clock_now);
+  std::string value;
   for (size_t i = 0; i < w->messages.size(); ++i) {
+    const Message& m = w->messages[i];
+    std::string dedup;
+    if (!m.dedup_key.empty()) {
+      dedup = format::DedupKey(qid, m.dedup_key);
+      if (auto it = dedup_in_batch_.find(dedup); it != dedup_in_batch_.end()) {
+        w->results[i] = it->second;  // Written earlier in this batch.
+        w->results[i].duplicate = true;
+        continue;
+      }
+      leveldb::Status s = db_->Get(leveldb::ReadOptions(), dedup, &value);
+      if (s.ok()) {
+        PutResult existing;
+        if (!format::DecodeDedup(value, &existing.partition, &existing.id)) {
+          undo();
+          return absl::DataLossError("malformed dedup record");
+        }
+        if (!(existing.id < cutoff)) {
+          existing.duplicate = true;
+          w->results[i] = existing;
+          continue;
+        }
+      } else if (!s.IsNotFound()) {
+        undo();
+        return FromLevelDb(s, "reading a dedup record");
+      }
+    }
     const uint32_t p = w->partitions[i];
-    HQ_ASSIGN_OR_RETURN(PartitionIds * st, LoadPartition(qid, p));
+    absl::StatusOr<PartitionIds*> loaded = LoadPartition(qid, p);
+    if (!loaded.ok()) {
+      undo();
+      return loaded.status();
+    }
+    PartitionIds* st = *loaded;
     MessageId id;
     if (!st->has_last || now_ms > st->last.ms) {
       id = MessageId{now_ms, 0};
@@ -853,6 +934,7 @@ absl::Status DbImpl::AddToBatch(Writer* w) {
       // Max() is never assigned: it stays the exclusive end of every range.
       id = st->last.Next();
     } else {
+      undo();
       return absl::ResourceExhaustedError(absl::StrFormat(
           "partition %d of queue '%s' has used every MessageId", p, q->name()));
     }
@@ -860,11 +942,16 @@ absl::Status DbImpl::AddToBatch(Writer* w) {
     st->last = id;
     st->has_last = true;
     w->results[i] = PutResult{p, id};
+    if (!dedup.empty()) {
+      dedup_in_batch_.emplace(dedup, w->results[i]);
+      dedup_added.push_back(std::move(dedup));
+    }
   }
   // Second pass: append reservations and messages.
   for (size_t i = 0; i < w->messages.size(); ++i) {
     const Message& m = w->messages[i];
-    const auto [p, id] = w->results[i];
+    if (w->results[i].duplicate) continue;
+    const auto [p, id, duplicate] = w->results[i];
     PartitionIds& st = ids_[(uint64_t{qid} << 16) | p];
     if (id.ms >= st.reserved_ms) {
       st.reserved_ms =
@@ -887,8 +974,13 @@ absl::Status DbImpl::AddToBatch(Writer* w) {
           absl::Ceil(at - absl::UnixEpoch(), absl::Milliseconds(1)));
       if (at > clock_now && ms > 0) not_before_ms = static_cast<uint64_t>(ms);
     }
-    format::AppendMessageValue(&value_buf_, m.key, m.payload, not_before_ms);
+    format::AppendMessageValue(&value_buf_, m.key, m.payload, not_before_ms,
+                               m.dedup_key);
     batch_.Put(key_buf_, value_buf_);
+    if (!m.dedup_key.empty()) {
+      batch_.Put(format::DedupKey(qid, m.dedup_key),
+                 format::EncodeDedup(p, id));
+    }
   }
   if (w->append) w->append(&batch_);
   return absl::OkStatus();
@@ -941,6 +1033,7 @@ absl::Status DbImpl::RunWriterLocked(Writer* w) {
     w->status = w->exclusive();
   } else {
     batch_.Clear();
+    dedup_in_batch_.clear();
     const bool sync = w->sync;
     bool any = false;
     for (Writer* x : writers_) {

@@ -250,6 +250,8 @@ class DbImpl final : public Db {
   std::string value_buf_;
   std::string dir_buf_;
   std::string fence_buf_;
+  // Dedup keys (format::DedupKey) written by the batch being built.
+  absl::flat_hash_map<std::string, PutResult> dedup_in_batch_;
   // The lane of the last message appended; its directory entry and fence
   // are in known_lanes_ (cleared with it).
   std::string last_lane_ ABSL_GUARDED_BY(write_mu_);

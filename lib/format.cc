@@ -14,6 +14,7 @@ constexpr uint8_t kQueueRecordVersion = 1;
 constexpr uint8_t kMessageValueVersion = 1;
 constexpr uint8_t kFlagHasKey = 0x01;
 constexpr uint8_t kFlagNotBefore = 0x02;
+constexpr uint8_t kFlagDedup = 0x04;
 constexpr uint8_t kGroupRecordVersion = 1;
 
 std::string Tagged(char tag, std::string_view rest) {
@@ -76,6 +77,31 @@ std::string GroupKey(uint32_t queue_id, std::string_view group_name) {
   s.append(group_name);
   return s;
 }
+std::string DedupKey(uint32_t queue_id, std::string_view dedup_key) {
+  std::string s = TaggedQueue(kDedupTag, queue_id);
+  s.append(dedup_key);
+  return s;
+}
+
+std::string EncodeDedup(uint32_t partition, MessageId id) {
+  std::string s;
+  coding::PutFixed16(&s, static_cast<uint16_t>(partition));
+  coding::PutFixed64(&s, (id.ms << 16) | id.seq);
+  return s;
+}
+
+bool DecodeDedup(std::string_view in, uint32_t* partition, MessageId* id) {
+  uint16_t p;
+  uint64_t v;
+  if (!coding::GetFixed16(&in, &p) || !coding::GetFixed64(&in, &v) ||
+      !in.empty()) {
+    return false;
+  }
+  *partition = p;
+  *id = MessageId{v >> 16, static_cast<uint16_t>(v & 0xffff)};
+  return true;
+}
+
 std::string QueuePrefix(char tag, uint32_t queue_id) {
   return TaggedQueue(tag, queue_id);
 }
@@ -412,29 +438,39 @@ absl::Status DecodeQueueRecord(std::string_view in, QueueRecord* r) {
 }
 
 void AppendMessageValue(std::string* dst, std::string_view key,
-                        std::string_view payload, uint64_t not_before_ms) {
+                        std::string_view payload, uint64_t not_before_ms,
+                        std::string_view dedup) {
   coding::PutFixed8(dst, kMessageValueVersion);
   uint8_t flags = 0;
   if (!key.empty()) flags |= kFlagHasKey;
   if (not_before_ms != 0) flags |= kFlagNotBefore;
+  if (!dedup.empty()) flags |= kFlagDedup;
   coding::PutFixed8(dst, flags);
   if (!key.empty()) coding::PutLengthPrefixed(dst, key);
+  if (!dedup.empty()) coding::PutLengthPrefixed(dst, dedup);
   if (not_before_ms != 0) coding::PutVarint64(dst, not_before_ms);
   dst->append(payload);
 }
 
 bool DecodeMessageValue(std::string_view in, std::string_view* key,
-                        std::string_view* payload, uint64_t* not_before_ms) {
+                        std::string_view* payload, uint64_t* not_before_ms,
+                        std::string_view* dedup) {
   uint8_t version, flags;
   if (!coding::GetFixed8(&in, &version) || version != kMessageValueVersion ||
       !coding::GetFixed8(&in, &flags) ||
-      (flags & ~(kFlagHasKey | kFlagNotBefore)) != 0) {
+      (flags & ~(kFlagHasKey | kFlagNotBefore | kFlagDedup)) != 0) {
     return false;
   }
   *key = std::string_view();
   if ((flags & kFlagHasKey) != 0 && !coding::GetLengthPrefixed(&in, key)) {
     return false;
   }
+  std::string_view d;
+  if ((flags & kFlagDedup) != 0 &&
+      (!coding::GetLengthPrefixed(&in, &d) || d.empty())) {
+    return false;
+  }
+  if (dedup != nullptr) *dedup = d;
   uint64_t not_before = 0;
   if ((flags & kFlagNotBefore) != 0 &&
       (!coding::GetVarint64(&in, &not_before) || not_before == 0 ||

@@ -74,10 +74,17 @@
 //                   (length-prefixed topic)
 //                   reason: hq::DeadLetterReason.
 //   meta "next_group_id" -> fixed32 the next group id to hand out
+//   dedup key    := 0x0a fixed32 queue_id dedup_key
+//                   -> fixed16 partition message_id
+//                   The message written with that dedup key; stale once
+//                   the message is past the queue's TTL (the sweep deletes
+//                   it with the message).
 //   message value := fixed8 1 (value version)
 //                   fixed8 flags                bit 0: has key; bit 1: has
-//                                               not-before; others 0
+//                                               not-before; bit 2: has
+//                                               dedup key; others 0
 //                   [varint32 key_len key]      if flags bit 0
+//                   [varint32 len dedup_key]    if flags bit 2
 //                   [varint64 not_before_ms]    if flags bit 1: Unix ms > 0
 //                   payload                     the rest
 
@@ -108,6 +115,7 @@ inline constexpr char kGroupTag = 0x06;
 inline constexpr char kCursorTag = 0x07;
 inline constexpr char kTaskTag = 0x08;
 inline constexpr char kDeadTag = 0x09;
+inline constexpr char kDedupTag = 0x0a;
 inline constexpr char kMessageTag = 0x10;
 
 // Bumped when a change makes old code unable to read new data.
@@ -204,14 +212,20 @@ std::string EncodeQueueRecord(const QueueRecord& record);
 // DataLoss on malformed input.
 absl::Status DecodeQueueRecord(std::string_view in, QueueRecord* record);
 
-// Appends a message value; not_before_ms 0: none.
+// Appends a message value; not_before_ms 0: none; dedup "": none.
 void AppendMessageValue(std::string* dst, std::string_view key,
-                        std::string_view payload, uint64_t not_before_ms = 0);
-// Splits a message value into views of `in`, and its not-before time (0 if
-// none) into *not_before_ms if not null. False if malformed.
+                        std::string_view payload, uint64_t not_before_ms = 0,
+                        std::string_view dedup = {});
+// Splits a message value into views of `in`, its not-before time (0 if
+// none) into *not_before_ms and its dedup key into *dedup (each if not
+// null). False if malformed.
 bool DecodeMessageValue(std::string_view in, std::string_view* key,
                         std::string_view* payload,
-                        uint64_t* not_before_ms = nullptr);
+                        uint64_t* not_before_ms = nullptr,
+                        std::string_view* dedup = nullptr);
+std::string DedupKey(uint32_t queue_id, std::string_view dedup_key);
+std::string EncodeDedup(uint32_t partition, MessageId id);
+bool DecodeDedup(std::string_view in, uint32_t* partition, MessageId* id);
 // The not-before time of a decoded value (InfinitePast() for 0).
 inline absl::Time NotBeforeTime(uint64_t not_before_ms) {
   return not_before_ms == 0

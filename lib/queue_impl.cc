@@ -50,6 +50,11 @@ absl::Status QueueImpl::Validate(const Message& m, int64_t index) const {
     return error(absl::StrFormat("topic of %d bytes exceeds the limit of %d",
                                  m.topic.size(), format::kMaxTopicBytes));
   }
+  if (m.dedup_key.size() > format::kMaxKeyBytes) {
+    return error(
+        absl::StrFormat("dedup key of %d bytes exceeds the limit of %d",
+                        m.dedup_key.size(), format::kMaxKeyBytes));
+  }
   if (m.key.size() > format::kMaxKeyBytes) {
     return error(absl::StrFormat("key of %d bytes exceeds the limit of %d",
                                  m.key.size(), format::kMaxKeyBytes));
@@ -58,8 +63,7 @@ absl::Status QueueImpl::Validate(const Message& m, int64_t index) const {
     return error(absl::StrFormat("partition %d is out of range 0..%d",
                                  *m.partition, o.partitions - 1));
   }
-  if (m.delay < absl::ZeroDuration() ||
-      m.delay > absl::Hours(24 * 365 * 100)) {
+  if (m.delay < absl::ZeroDuration() || m.delay > absl::Hours(24 * 365 * 100)) {
     return error(absl::StrCat("delay ", absl::FormatDuration(m.delay),
                               " is negative or over 100 years"));
   }

@@ -91,12 +91,24 @@ struct Message {
   // 10889.
   absl::Time not_before = absl::InfinitePast();
   absl::Duration delay = absl::ZeroDuration();
+
+  // Deduplication (a crawler's URL). If a live message of the queue (one
+  // not past the queue's TTL) was written with the same dedup key, the Put
+  // writes nothing and returns that message's partition and id with
+  // PutResult::duplicate set. Check and insert are atomic, also across
+  // concurrent producers and within one PutBatch. The key is remembered
+  // while its message lives and forgotten with it (TTL, DropQueue).
+  // Empty: no deduplication. Limit: 0..1024 bytes.
+  std::string_view dedup_key;
 };
 
 // Where a written message went.
 struct PutResult {
   uint32_t partition = 0;
   MessageId id;
+  // The message was not written: a live message with its dedup key exists,
+  // and partition and id name that one.
+  bool duplicate = false;
 };
 
 // A message read from a queue. The views point into the Scanner that
