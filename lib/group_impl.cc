@@ -555,6 +555,20 @@ absl::Duration GroupImpl::Backoff(uint32_t attempts) {
 
 // ------------------------------------------------------------------ claim
 
+absl::Status GroupImpl::DecodeValue(std::string_view value, MessageId id,
+                                    Task* t) const {
+  std::string_view key, payload;
+  uint64_t not_before_ms;
+  if (!format::DecodeMessageValue(value, &key, &payload, &not_before_ms)) {
+    return absl::DataLossError(absl::StrCat(
+        "queue '", queue_->name(), "': malformed message ", id.ToString()));
+  }
+  t->key.assign(key);
+  t->payload.assign(payload);
+  t->not_before = format::NotBeforeTime(not_before_ms);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<bool> GroupImpl::ReadMessage(Lane* lane, MessageId id,
                                             leveldb::Iterator* it, Task* t) {
   std::string seek = lane->prefix;
@@ -566,19 +580,10 @@ absl::StatusOr<bool> GroupImpl::ReadMessage(Lane* lane, MessageId id,
   }
   const std::string_view key = ToStd(it->key());
   if (!key.starts_with(seek)) return false;  // Gone (TTL sweep, drop).
-  std::string_view k, payload;
-  uint64_t not_before_ms;
-  if (!format::DecodeMessageValue(ToStd(it->value()), &k, &payload,
-                                  &not_before_ms)) {
-    return absl::DataLossError(absl::StrCat(
-        "queue '", queue_->name(), "': malformed message ", id.ToString()));
-  }
-  t->not_before = format::NotBeforeTime(not_before_ms);
+  HQ_RETURN_IF_ERROR(DecodeValue(ToStd(it->value()), id, t));
   t->topic.assign(queue_->codec().lane_has_topic()
                       ? std::string_view(lane->topic)
                       : key.substr(seek.size()));
-  t->key.assign(k);
-  t->payload.assign(payload);
   return true;
 }
 
@@ -606,20 +611,14 @@ absl::StatusOr<bool> GroupImpl::ReadLane(
       if (contiguous) lane->scan = id.Next();
       continue;
     }
-    std::string_view k, payload;
-    uint64_t not_before_ms;
-    if (!format::DecodeMessageValue(ToStd(it->value()), &k, &payload,
-                                    &not_before_ms)) {
-      return absl::DataLossError(absl::StrCat(
-          "queue '", queue_->name(), "': malformed message ", id.ToString()));
-    }
-    const absl::Time not_before = format::NotBeforeTime(not_before_ms);
-    if (not_before > now) {
+    Task t;
+    HQ_RETURN_IF_ERROR(DecodeValue(ToStd(it->value()), id, &t));
+    if (t.not_before > now) {
       // Delayed: it waits with the redeliveries until its time (a record,
       // attempt 0, so that a restart keeps the time).
       Rec& rec = lane->tasks[id];
       rec.attempts = 0;
-      AddWaiting(lane, id, &rec, not_before);
+      AddWaiting(lane, id, &rec, t.not_before);
       PutTask(lane, id, &rec, batch);
       if (contiguous) lane->scan = id.Next();
       continue;
@@ -629,11 +628,7 @@ absl::StatusOr<bool> GroupImpl::ReadLane(
       contiguous = false;  // Left for a claim without this filter.
       continue;
     }
-    Task t;
-    t.not_before = not_before;
     t.topic.assign(topic);
-    t.key.assign(k);
-    t.payload.assign(payload);
     Rec& rec = lane->tasks[id];
     HandOut(lane, id, &rec, now, lease, /*covered=*/contiguous, &t, batch);
     out->push_back(std::move(t));

@@ -150,6 +150,8 @@ class GroupImpl final : public ConsumerGroup {
                                 std::vector<Task>* out,
                                 leveldb::WriteBatch* batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets the key, payload and not-before of `t` from a message value.
+  absl::Status DecodeValue(std::string_view value, MessageId id, Task* t) const;
   // Reads the message `id` of `lane` into `t`. False if it is gone.
   absl::StatusOr<bool> ReadMessage(Lane* lane, MessageId id,
                                    leveldb::Iterator* it, Task* t)
