@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "lib/coding.h"
+#include "lib/status_macros.h"
 #include "lib/strings.h"
 
 namespace hq::format {
@@ -269,6 +270,31 @@ absl::Status ValidateGroupName(std::string_view name) {
   return ValidateName("group", name);
 }
 
+absl::Status ValidateTopicList(std::string_view field,
+                               const std::vector<std::string>& topics) {
+  for (const std::string& t : topics) {
+    if (t.size() > kMaxTopicBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s holds a topic of %d bytes, over the limit of %d",
+                          Av(field), t.size(), kMaxTopicBytes));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidatePartitionList(std::string_view field,
+                                   const std::vector<uint32_t>& partitions,
+                                   uint32_t queue_partitions) {
+  for (uint32_t p : partitions) {
+    if (p >= queue_partitions) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s holds %d, out of range 0..%d", Av(field), p,
+                          queue_partitions - 1));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateGroupOptions(const GroupOptions& o) {
   const absl::Duration kMaxDuration = absl::Hours(24 * 30);
   if (o.topics.size() > 1024) {
@@ -276,14 +302,7 @@ absl::Status ValidateGroupOptions(const GroupOptions& o) {
         "GroupOptions::topics holds %d topics; the limit is 1024",
         o.topics.size()));
   }
-  for (const std::string& t : o.topics) {
-    if (t.size() > kMaxTopicBytes) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "GroupOptions::topics holds a topic of %d bytes, over the limit of "
-          "%d",
-          t.size(), kMaxTopicBytes));
-    }
-  }
+  HQ_RETURN_IF_ERROR(ValidateTopicList("GroupOptions::topics", o.topics));
   if (o.lease < absl::Milliseconds(1) || o.lease > kMaxDuration) {
     return absl::InvalidArgumentError(
         absl::StrCat("GroupOptions::lease is ", absl::FormatDuration(o.lease),

@@ -195,6 +195,14 @@ bool DecodeDead(std::string_view in, DeadValue* d);
 
 // OK, or InvalidArgument naming the option outside its limits.
 absl::Status ValidateGroupOptions(const GroupOptions& options);
+// Checks of the topic and partition lists in ScanOptions, ClaimOptions and
+// GroupOptions: OK, or InvalidArgument naming `field` ("ScanOptions::topics")
+// and the bad entry.
+absl::Status ValidateTopicList(std::string_view field,
+                               const std::vector<std::string>& topics);
+absl::Status ValidatePartitionList(std::string_view field,
+                                   const std::vector<uint32_t>& partitions,
+                                   uint32_t queue_partitions);
 
 // OK, or InvalidArgument saying what is wrong with the name.
 absl::Status ValidateQueueName(std::string_view name);

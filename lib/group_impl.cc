@@ -651,25 +651,14 @@ absl::StatusOr<std::vector<Task>> GroupImpl::Claim(const ClaimOptions& o) {
         absl::StrCat("ClaimOptions::lease is ", absl::FormatDuration(o.lease),
                      "; it must be 0 or in 1ms..720h"));
   }
+  HQ_RETURN_IF_ERROR(format::ValidatePartitionList(
+      "ClaimOptions::partitions", o.partitions, qo.partitions));
+  HQ_RETURN_IF_ERROR(
+      format::ValidateTopicList("ClaimOptions::topics", o.topics));
   std::vector<bool> partitions;
   if (!o.partitions.empty()) {
     partitions.assign(qo.partitions, false);
-    for (uint32_t p : o.partitions) {
-      if (p >= qo.partitions) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "ClaimOptions::partitions holds %d, out of range 0..%d", p,
-            qo.partitions - 1));
-      }
-      partitions[p] = true;
-    }
-  }
-  for (const std::string& t : o.topics) {
-    if (t.size() > format::kMaxTopicBytes) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "ClaimOptions::topics holds a topic of %d bytes, over the limit of "
-          "%d",
-          t.size(), format::kMaxTopicBytes));
-    }
+    for (uint32_t p : o.partitions) partitions[p] = true;
   }
   if (o.wait < absl::ZeroDuration() || o.wait > kMaxLease) {
     return absl::InvalidArgumentError(absl::StrCat("ClaimOptions::wait is ",

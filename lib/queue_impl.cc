@@ -259,20 +259,13 @@ absl::StatusOr<std::unique_ptr<Scanner>> QueueImpl::NewScanner(
     const ScanOptions& options) {
   if (dropped()) return DroppedError();
   const QueueOptions& o = record_.options;
-  for (uint32_t p : options.partitions) {
-    if (p >= o.partitions) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "queue '%s': ScanOptions::partitions holds %d, out of range 0..%d",
-          name_, p, o.partitions - 1));
-    }
-  }
-  for (const std::string& t : options.topics) {
-    if (t.size() > format::kMaxTopicBytes) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "queue '%s': ScanOptions::topics holds a topic of %d bytes, over "
-          "the limit of %d",
-          name_, t.size(), format::kMaxTopicBytes));
-    }
+  absl::Status s = format::ValidatePartitionList(
+      "ScanOptions::partitions", options.partitions, o.partitions);
+  if (s.ok())
+    s = format::ValidateTopicList("ScanOptions::topics", options.topics);
+  if (!s.ok()) {
+    return absl::Status(s.code(),
+                        absl::StrCat("queue '", name_, "': ", s.message()));
   }
   for (const MessageId& id : {options.from, options.to}) {
     if (id.ms > MessageId::kMaxMs) {
