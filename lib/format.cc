@@ -17,6 +17,7 @@ constexpr uint8_t kFlagHasKey = 0x01;
 constexpr uint8_t kFlagNotBefore = 0x02;
 constexpr uint8_t kFlagDedup = 0x04;
 constexpr uint8_t kGroupRecordVersion = 1;
+constexpr uint8_t kGroupOrdered = 0x01;  // Group record flag.
 
 std::string Tagged(char tag, std::string_view rest) {
   std::string s(1, tag);
@@ -124,6 +125,7 @@ std::string EncodeGroupRecord(const GroupRecord& r) {
   coding::PutFixed32(&s, r.id);
   coding::PutVarint32(&s, static_cast<uint32_t>(r.topics.size()));
   for (const std::string& t : r.topics) coding::PutLengthPrefixed(&s, t);
+  coding::PutFixed8(&s, r.ordered ? kGroupOrdered : 0);
   return s;
 }
 
@@ -143,8 +145,15 @@ absl::Status DecodeGroupRecord(std::string_view in, GroupRecord* r) {
     }
     r->topics.emplace_back(t);
   }
-  if (!in.empty())
+  // Flags: absent in records written before ordered groups existed.
+  uint8_t flags = 0;
+  if (!in.empty() && !coding::GetFixed8(&in, &flags)) {
     return absl::DataLossError("malformed consumer group record");
+  }
+  if (!in.empty() || (flags & ~kGroupOrdered) != 0) {
+    return absl::DataLossError("malformed consumer group record");
+  }
+  r->ordered = (flags & kGroupOrdered) != 0;
   return absl::OkStatus();
 }
 
@@ -324,6 +333,12 @@ absl::Status ValidateGroupOptions(const GroupOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("GroupOptions::backoff_jitter is ", o.backoff_jitter,
                      "; it must be in 0..1"));
+  }
+  if (o.ownership_lease < absl::Milliseconds(1) ||
+      o.ownership_lease > kMaxDuration) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GroupOptions::ownership_lease is ",
+        absl::FormatDuration(o.ownership_lease), "; it must be in 1ms..720h"));
   }
   return absl::OkStatus();
 }

@@ -160,6 +160,7 @@ inline constexpr size_t kGroupRecordPrefixSize = 1 + 4 + 4;
 struct GroupRecord {
   uint32_t id = 0;
   std::vector<std::string> topics;  // Sorted, unique.
+  bool ordered = false;             // GroupOptions::ordered.
 };
 std::string EncodeGroupRecord(const GroupRecord& record);
 absl::Status DecodeGroupRecord(std::string_view in, GroupRecord* record);

@@ -21,6 +21,7 @@ namespace {
 constexpr absl::Duration kMaxLease = absl::Hours(24 * 30);
 // Stats counts the backlog key by key up to this many keys.
 constexpr uint64_t kStatsCountLimit = 100000;
+constexpr size_t kMaxConsumerBytes = 256;
 
 std::string_view ToStd(const leveldb::Slice& s) {
   return std::string_view(s.data(), s.size());
@@ -139,6 +140,7 @@ absl::Status GroupImpl::Load() {
   const int priorities = queue_->options().priorities;
   active_.resize(priorities);
   waiting_.resize(priorities);
+  if (record_.ordered) parts_.resize(queue_->options().partitions);
   HQ_RETURN_IF_ERROR(LoadRecords());
   HQ_RETURN_IF_ERROR(DiscoverLanes());
   // Tasks that were in flight are due now, in id order.
@@ -395,7 +397,37 @@ absl::StatusOr<GroupImpl::Lane*> GroupImpl::GetLane(
 void GroupImpl::Activate(Lane* lane) {
   if (lane->active) return;
   lane->active = true;
-  active_[lane->priority].push_back(lane);
+  if (record_.ordered) {
+    Part& part = parts_[lane->partition];
+    if (part.active.empty()) part.active.resize(active_.size());
+    part.active[lane->priority].push_back(lane);
+  } else {
+    active_[lane->priority].push_back(lane);
+  }
+}
+
+template <typename F>
+void GroupImpl::ForEachActive(F f) {
+  for (const std::deque<Lane*>& dq : active_) {
+    for (Lane* lane : dq) f(lane);
+  }
+  for (const Part& part : parts_) {
+    for (const std::deque<Lane*>& dq : part.active) {
+      for (Lane* lane : dq) f(lane);
+    }
+  }
+}
+
+bool GroupImpl::Pending(const Lane& lane) {
+  for (const auto& [id, rec] : lane.tasks) {
+    if (rec.state != format::TaskState::kDone) return true;
+  }
+  return false;
+}
+
+void GroupImpl::EndInFlight(Lane* lane) {
+  --in_flight_;
+  if (record_.ordered) --parts_[lane->partition].in_flight;
 }
 
 absl::Status GroupImpl::TakeNotes() {
@@ -488,6 +520,7 @@ void GroupImpl::HandOut(Lane* lane, MessageId id, Rec* rec, absl::Time now,
   rec->deadline = now + lease;
   rec->lease = 0;
   ++in_flight_;
+  if (record_.ordered) ++parts_[lane->partition].in_flight;
   t->partition = lane->partition;
   t->priority = lane->priority;
   t->id = id;
@@ -621,6 +654,7 @@ absl::StatusOr<bool> GroupImpl::ReadLane(
       AddWaiting(lane, id, &rec, t.not_before);
       PutTask(lane, id, &rec, batch);
       if (contiguous) lane->scan = id.Next();
+      if (record_.ordered) return false;  // It holds back the lane.
       continue;
     }
     if (!topics.empty() &&
@@ -665,11 +699,45 @@ absl::StatusOr<std::vector<Task>> GroupImpl::Claim(const ClaimOptions& o) {
                                                    absl::FormatDuration(o.wait),
                                                    "; it must be in 0..720h"));
   }
+  if (record_.ordered) {
+    if (o.consumer.empty() || o.consumer.size() > kMaxConsumerBytes) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "group '%s' is ordered: ClaimOptions::consumer must name the "
+          "consumer (1..%d bytes; it has %d)",
+          name_, kMaxConsumerBytes, o.consumer.size()));
+    }
+    if (!o.topics.empty() && !queue_->codec().lane_has_topic()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "group '", name_,
+          "' is ordered and its queue has the time layout: a claim cannot "
+          "filter by topic (it would hand out messages out of order)"));
+    }
+  }
   DbImpl::OpScope op(db_);
   HQ_RETURN_IF_ERROR(op.status());
+  // Ordered groups: while this call runs, its consumer stays live.
+  struct Claiming {
+    GroupImpl* g;
+    const std::string* name;
+    Claiming(GroupImpl* g, const std::string* name) : g(g), name(name) {
+      if (name == nullptr) return;
+      MutexLock l(&g->mu_);
+      ++g->claiming_[*name];
+    }
+    ~Claiming() {
+      if (name == nullptr) return;
+      MutexLock l(&g->mu_);
+      auto it = g->claiming_.find(*name);
+      if (--it->second == 0) {
+        g->claiming_.erase(it);
+        g->leaving_.erase(*name);
+      }
+    }
+  } claiming(this, record_.ordered ? &o.consumer : nullptr);
   if (o.wait == absl::ZeroDuration()) {
     absl::Time next_due;
-    return ClaimOnce(o, partitions, &next_due);
+    bool left;
+    return ClaimOnce(o, partitions, &next_due, &left);
   }
   const absl::Time deadline = db_->clock()->Now() + o.wait;
   waiters_.fetch_add(1);
@@ -684,10 +752,11 @@ absl::StatusOr<std::vector<Task>> GroupImpl::Claim(const ClaimOptions& o) {
       seen = wake_seq_;
     }
     absl::Time next_due;
+    bool left;
     HQ_ASSIGN_OR_RETURN(std::vector<Task> out,
-                        ClaimOnce(o, partitions, &next_due));
+                        ClaimOnce(o, partitions, &next_due, &left));
     const absl::Time now = db_->clock()->Now();
-    if (!out.empty() || now >= deadline) return out;
+    if (!out.empty() || now >= deadline || left) return out;
     if (db_->IsClosing()) return db_->ClosingError();
     if (queue_->dropped()) return queue_->DroppedError();
     // Sleep until a write notes a lane, a lease expires, a task is released,
@@ -711,22 +780,170 @@ void GroupImpl::Wake() {
   wait_cv_.SignalAll();
 }
 
+absl::Status GroupImpl::CollectDue(
+    int priority, const ClaimOptions& o, absl::Time now, MessageId cutoff,
+    absl::Duration lease, const std::function<bool(const Lane*)>& match,
+    leveldb::Iterator* it, std::vector<Task>* out, std::vector<Lane*>* touched,
+    std::vector<std::pair<Lane*, MessageId>>* gone,
+    leveldb::WriteBatch* batch) {
+  const bool has_topic = queue_->codec().lane_has_topic();
+  std::set<WaitKey>& ws = waiting_[priority];
+  for (auto w = ws.begin();
+       w != ws.end() && w->due <= now && out->size() < o.max;) {
+    Lane* lane = w->lane;
+    const MessageId id = w->id;
+    if (!match(lane)) {
+      ++w;
+      continue;
+    }
+    Rec* rec = &lane->tasks.find(id)->second;
+    Task t;
+    absl::StatusOr<bool> found =
+        id < cutoff ? false : ReadMessage(lane, id, it, &t);
+    if (!found.ok()) return found.status();
+    if (!has_topic && !o.topics.empty() && *found &&
+        std::find(o.topics.begin(), o.topics.end(), t.topic) ==
+            o.topics.end()) {
+      ++w;
+      continue;
+    }
+    w = ws.erase(w);
+    --waiting_count_;
+    Touch(lane, touched);
+    if (!*found) {
+      // Past the TTL: nothing left to deliver.
+      rec->state = format::TaskState::kDone;
+      gone->emplace_back(lane, id);
+      continue;
+    }
+    HandOut(lane, id, rec, now, lease, /*covered=*/false, &t, batch);
+    out->push_back(std::move(t));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GroupImpl::CollectUnordered(
+    const ClaimOptions& o, absl::Time now, MessageId cutoff,
+    absl::Duration lease, const std::function<bool(const Lane*)>& match,
+    leveldb::Iterator* it, std::vector<Task>* out, std::vector<Lane*>* touched,
+    std::vector<std::pair<Lane*, MessageId>>* gone,
+    leveldb::WriteBatch* batch) {
+  const bool has_topic = queue_->codec().lane_has_topic();
+  const int priorities = queue_->options().priorities;
+  for (int prio = priorities - 1; prio >= 0 && out->size() < o.max; --prio) {
+    // Tasks due for redelivery go first.
+    HQ_RETURN_IF_ERROR(CollectDue(prio, o, now, cutoff, lease, match, it, out,
+                                  touched, gone, batch));
+    // Then new messages, round-robin over the lanes that have any.
+    std::deque<Lane*>& dq = active_[prio];
+    while (out->size() < o.max && !dq.empty()) {
+      const size_t n = dq.size();
+      bool progress = false;
+      for (size_t k = 0; k < n && out->size() < o.max; ++k) {
+        Lane* lane = dq.front();
+        dq.pop_front();
+        if (!match(lane)) {
+          dq.push_back(lane);
+          continue;
+        }
+        const size_t remaining = o.max - out->size();
+        const size_t want = (remaining + (n - k) - 1) / (n - k);
+        const size_t before = out->size();
+        Touch(lane, touched);
+        HQ_ASSIGN_OR_RETURN(
+            bool drained,
+            ReadLane(lane, want,
+                     has_topic ? std::vector<std::string>() : o.topics, cutoff,
+                     now, lease, it, out, batch));
+        if (out->size() > before) progress = true;
+        if (drained) {
+          lane->active = false;
+        } else {
+          dq.push_back(lane);
+        }
+      }
+      if (!progress) break;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GroupImpl::CollectOrdered(
+    const ClaimOptions& o, Consumer* consumer,
+    const std::vector<bool>& partitions, absl::Time now, MessageId cutoff,
+    absl::Duration lease, const std::function<bool(const Lane*)>& match,
+    leveldb::Iterator* it, std::vector<Task>* out, std::vector<Lane*>* touched,
+    std::vector<std::pair<Lane*, MessageId>>* gone,
+    leveldb::WriteBatch* batch) {
+  // `match` accepts only lanes of the consumer's partitions with no task in
+  // flight. A waiting task is its lane's head (a lane has at most one task
+  // not completed), so due redeliveries go first as in CollectUnordered;
+  // then each idle partition gives the head of one lane without a pending
+  // task. Partitions take turns across calls.
+  const std::vector<uint32_t>& owned = consumer->partitions;
+  const int priorities = queue_->options().priorities;
+  for (int prio = priorities - 1; prio >= 0 && out->size() < o.max; --prio) {
+    HQ_RETURN_IF_ERROR(CollectDue(prio, o, now, cutoff, lease, match, it, out,
+                                  touched, gone, batch));
+    for (size_t k = 0; k < owned.size() && out->size() < o.max; ++k) {
+      const uint32_t p = owned[(consumer->next + k) % owned.size()];
+      Part& part = parts_[p];
+      if (part.in_flight > 0 || part.active.empty() ||
+          (!partitions.empty() && !partitions[p])) {
+        continue;
+      }
+      std::deque<Lane*>& dq = part.active[prio];
+      for (size_t j = 0, n = dq.size(); j < n && part.in_flight == 0; ++j) {
+        Lane* lane = dq.front();
+        dq.pop_front();
+        if (Pending(*lane) || !match(lane)) {
+          dq.push_back(lane);
+          continue;
+        }
+        Touch(lane, touched);
+        HQ_ASSIGN_OR_RETURN(bool drained, ReadLane(lane, 1, {}, cutoff, now,
+                                                   lease, it, out, batch));
+        if (drained) {
+          lane->active = false;
+        } else {
+          dq.push_back(lane);
+        }
+      }
+    }
+  }
+  if (!owned.empty()) consumer->next = (consumer->next + 1) % owned.size();
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
     const ClaimOptions& o, const std::vector<bool>& partitions,
-    absl::Time* next_due) {
+    absl::Time* next_due, bool* left) {
   MutexLock l(&mu_);
+  *left = false;
+  *next_due = absl::InfiniteFuture();
+  if (record_.ordered && leaving_.contains(o.consumer)) {
+    *left = true;
+    return std::vector<Task>();
+  }
   HQ_RETURN_IF_ERROR(Usable());
   HQ_RETURN_IF_ERROR(Fail(TakeNotes()));
   HQ_RETURN_IF_ERROR(FlushDying());
-  const QueueOptions& qo = queue_->options();
   const absl::Time now = db_->clock()->Now();
   const MessageId cutoff = queue_->TtlCutoff(now);
   const absl::Duration lease =
       o.lease == absl::ZeroDuration() ? options_.lease : o.lease;
 
   const bool has_topic = queue_->codec().lane_has_topic();
-  auto lane_matches = [&](const Lane* lane) {
+  Consumer* consumer = nullptr;
+  if (record_.ordered) {
+    HQ_ASSIGN_OR_RETURN(consumer, Join(o.consumer));
+  }
+  std::function<bool(const Lane*)> match = [&](const Lane* lane) {
     if (!partitions.empty() && !partitions[lane->partition]) return false;
+    if (consumer != nullptr) {
+      const Part& part = parts_[lane->partition];
+      if (part.owner != consumer || part.in_flight > 0) return false;
+    }
     return !has_topic || o.topics.empty() ||
            std::find(o.topics.begin(), o.topics.end(), lane->topic) !=
                o.topics.end();
@@ -738,70 +955,13 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
   leveldb::WriteBatch batch;
   std::unique_ptr<leveldb::Iterator> it(
       db_->leveldb()->NewIterator(leveldb::ReadOptions()));
-  for (int prio = qo.priorities - 1; prio >= 0 && out.size() < o.max; --prio) {
-    // Tasks due for redelivery go first.
-    std::set<WaitKey>& ws = waiting_[prio];
-    for (auto w = ws.begin();
-         w != ws.end() && w->due <= now && out.size() < o.max;) {
-      Lane* lane = w->lane;
-      const MessageId id = w->id;
-      if (!lane_matches(lane)) {
-        ++w;
-        continue;
-      }
-      Rec* rec = &lane->tasks.find(id)->second;
-      Task t;
-      absl::StatusOr<bool> found =
-          id < cutoff ? false : ReadMessage(lane, id, it.get(), &t);
-      if (!found.ok()) return Fail(found.status());
-      if (!has_topic && !o.topics.empty() && *found &&
-          std::find(o.topics.begin(), o.topics.end(), t.topic) ==
-              o.topics.end()) {
-        ++w;
-        continue;
-      }
-      w = ws.erase(w);
-      --waiting_count_;
-      Touch(lane, &touched);
-      if (!*found) {
-        // Past the TTL: nothing left to deliver.
-        rec->state = format::TaskState::kDone;
-        gone.emplace_back(lane, id);
-        continue;
-      }
-      HandOut(lane, id, rec, now, lease, /*covered=*/false, &t, &batch);
-      out.push_back(std::move(t));
-    }
-    // Then new messages, round-robin over the lanes that have any.
-    std::deque<Lane*>& dq = active_[prio];
-    while (out.size() < o.max && !dq.empty()) {
-      const size_t n = dq.size();
-      bool progress = false;
-      for (size_t k = 0; k < n && out.size() < o.max; ++k) {
-        Lane* lane = dq.front();
-        dq.pop_front();
-        if (!lane_matches(lane)) {
-          dq.push_back(lane);
-          continue;
-        }
-        const size_t remaining = o.max - out.size();
-        const size_t want = (remaining + (n - k) - 1) / (n - k);
-        const size_t before = out.size();
-        Touch(lane, &touched);
-        absl::StatusOr<bool> drained = ReadLane(
-            lane, want, has_topic ? std::vector<std::string>() : o.topics,
-            cutoff, now, lease, it.get(), &out, &batch);
-        if (!drained.ok()) return Fail(drained.status());
-        if (out.size() > before) progress = true;
-        if (*drained) {
-          lane->active = false;
-        } else {
-          dq.push_back(lane);
-        }
-      }
-      if (!progress) break;
-    }
-  }
+  absl::Status s =
+      consumer == nullptr
+          ? CollectUnordered(o, now, cutoff, lease, match, it.get(), &out,
+                             &touched, &gone, &batch)
+          : CollectOrdered(o, consumer, partitions, now, cutoff, lease, match,
+                           it.get(), &out, &touched, &gone, &batch);
+  if (!s.ok()) return Fail(s);
   for (Lane* lane : touched) Settle(lane, &batch);
   PutDone(gone, &batch);
   HQ_RETURN_IF_ERROR(Write(batch));
@@ -818,6 +978,7 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
         });
     if (!id.ok()) return Fail(id.status());
     rec.lease = *id;
+    if (consumer != nullptr) t.consumer = consumer->name;
   }
   Committed(&touched);
   // The earliest redelivery still in the future (for a waiting claim),
@@ -842,13 +1003,175 @@ void GroupImpl::OnLeaseExpired(const std::string& prefix, MessageId id,
     return;  // Completed, released or handed out again meanwhile.
   }
   if (waiters_.load() > 0) Wake();  // Due now, or a new earliest due time.
-  --in_flight_;
+  EndInFlight(lane);
   rec.lease = 0;
   if (rec.attempts >= options_.max_attempts) {
     MarkDying(lane, id, &rec, DeadLetterReason::kLeaseExpired);
     return;
   }
   AddWaiting(lane, id, &rec, db_->clock()->Now() + Backoff(rec.attempts));
+}
+
+// ------------------------------------------------ ordered groups: consumers
+
+absl::Status GroupImpl::ArmConsumer(Consumer* c) {
+  c->gen = ++next_consumer_gen_;
+  absl::StatusOr<LeaseId> id = db_->leases()->Create(
+      options_.ownership_lease,
+      [this, name = c->name, gen = c->gen] { OnConsumerExpired(name, gen); });
+  if (!id.ok()) return id.status();
+  c->lease = *id;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<GroupImpl::Consumer*> GroupImpl::Join(const std::string& name) {
+  auto it = consumers_.find(name);
+  if (it != consumers_.end()) {
+    Consumer* c = it->second.get();
+    if (!db_->leases()->Renew(c->lease, options_.ownership_lease).ok()) {
+      // Its expiry is running (waiting for our lock): a new lease, and the
+      // old one's action finds a stale generation.
+      HQ_RETURN_IF_ERROR(ArmConsumer(c));
+    }
+    return c;
+  }
+  auto c = std::make_unique<Consumer>();
+  c->name = name;
+  HQ_RETURN_IF_ERROR(ArmConsumer(c.get()));
+  Consumer* raw = c.get();
+  consumers_.emplace(name, std::move(c));
+  Rebalance();
+  return raw;
+}
+
+void GroupImpl::KeepAlive(const std::string& name) {
+  auto it = consumers_.find(name);
+  if (it == consumers_.end()) return;  // Gone: Claim joins it again.
+  Consumer* c = it->second.get();
+  if (!db_->leases()->Renew(c->lease, options_.ownership_lease).ok()) {
+    (void)ArmConsumer(c);  // Fails only when the Db is closing.
+  }
+}
+
+void GroupImpl::OnConsumerExpired(const std::string& name, uint64_t gen) {
+  {
+    MutexLock l(&mu_);
+    auto it = consumers_.find(name);
+    if (it == consumers_.end() || it->second->gen != gen) return;
+    if (claiming_.contains(name)) {
+      // Blocked in a claim: live. A new lease (fails only when closing).
+      (void)ArmConsumer(it->second.get());
+      return;
+    }
+    DropConsumer(name);  // Its lease just expired: nothing to cancel.
+  }
+}
+
+LeaseId GroupImpl::DropConsumer(const std::string& name) {
+  auto it = consumers_.find(name);
+  const LeaseId lease = it->second->lease;
+  for (uint32_t p : it->second->partitions) parts_[p].owner = nullptr;
+  consumers_.erase(it);
+  Rebalance();
+  return lease;
+}
+
+void GroupImpl::Rebalance() {
+  const size_t partitions = parts_.size();
+  std::vector<Consumer*> cs;
+  cs.reserve(consumers_.size());
+  for (auto& [name, c] : consumers_) cs.push_back(c.get());
+  // Quotas: P/n each, one more for the first P%n, which go to those that
+  // own the most now (so that the fewest partitions move).
+  std::sort(cs.begin(), cs.end(), [](const Consumer* a, const Consumer* b) {
+    return a->partitions.size() != b->partitions.size()
+               ? a->partitions.size() > b->partitions.size()
+               : a->name < b->name;
+  });
+  const size_t n = cs.size();
+  absl::flat_hash_map<const Consumer*, size_t> index;
+  std::vector<size_t> quota(n), kept(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    index[cs[i]] = i;
+    quota[i] = partitions / n + (i < partitions % n ? 1 : 0);
+  }
+  std::vector<uint32_t> free;
+  for (uint32_t p = 0; p < partitions; ++p) {
+    Consumer* owner = parts_[p].owner;
+    if (owner != nullptr) {
+      const size_t i = index.at(owner);
+      if (kept[i] < quota[i]) {
+        ++kept[i];
+        continue;
+      }
+    }
+    parts_[p].owner = nullptr;
+    free.push_back(p);
+  }
+  size_t i = 0;
+  for (uint32_t p : free) {
+    while (i < n && kept[i] >= quota[i]) ++i;
+    if (i == n) break;  // No consumers.
+    parts_[p].owner = cs[i];
+    ++kept[i];
+  }
+  for (Consumer* c : cs) c->partitions.clear();
+  for (uint32_t p = 0; p < partitions; ++p) {
+    if (parts_[p].owner != nullptr) parts_[p].owner->partitions.push_back(p);
+  }
+  for (Consumer* c : cs) {
+    c->next = c->partitions.empty() ? 0 : c->next % c->partitions.size();
+  }
+  // Waiting claims of consumers that gained partitions.
+  if (waiters_.load() > 0) Wake();
+}
+
+absl::StatusOr<std::vector<ConsumerInfo>> GroupImpl::Consumers() {
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  MutexLock l(&mu_);
+  HQ_RETURN_IF_ERROR(Usable());
+  std::vector<ConsumerInfo> out;
+  for (const auto& [name, c] : consumers_) {
+    ConsumerInfo info;
+    info.name = name;
+    info.partitions = c->partitions;
+    absl::StatusOr<absl::Time> deadline = db_->leases()->Deadline(c->lease);
+    // An expiry waiting for our lock: the consumer is about to leave.
+    info.lease_deadline = deadline.ok() ? *deadline : db_->clock()->Now();
+    out.push_back(std::move(info));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const ConsumerInfo& a, const ConsumerInfo& b) {
+              return a.name < b.name;
+            });
+  return out;
+}
+
+absl::Status GroupImpl::Leave(std::string_view consumer) {
+  if (!record_.ordered) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "group '", name_, "' is not ordered: it has no consumers to leave"));
+  }
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  LeaseId lease;
+  {
+    MutexLock l(&mu_);
+    HQ_RETURN_IF_ERROR(Usable());
+    if (!consumers_.contains(Av(consumer))) {
+      return absl::NotFoundError(absl::StrCat("'", Av(consumer),
+                                              "' is not a live consumer of "
+                                              "group '",
+                                              name_, "'"));
+    }
+    lease = DropConsumer(std::string(consumer));
+    if (claiming_.contains(Av(consumer))) leaving_.emplace(consumer);
+  }
+  // Outside the lock (an expiry running now waits for it, then finds the
+  // consumer gone).
+  (void)db_->leases()->Cancel(lease);
+  return absl::OkStatus();
 }
 
 // ------------------------------------------------- complete, release, extend
@@ -923,13 +1246,14 @@ absl::Status GroupImpl::Complete(std::span<const Task> tasks) {
       if (rec->state == format::TaskState::kWaiting) {
         RemoveWaiting(lane, tasks[i].id, rec);
       } else {
-        --in_flight_;
+        EndInFlight(lane);
         if (rec->lease != 0) cancel.push_back(rec->lease);
       }
       rec->lease = 0;
       rec->state = format::TaskState::kDone;
       done.emplace_back(lane, tasks[i].id);
       Touch(lane, &touched);
+      if (record_.ordered) KeepAlive(tasks[i].consumer);
     }
     // In order, the completion cursor passes them: only the cursor record
     // is written. Completed out of order, each gets a record.
@@ -941,6 +1265,8 @@ absl::Status GroupImpl::Complete(std::span<const Task> tasks) {
   // Outside the lock: Cancel waits for an expiry action that is running,
   // and that action takes the lock (it then finds the task completed).
   for (LeaseId id : cancel) (void)db_->leases()->Cancel(id);
+  // Ordered groups: the lanes after these tasks are free to go on.
+  if (record_.ordered && waiters_.load() > 0) Wake();
   return absl::OkStatus();
 }
 
@@ -961,7 +1287,8 @@ absl::Status GroupImpl::Release(const Task& task, absl::Duration retry_after) {
     Lane* lane;
     Rec* rec;
     HQ_RETURN_IF_ERROR(FindHeld(task, /*allow_expired=*/false, &lane, &rec));
-    --in_flight_;
+    EndInFlight(lane);
+    if (record_.ordered) KeepAlive(task.consumer);
     cancel = rec->lease;
     rec->lease = 0;
     if (rec->attempts >= options_.max_attempts) {
@@ -993,6 +1320,7 @@ absl::Status GroupImpl::Extend(Task* task, absl::Duration lease) {
   Lane* lane;
   Rec* rec;
   HQ_RETURN_IF_ERROR(FindHeld(*task, /*allow_expired=*/false, &lane, &rec));
+  if (record_.ordered) KeepAlive(task->consumer);
   absl::Status s = db_->leases()->Renew(rec->lease, lease);
   if (!s.ok()) {
     // The expiry won the race; its action is waiting for our lock.
@@ -1309,6 +1637,7 @@ absl::StatusOr<GroupStats> GroupImpl::Stats() {
   st.redelivery = waiting_count_;
   st.dead_letters = dead_count_ + dying_.size();
   st.lanes = lanes_.size();
+  st.consumers = consumers_.size();
   absl::Time oldest = absl::InfiniteFuture();
   for (const auto& [prefix, lane] : lanes_) {
     st.window_records += lane->tasks.size();
@@ -1331,8 +1660,10 @@ absl::StatusOr<GroupStats> GroupImpl::Stats() {
   std::unique_ptr<leveldb::Iterator> it(
       db_->leveldb()->NewIterator(leveldb::ReadOptions()));
   std::string seek;
-  for (const std::deque<Lane*>& dq : active_) {
-    for (Lane* lane : dq) {
+  std::vector<Lane*> active;
+  ForEachActive([&](Lane* lane) { active.push_back(lane); });
+  {
+    for (Lane* lane : active) {
       if (!st.backlog_exact) break;
       const size_t n = lane->prefix.size();
       seek = lane->prefix;

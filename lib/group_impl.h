@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -63,13 +64,15 @@ class GroupImpl final : public ConsumerGroup {
   absl::Status Release(const Task& task, absl::Duration retry_after) override;
   absl::Status Extend(Task* task, absl::Duration lease) override;
   absl::StatusOr<GroupStats> Stats() override;
+  absl::StatusOr<std::vector<ConsumerInfo>> Consumers() override;
+  absl::Status Leave(std::string_view consumer) override;
   std::string dead_letter_queue() const override;
   absl::StatusOr<std::vector<DeadLetter>> ListDeadLetters(
       size_t max, const DeadLetter* after) override;
   absl::Status Requeue(std::span<const DeadLetter> letters,
                        std::vector<PutResult>* results) override;
 
-  const std::vector<std::string>& topics() const { return record_.topics; }
+  const format::GroupRecord& record() const { return record_; }
   void SetOptions(const GroupOptions& options);
   // From the write path: `lane_prefix` (a message lane prefix) was written.
   void NoteLaneWritten(std::string_view lane_prefix);
@@ -115,15 +118,32 @@ class GroupImpl final : public ConsumerGroup {
     format::CursorValue saved;  // As written.
     bool saved_exists = false;
     std::map<MessageId, Rec> tasks;
-    bool active = false;  // In active_[priority]: may have new messages.
+    bool active = false;  // In an active list: may have new messages.
     bool dirty = false;   // Touched by the call in progress.
+  };
+  // Ordered groups: a live consumer.
+  struct Consumer {
+    std::string name;
+    LeaseId lease = 0;  // Its ownership lease.
+    uint64_t gen = 0;   // Tells its lease's expiry from an older one's.
+    std::vector<uint32_t> partitions;  // Owned, ascending.
+    size_t next = 0;                   // Round-robin start in partitions.
+  };
+  // Ordered groups: a partition.
+  struct Part {
+    Consumer* owner = nullptr;
+    uint32_t in_flight = 0;  // 0 or 1.
+    // Per priority (sized at first use): its lanes that may have new
+    // messages, in round-robin order (instead of active_).
+    std::vector<std::deque<Lane*>> active;
   };
 
   // One claim attempt. Sets `next_due` to the earliest redelivery due after
   // now (InfiniteFuture if none).
+  // Sets `left` if the (ordered) consumer left during the call.
   absl::StatusOr<std::vector<Task>> ClaimOnce(
       const ClaimOptions& o, const std::vector<bool>& partitions,
-      absl::Time* next_due) ABSL_LOCKS_EXCLUDED(mu_);
+      absl::Time* next_due, bool* left) ABSL_LOCKS_EXCLUDED(mu_);
   void Wake() ABSL_LOCKS_EXCLUDED(wait_mu_);
   absl::Status Usable() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records `s` as the group's sticky error if it is a write failure.
@@ -137,6 +157,58 @@ class GroupImpl final : public ConsumerGroup {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Lane* FindLane(std::string_view prefix) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Activate(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every lane list that Activate fills.
+  template <typename F>
+  void ForEachActive(F f) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ordered groups: whether `lane` has a task not completed (in flight or
+  // waiting), which holds back the rest of the lane.
+  static bool Pending(const Lane& lane);
+  // Collects the tasks of an unordered or an ordered claim.
+  absl::Status CollectUnordered(const ClaimOptions& o, absl::Time now,
+                                MessageId cutoff, absl::Duration lease,
+                                const std::function<bool(const Lane*)>& match,
+                                leveldb::Iterator* it, std::vector<Task>* out,
+                                std::vector<Lane*>* touched,
+                                std::vector<std::pair<Lane*, MessageId>>* gone,
+                                leveldb::WriteBatch* batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CollectOrdered(const ClaimOptions& o, Consumer* consumer,
+                              const std::vector<bool>& partitions,
+                              absl::Time now, MessageId cutoff,
+                              absl::Duration lease,
+                              const std::function<bool(const Lane*)>& match,
+                              leveldb::Iterator* it, std::vector<Task>* out,
+                              std::vector<Lane*>* touched,
+                              std::vector<std::pair<Lane*, MessageId>>* gone,
+                              leveldb::WriteBatch* batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Hands out the due redeliveries of `priority` that `match` accepts.
+  absl::Status CollectDue(int priority, const ClaimOptions& o, absl::Time now,
+                          MessageId cutoff, absl::Duration lease,
+                          const std::function<bool(const Lane*)>& match,
+                          leveldb::Iterator* it, std::vector<Task>* out,
+                          std::vector<Lane*>* touched,
+                          std::vector<std::pair<Lane*, MessageId>>* gone,
+                          leveldb::WriteBatch* batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ordered groups: joins `name` or renews its ownership lease.
+  absl::StatusOr<Consumer*> Join(const std::string& name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Renews the ownership lease of `name` if it is live.
+  void KeepAlive(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // (Re)creates the ownership lease of `c`.
+  absl::Status ArmConsumer(Consumer* c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnConsumerExpired(const std::string& name, uint64_t gen)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Removes `name` from the live consumers and rebalances. Returns its
+  // lease (to cancel outside the lock).
+  LeaseId DropConsumer(const std::string& name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Spreads the partitions evenly over the live consumers, keeping as many
+  // owners as the spread allows.
+  void Rebalance() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A task of `lane` stops being in flight.
+  void EndInFlight(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes the lanes noted by the write path.
   absl::Status TakeNotes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool InScope(std::string_view topic) const;
@@ -243,6 +315,18 @@ class GroupImpl final : public ConsumerGroup {
   uint64_t waiting_count_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t dead_count_ ABSL_GUARDED_BY(mu_) = 0;
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
+
+  // Ordered groups.
+  absl::flat_hash_map<std::string, std::unique_ptr<Consumer>> consumers_
+      ABSL_GUARDED_BY(mu_);
+  // Claim calls in progress per consumer: a consumer in a (waiting) claim
+  // is live even if its lease runs out.
+  absl::flat_hash_map<std::string, int> claiming_ ABSL_GUARDED_BY(mu_);
+  // Consumers that left (Leave) while claims of theirs were in progress:
+  // those claims return at once.
+  absl::flat_hash_set<std::string> leaving_ ABSL_GUARDED_BY(mu_);
+  std::vector<Part> parts_ ABSL_GUARDED_BY(mu_);  // Per partition.
+  uint64_t next_consumer_gen_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace hq

@@ -186,15 +186,24 @@ absl::StatusOr<ConsumerGroup*> QueueImpl::Group(std::string_view name,
   std::vector<std::string> topics = options.topics;
   std::sort(topics.begin(), topics.end());
   topics.erase(std::unique(topics.begin(), topics.end()), topics.end());
-  auto check_topics = [&](const std::vector<std::string>& stored) {
-    if (stored == topics) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat(
-        "group '", Av(name), "' of queue '", name_, "' was created with ",
-        stored.size(), " topic(s) in its filter; the filter is fixed"));
+  auto check_fixed = [&](const format::GroupRecord& stored) {
+    if (stored.topics != topics) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("group '", Av(name), "' of queue '", name_,
+                       "' was created with ", stored.topics.size(),
+                       " topic(s) in its filter; the filter is fixed"));
+    }
+    if (stored.ordered != options.ordered) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "group '", Av(name), "' of queue '", name_, "' was created ",
+          stored.ordered ? "ordered" : "unordered",
+          "; GroupOptions::ordered is fixed"));
+    }
+    return absl::OkStatus();
   };
   MutexLock l(&groups_mu_);
   if (auto it = groups_.find(Av(name)); it != groups_.end()) {
-    HQ_RETURN_IF_ERROR(check_topics(it->second->topics()));
+    HQ_RETURN_IF_ERROR(check_fixed(it->second->record()));
     it->second->SetOptions(options);
     return it->second.get();
   }
@@ -204,7 +213,7 @@ absl::StatusOr<ConsumerGroup*> QueueImpl::Group(std::string_view name,
   leveldb::Status s = db_->leveldb()->Get(leveldb::ReadOptions(), key, &value);
   if (s.ok()) {
     HQ_RETURN_IF_ERROR(format::DecodeGroupRecord(value, &record));
-    HQ_RETURN_IF_ERROR(check_topics(record.topics));
+    HQ_RETURN_IF_ERROR(check_fixed(record));
   } else if (s.IsNotFound()) {
     absl::StatusOr<Queue*> taken = db_->OpenQueue(dead_name);
     if (taken.ok()) {
@@ -215,6 +224,7 @@ absl::StatusOr<ConsumerGroup*> QueueImpl::Group(std::string_view name,
     }
     if (!absl::IsNotFound(taken.status())) return taken.status();
     record.topics = topics;
+    record.ordered = options.ordered;
     HQ_RETURN_IF_ERROR(db_->CreateGroupRecord(this, key, &record));
   } else {
     return FromLevelDb(s, "reading a consumer group record");

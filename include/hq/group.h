@@ -22,6 +22,30 @@
 // that is in flight, waiting to be delivered again, or completed out of
 // order, so its bookkeeping is proportional to the tasks in flight, not to
 // the queue.
+//
+// Ordered groups (GroupOptions::ordered; Kafka's partition assignment,
+// Hedwig's topic owner). Every Claim names its consumer
+// (ClaimOptions::consumer). Each partition is owned by one live consumer at
+// a time, and a consumer receives only tasks of the partitions it owns.
+// Within a lane (layout.h: a partition and priority, and a topic in the
+// topic layout) messages are handed out strictly in id order: the next one
+// only once the one before is completed or dead-lettered; a task waiting
+// to be delivered again (lease expired, released, delayed) holds back the
+// messages behind it in its lane. At most one task per partition is in
+// flight. Across the lanes of a partition, higher priorities go first.
+//
+// A consumer joins at its first Claim and stays live while it calls:
+// Claim (also while blocked in a wait), and Complete, Release and Extend
+// of the tasks handed to it renew its ownership lease
+// (GroupOptions::ownership_lease). A consumer that stops calling for that
+// long, or calls Leave, loses its partitions. Partitions are spread evenly
+// over the live consumers (at most one apart), moving as few as possible,
+// whenever one joins or leaves. A partition that changes owner while a task
+// of it is in flight goes on only after that task is completed, or its
+// lease expires and it is delivered again to the new owner: no task is lost
+// or overtaken. Ownership lives in memory: after a restart consumers join
+// again. Ownership and the one-task-per-partition rule bind the consumers
+// of one process (hq is embedded; one process opens a Db).
 
 #ifndef HQ_GROUP_H_
 #define HQ_GROUP_H_
@@ -29,6 +53,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -47,6 +72,10 @@ struct GroupOptions {
   // out; the others count as completed. Empty: every topic. Duplicates are
   // ignored. Limits: at most 1024 topics of at most 1024 bytes each.
   std::vector<std::string> topics;
+
+  // Ordered delivery with partition ownership (see the top of this file).
+  // Default: false.
+  bool ordered = false;
 
   // ---- Taken from each Group() call (not persisted; the latest call in a
   // process wins).
@@ -69,6 +98,10 @@ struct GroupOptions {
   absl::Duration backoff_base = absl::Seconds(1);
   absl::Duration backoff_cap = absl::Minutes(5);
   double backoff_jitter = 0.2;
+
+  // Ordered groups: a consumer that makes no call for this long loses its
+  // partitions to the live consumers. Default: 10 s. Limits: 1 ms..720 h.
+  absl::Duration ownership_lease = absl::Seconds(10);
 };
 
 // Options of ConsumerGroup::Claim.
@@ -83,7 +116,9 @@ struct ClaimOptions {
   // all. With the `topic` layout this selects lanes and costs nothing; with
   // the `time` layout the claim reads past the messages of other topics
   // that no claim took yet, on every call, so prefer the topic layout for
-  // per-topic claims. Limits: topics of at most 1024 bytes.
+  // per-topic claims. Limits: topics of at most 1024 bytes; an ordered
+  // group takes a topic filter only with the `topic` layout (in the `time`
+  // layout it would hand out messages out of order).
   std::vector<std::string> topics;
 
   // Only tasks of these partitions. Empty: all. Each < the queue's
@@ -96,6 +131,12 @@ struct ClaimOptions {
   // the write path and the lease thread; it never polls), then claims.
   // Zero: return at once. Limits: 0..720h.
   absl::Duration wait = absl::ZeroDuration();
+
+  // Ordered groups: the calling consumer's name (required, 1..256 bytes).
+  // The claim joins the consumer to the group or renews its ownership, and
+  // hands out only tasks of the partitions it owns. Ignored by other
+  // groups.
+  std::string consumer;
 };
 
 // A claimed message. Plain data: copy it, keep it, pass it back to
@@ -115,6 +156,8 @@ struct Task {
   absl::Time lease_deadline;
   // The message's delayed-delivery time (InfinitePast() if none).
   absl::Time not_before = absl::InfinitePast();
+  // Ordered groups: the consumer it was handed to (ClaimOptions::consumer).
+  std::string consumer;
 };
 
 // Why a task was dead-lettered. DO NOT CHANGE the values (persisted).
@@ -168,6 +211,15 @@ struct GroupStats {
   uint64_t window_records = 0;
   // Lanes the group holds in memory: those with work or records.
   uint64_t lanes = 0;
+  // Ordered groups: live consumers.
+  uint64_t consumers = 0;
+};
+
+// A live consumer of an ordered group, as Consumers returns it.
+struct ConsumerInfo {
+  std::string name;
+  std::vector<uint32_t> partitions;  // Owned, ascending.
+  absl::Time lease_deadline;         // Ownership ends then unless renewed.
 };
 
 // A durable, named consumer group of one queue. Obtained from Queue::Group;
@@ -199,7 +251,8 @@ class ConsumerGroup {
   // options.wait, by the end of the wait). Messages older than the queue's
   // TTL are skipped. One write per call (and one more
   // when tasks are due for the dead-letter queue).
-  // Errors: InvalidArgument (options out of range); NotFound (the queue was
+  // Errors: InvalidArgument (options out of range; an ordered group's claim
+  // without a consumer); NotFound (the queue was
   // dropped, also during a wait); FailedPrecondition (the Db is closing,
   // also during a wait: destroying the Db wakes every waiting claim; or an
   // earlier write failed); Internal/DataLoss (storage).
@@ -228,6 +281,18 @@ class ConsumerGroup {
   virtual absl::Status Extend(Task* task, absl::Duration lease) = 0;
 
   virtual absl::StatusOr<GroupStats> Stats() = 0;
+
+  // Ordered groups: the live consumers and their partitions, by name.
+  // Empty for other groups.
+  virtual absl::StatusOr<std::vector<ConsumerInfo>> Consumers() = 0;
+
+  // Ordered groups: `consumer` leaves now, its partitions going to the
+  // other live consumers (tasks it holds stay held until completed or
+  // expired). Its claims in progress (waiting) return at once, empty; a
+  // later Claim naming it joins it again. Errors: NotFound if
+  // it is not a live consumer; FailedPrecondition if the group is not
+  // ordered.
+  virtual absl::Status Leave(std::string_view consumer) = 0;
 
   // The dead-letter queue: an ordinary queue named
   // "<queue>.dead.<group>", created at the first dead letter with the

@@ -1,0 +1,91 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// Helpers of the consumer group tests.
+
+#ifndef HQ_TEST_GROUP_UTIL_H_
+#define HQ_TEST_GROUP_UTIL_H_
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "hq/hq.h"
+#include "lib/group_impl.h"
+#include "test/test_util.h"
+
+namespace hq::test {
+
+// Puts `n` messages with payloads "<prefix><i>" into the given partition.
+inline std::vector<PutResult> PutN(Queue* q, int n,
+                                   const std::string& prefix = "m",
+                                   std::optional<uint32_t> partition = 0,
+                                   int priority = 0,
+                                   const std::string& topic = "") {
+  std::vector<PutResult> out;
+  for (int i = 0; i < n; ++i) {
+    const std::string payload = absl::StrCat(prefix, i);
+    out.push_back(ValueOrDie(q->Put({.topic = topic,
+                                     .payload = payload,
+                                     .partition = partition,
+                                     .priority = priority})));
+  }
+  return out;
+}
+
+inline std::vector<std::string> Payloads(const std::vector<Task>& tasks) {
+  std::vector<std::string> out;
+  for (const Task& t : tasks) out.push_back(t.payload);
+  return out;
+}
+
+// Runs Claim(options) on a thread; Wait() returns its result.
+class BackgroundClaim {
+ public:
+  BackgroundClaim(ConsumerGroup* g, ClaimOptions o)
+      : thread_([this, g, o] {
+          result_ = g->Claim(o);
+          done_.store(true);
+        }) {}
+  ~BackgroundClaim() {
+    if (thread_.joinable()) thread_.join();
+  }
+  // A claim that never returns would hang the test: after 60 s (a liveness
+  // bound, not a timing test) the process aborts, naming the cause.
+  absl::StatusOr<std::vector<Task>> Wait() {
+    const absl::Time give_up = absl::Now() + absl::Seconds(60);
+    while (!done_.load() && absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    if (!done_.load()) {
+      std::fprintf(stderr, "a waiting claim was not woken within 60 s\n");
+      std::abort();
+    }
+    thread_.join();
+    return result_;
+  }
+
+ private:
+  absl::StatusOr<std::vector<Task>> result_;
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+// Waits until `n` claims of `g` sleep (a liveness bound, not a timing test).
+inline void AwaitWaiters(ConsumerGroup* g, int n) {
+  auto* impl = static_cast<GroupImpl*>(g);
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  while (impl->TEST_Waiters() < n && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  REQUIRE(impl->TEST_Waiters() == n);
+}
+
+}  // namespace hq::test
+
+#endif  // HQ_TEST_GROUP_UTIL_H_
