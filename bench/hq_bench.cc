@@ -89,6 +89,17 @@
 //                    batches (one op = one message), as does
 //                    claim_sparse_small on a queue of only those 10
 //                    topics: the two lines should match.
+//   put_dedup        As put, into a fresh hq Db, but every message carries a
+//                    dedup key of its own ("https://s<i % 1000>.example/
+//                    <i>", Message::dedup_key), so each Put also looks the
+//                    key up in the dedup index (a bloom-filtered point read)
+//                    and writes an index record. Then, in the same Db,
+//                    put_dedup_duplicates puts the same --num messages
+//                    again: every one is found a duplicate and nothing is
+//                    written (one op = one message). Also prints
+//                    `put_dedup rss_kb : N`, the growth of resident memory
+//                    across both (the index lives in LevelDB, not in
+//                    memory).
 //   scan_leveldb     A raw leveldb::Iterator over the database
 //                    fillseq_leveldb wrote, SeekToFirst to the end, reading
 //                    every key and value. REQUIRES: fillseq_leveldb earlier
@@ -101,6 +112,7 @@
 //   ratio scan_lanes/leveldb_scan : R  scan_lanes msgs/s / scan_leveldb
 //   ratio claim_complete/sqlite_claim_complete : R
 //   ratio claim_sparse/claim_sparse_small : R
+//   ratio put_dedup/put : R        the cost of dedup keys on Put
 //
 // Fairness: after each write workload, untimed, the benchmark waits until
 // that database has no compaction due (LevelDB's compaction score below 1
@@ -242,6 +254,7 @@ constexpr char kTtl[] = "ttl";
 constexpr char kClaimComplete[] = "claim_complete";
 constexpr char kClaimCompleteSqlite[] = "claim_complete_sqlite";
 constexpr char kClaimSparse[] = "claim_sparse";
+constexpr char kPutDedup[] = "put_dedup";
 
 // What the scans read is added here, so that no read can be optimised away.
 volatile uint64_t sink = 0;
@@ -333,7 +346,8 @@ absl::StatusOr<Config> ConfigFromFlags() {
     } else if (name == kFillLevelDb) {
       fill = true;
     } else if (name == kLeases || name == kTtl ||
-               name == kClaimCompleteSqlite || name == kClaimSparse) {
+               name == kClaimCompleteSqlite || name == kClaimSparse ||
+               name == kPutDedup) {
       // Self-contained.
     } else if (name == kClaimComplete) {
       put = true;  // Leaves an hq Db open.
@@ -674,7 +688,7 @@ class Benchmark {
     HQ_RETURN_IF_ERROR(MakeDirectories());
     PrintHeader();
     std::optional<Result> put, fill, scan, scan_lanes, scan_leveldb, claim,
-        claim_sqlite;
+        claim_sqlite, put_dedup;
     for (const std::string& name : config_.benchmarks) {
       Histogram hist;
       Histogram* h = config_.histogram ? &hist : nullptr;
@@ -707,6 +721,9 @@ class Benchmark {
         if (r.ok()) claim_sqlite = *r;
       } else if (name == kClaimSparse) {
         r = ClaimSparse();
+      } else if (name == kPutDedup) {
+        r = PutDedup(h);
+        if (r.ok()) put_dedup = *r;
       } else {
         r = ScanLevelDb(h);
         if (r.ok()) scan_leveldb = *r;
@@ -733,6 +750,10 @@ class Benchmark {
     if (scan_lanes && scan_leveldb && scan_leveldb->msgs_per_sec() > 0) {
       std::printf("ratio scan_lanes/leveldb_scan : %.2f\n",
                   scan_lanes->msgs_per_sec() / scan_leveldb->msgs_per_sec());
+    }
+    if (put_dedup && put && put->msgs_per_sec() > 0) {
+      std::printf("ratio put_dedup/put : %.2f\n",
+                  put_dedup->msgs_per_sec() / put->msgs_per_sec());
     }
     if (claim && claim_sqlite && claim_sqlite->msgs_per_sec() > 0) {
       std::printf("ratio claim_complete/sqlite_claim_complete : %.2f\n",
@@ -898,12 +919,45 @@ class Benchmark {
 
   ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> Put(Histogram* hist) {
     HQ_RETURN_IF_ERROR(OpenFreshHq());
+    return TimedPuts(hist, /*dedup=*/false, nullptr);
+  }
+
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> PutDedup(Histogram* hist) {
+    HQ_RETURN_IF_ERROR(OpenFreshHq());
+    const int64_t rss_before = ResidentKb();
+    int64_t duplicates = 0;
+    HQ_ASSIGN_OR_RETURN(Result first, TimedPuts(hist, true, &duplicates));
+    if (duplicates != 0) {
+      return absl::DataLossError(absl::StrFormat(
+          "%d of %d unique dedup keys were reported duplicates", duplicates,
+          config_.num));
+    }
+    HQ_ASSIGN_OR_RETURN(Result again, TimedPuts(nullptr, true, &duplicates));
+    if (duplicates != config_.num) {
+      return absl::DataLossError(
+          absl::StrFormat("%d of %d repeated dedup keys were found duplicates",
+                          duplicates, config_.num));
+    }
+    PrintLine(absl::StrCat(kPutDedup, "_duplicates"), again);
+    std::printf("put_dedup rss_kb : %lld\n",
+                static_cast<long long>(ResidentKb() - rss_before));
+    return first;
+  }
+
+  // Puts --num messages as `put` describes, with dedup keys if `dedup`
+  // (counting in `*duplicates` the puts found duplicates).
+  absl::StatusOr<Result> TimedPuts(Histogram* hist, bool dedup,
+                                   int64_t* duplicates) {
+    if (duplicates != nullptr) *duplicates = 0;
     const int64_t num = config_.num;
     const int64_t batch = config_.batch;
     if (hist != nullptr) hist->Reserve(static_cast<size_t>(num / batch + 1));
     PutOptions po;
     po.sync = config_.sync;
-    std::vector<Message> messages(static_cast<size_t>(std::min(batch, num)));
+    const size_t width = static_cast<size_t>(std::min(batch, num));
+    std::vector<Message> messages(width);
+    std::vector<std::string> keys(dedup ? width : 0);
+    std::vector<PutResult> results;
     const SteadyClock::time_point start = SteadyClock::now();
     for (int64_t i = 0; i < num; i += batch) {
       const int64_t n = std::min(batch, num - i);
@@ -913,16 +967,26 @@ class Benchmark {
         m.payload = source_.payload(i + j);
         m.partition = source_.partition(i + j);
         m.priority = source_.priority(i + j);
+        if (dedup) {
+          std::string& k = keys[static_cast<size_t>(j)];
+          k.clear();
+          absl::StrAppend(&k, "https://s", (i + j) % 1000, ".example/", i + j);
+          m.dedup_key = k;
+        }
       }
       const SteadyClock::time_point op_start =
           hist != nullptr ? SteadyClock::now() : SteadyClock::time_point();
       if (batch == 1) {
         absl::StatusOr<PutResult> r = queue_->Put(messages[0], po);
         if (!r.ok()) return r.status();
+        if (duplicates != nullptr && r->duplicate) ++*duplicates;
       } else {
         HQ_RETURN_IF_ERROR(queue_->PutBatch(
             std::span<const Message>(messages.data(), static_cast<size_t>(n)),
-            nullptr, po));
+            duplicates != nullptr ? &results : nullptr, po));
+        if (duplicates != nullptr) {
+          for (const PutResult& r : results) *duplicates += r.duplicate;
+        }
       }
       if (hist != nullptr) hist->Add(MicrosSince(op_start));
     }
