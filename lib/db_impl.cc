@@ -213,6 +213,9 @@ absl::Status DbImpl::Init() {
 }
 
 DbImpl::~DbImpl() {
+  // First, while the Db still works: stop delivery and write every
+  // subscription's checkpoints (the clean-close guarantee).
+  StopSubscriptions();
   {
     MutexLock l(&write_mu_);
     closing_ = true;  // A sweep in progress stops at its next lane.
@@ -235,6 +238,10 @@ DbImpl::~DbImpl() {
   }
   // Destroys pending lease actions too (and whatever they own).
   leases_->Shutdown();
+  {
+    MutexLock l(&pool_mu_);
+    pool_.reset();  // Every job was stopped above.
+  }
   if (live_scanners_.load() != 0) {
     std::fprintf(stderr,
                  "hq: Db '%s' destroyed while %d scanners are alive; "
@@ -346,16 +353,22 @@ bool DbImpl::IsClosing() {
 
 bool DbImpl::TEST_Closing() { return IsClosing(); }
 
-void DbImpl::WakeAllWaiters() {
+std::vector<QueueImpl*> DbImpl::CachedQueues() {
+  // Copied, so that callers act on them without catalog_mu_ (Queue::Group
+  // and Queue::Subscribe take their own locks before the catalog's).
   std::vector<QueueImpl*> queues;
-  {
-    // Copied, then woken without catalog_mu_ (Queue::Group takes its own
-    // lock before the catalog's).
-    MutexLock l(&catalog_mu_);
-    for (auto& [name, q] : queues_) queues.push_back(q.get());
-    for (auto& q : dropped_) queues.push_back(q.get());
-  }
-  for (QueueImpl* q : queues) q->WakeWaiters();
+  MutexLock l(&catalog_mu_);
+  for (auto& [name, q] : queues_) queues.push_back(q.get());
+  for (auto& q : dropped_) queues.push_back(q.get());
+  return queues;
+}
+
+void DbImpl::WakeAllWaiters() {
+  for (QueueImpl* q : CachedQueues()) q->WakeWaiters();
+}
+
+void DbImpl::StopSubscriptions() {
+  for (QueueImpl* q : CachedQueues()) q->StopSubscriptions();
 }
 
 size_t DbImpl::TEST_CachedQueueCount() {
@@ -511,7 +524,9 @@ absl::Status DbImpl::DeleteQueueData(uint32_t queue_id) {
         format::QueuePrefix(format::kDedupTag, queue_id),
         format::QueuePrefix(format::kCursorTag, queue_id),
         format::QueuePrefix(format::kTaskTag, queue_id),
-        format::QueuePrefix(format::kDeadTag, queue_id)}) {
+        format::QueuePrefix(format::kDeadTag, queue_id),
+        format::QueuePrefix(format::kSubTag, queue_id),
+        format::QueuePrefix(format::kCheckpointTag, queue_id)}) {
     std::unique_ptr<leveldb::Iterator> it(
         db_->NewIterator(leveldb::ReadOptions()));
     leveldb::WriteBatch b;
@@ -810,6 +825,18 @@ absl::Status DbImpl::WriteRecords(QueueImpl* queue,
 
 absl::Status DbImpl::CreateGroupRecord(QueueImpl* queue, std::string_view key,
                                        format::GroupRecord* record) {
+  absl::StatusOr<uint32_t> id =
+      CreateWithId(queue, [&](uint32_t id, leveldb::WriteBatch* b) {
+        record->id = id;
+        b->Put(leveldb::Slice(key.data(), key.size()),
+               format::EncodeGroupRecord(*record));
+      });
+  return id.status();
+}
+
+absl::StatusOr<uint32_t> DbImpl::CreateWithId(
+    QueueImpl* queue,
+    const std::function<void(uint32_t id, leveldb::WriteBatch*)>& fill) {
   MutexLock l(&group_id_mu_);
   if (next_group_id_ == 0) {
     std::string value;
@@ -829,16 +856,23 @@ absl::Status DbImpl::CreateGroupRecord(QueueImpl* queue, std::string_view key,
   if (next_group_id_ == UINT32_MAX) {
     return absl::ResourceExhaustedError("all 2^32-1 group ids are used");
   }
-  record->id = next_group_id_;
+  const uint32_t id = next_group_id_;
   std::string v;
   coding::PutFixed32(&v, next_group_id_ + 1);
   leveldb::WriteBatch b;
   b.Put(format::MetaKey("next_group_id"), v);
-  b.Put(leveldb::Slice(key.data(), key.size()),
-        format::EncodeGroupRecord(*record));
+  fill(id, &b);
   HQ_RETURN_IF_ERROR(WriteRecords(queue, b, options_.sync_writes));
   ++next_group_id_;
-  return absl::OkStatus();
+  return id;
+}
+
+DeliveryPool* DbImpl::delivery_pool() {
+  MutexLock l(&pool_mu_);
+  if (pool_ == nullptr) {
+    pool_ = std::make_unique<DeliveryPool>(options_.delivery_threads);
+  }
+  return pool_.get();
 }
 
 absl::StatusOr<DbImpl::PartitionIds*> DbImpl::LoadPartition(

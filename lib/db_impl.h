@@ -24,6 +24,7 @@
 #include "leveldb/db.h"
 #include "leveldb/filter_policy.h"
 #include "leveldb/write_batch.h"
+#include "lib/delivery_pool.h"
 #include "lib/format.h"
 #include "lib/lease_manager.h"
 #include "lib/sync.h"
@@ -31,6 +32,7 @@
 namespace hq {
 
 class QueueImpl;
+class DeliveryPool;
 
 // Converts a LevelDB status: Corruption -> DataLoss, NotFound -> NotFound,
 // everything else -> Internal. `context` is prefixed to the message.
@@ -90,6 +92,14 @@ class DbImpl final : public Db {
   // behind an id in use.
   absl::Status CreateGroupRecord(QueueImpl* queue, std::string_view key,
                                  format::GroupRecord* record);
+  // The same for any record that needs an id from that counter
+  // (subscriptions): `fill` gets the new id and adds the records to write
+  // with it. Returns the id.
+  absl::StatusOr<uint32_t> CreateWithId(
+      QueueImpl* queue,
+      const std::function<void(uint32_t id, leveldb::WriteBatch*)>& fill);
+  // The Db's delivery threads (created at the first call).
+  DeliveryPool* delivery_pool();
 
   // Registers a call that uses the storage, so that ~DbImpl waits for it.
   // Fails with FailedPrecondition once the Db is closing.
@@ -180,6 +190,10 @@ class DbImpl final : public Db {
   absl::Status FinishPendingDrops();
   // Wakes the blocked claims of every queue's groups (closing).
   void WakeAllWaiters();
+  // Stops every subscription and writes its checkpoints (a clean close).
+  void StopSubscriptions();
+  // The queues held in memory, live and dropped.
+  std::vector<QueueImpl*> CachedQueues();
   // Sweeps one queue with a TTL (see CompactExpired).
   absl::Status SweepQueue(uint32_t queue_id, std::string_view name,
                           absl::Time now, SweepStats* stats);
@@ -220,6 +234,9 @@ class DbImpl final : public Db {
   // Dropped queues stay allocated so that Queue* handles stay valid.
   std::vector<std::unique_ptr<QueueImpl>> dropped_ ABSL_GUARDED_BY(catalog_mu_);
   uint32_t next_queue_id_ ABSL_GUARDED_BY(catalog_mu_) = 1;
+
+  Mutex pool_mu_;
+  std::unique_ptr<DeliveryPool> pool_ ABSL_GUARDED_BY(pool_mu_);
 
   Mutex group_id_mu_;
   uint32_t next_group_id_ ABSL_GUARDED_BY(group_id_mu_) = 0;  // 0: not read.

@@ -184,6 +184,67 @@ bool DecodeCursor(std::string_view in, CursorValue* c) {
          c->done <= c->scan;
 }
 
+std::string SubKey(uint32_t queue_id, std::string_view name) {
+  std::string s = TaggedQueue(kSubTag, queue_id);
+  s.append(name);
+  return s;
+}
+
+std::string EncodeSubRecord(const SubRecord& r) {
+  std::string s;
+  coding::PutFixed8(&s, kGroupRecordVersion);
+  coding::PutFixed32(&s, r.id);
+  coding::PutVarint32(&s, static_cast<uint32_t>(r.partitions.size()));
+  for (uint32_t p : r.partitions) {
+    coding::PutFixed16(&s, static_cast<uint16_t>(p));
+  }
+  coding::PutVarint32(&s, static_cast<uint32_t>(r.topics.size()));
+  for (const std::string& t : r.topics) coding::PutLengthPrefixed(&s, t);
+  PutId(&s, r.start);
+  return s;
+}
+
+absl::Status DecodeSubRecord(std::string_view in, SubRecord* r) {
+  const absl::Status bad = absl::DataLossError("malformed subscription record");
+  uint8_t version;
+  uint32_t n;
+  if (!coding::GetFixed8(&in, &version) || version != kGroupRecordVersion ||
+      !coding::GetFixed32(&in, &r->id) || !coding::GetVarint32(&in, &n) ||
+      n > kMaxPartitions) {
+    return bad;
+  }
+  r->partitions.clear();
+  for (uint32_t i = 0; i < n; ++i) {
+    uint16_t p;
+    if (!coding::GetFixed16(&in, &p)) return bad;
+    r->partitions.push_back(p);
+  }
+  if (!coding::GetVarint32(&in, &n) || n > 1024) return bad;
+  r->topics.clear();
+  for (uint32_t i = 0; i < n; ++i) {
+    std::string_view t;
+    if (!coding::GetLengthPrefixed(&in, &t) || t.size() > kMaxTopicBytes) {
+      return bad;
+    }
+    r->topics.emplace_back(t);
+  }
+  if (!GetId(&in, &r->start) || !in.empty()) return bad;
+  return absl::OkStatus();
+}
+
+std::string EncodeCheckpoint(MessageId next) {
+  std::string s;
+  coding::PutFixed8(&s, kGroupRecordVersion);
+  PutId(&s, next);
+  return s;
+}
+
+bool DecodeCheckpoint(std::string_view in, MessageId* next) {
+  uint8_t version;
+  return coding::GetFixed8(&in, &version) && version == kGroupRecordVersion &&
+         GetId(&in, next) && in.empty();
+}
+
 std::string EncodeTask(const TaskValue& t) {
   std::string s;
   coding::PutFixed8(&s, kGroupRecordVersion);
@@ -343,6 +404,64 @@ absl::Status ValidateGroupOptions(const GroupOptions& o) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateSubscribeOptions(const SubscribeOptions& o) {
+  HQ_RETURN_IF_ERROR(ValidateName("subscription", o.name));
+  if (o.topics.size() > 1024) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "SubscribeOptions::topics holds %d topics; the limit is 1024",
+        o.topics.size()));
+  }
+  HQ_RETURN_IF_ERROR(ValidateTopicList("SubscribeOptions::topics", o.topics));
+  if (o.start != SubscribeOptions::Start::kEarliest &&
+      o.start != SubscribeOptions::Start::kLatest &&
+      o.start != SubscribeOptions::Start::kId &&
+      o.start != SubscribeOptions::Start::kTime) {
+    return absl::InvalidArgumentError("SubscribeOptions::start is not a Start");
+  }
+  if (o.start == SubscribeOptions::Start::kId &&
+      o.start_id.ms > MessageId::kMaxMs) {
+    return absl::InvalidArgumentError(
+        "SubscribeOptions::start_id is past MessageId::kMaxMs");
+  }
+  if (o.start == SubscribeOptions::Start::kTime &&
+      (o.start_time == absl::InfiniteFuture() ||
+       o.start_time == absl::InfinitePast())) {
+    return absl::InvalidArgumentError(
+        "SubscribeOptions::start_time must be finite");
+  }
+  if (o.checkpoint_messages < 1 || o.checkpoint_messages > 1000000) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "SubscribeOptions::checkpoint_messages is %d; it must be in "
+        "1..1000000",
+        o.checkpoint_messages));
+  }
+  if (o.checkpoint_interval < absl::Milliseconds(1) ||
+      o.checkpoint_interval > absl::Hours(1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("SubscribeOptions::checkpoint_interval is ",
+                     absl::FormatDuration(o.checkpoint_interval),
+                     "; it must be in 1ms..1h"));
+  }
+  if (o.buffer_messages < 1 || o.buffer_messages > 1000000) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "SubscribeOptions::buffer_messages is %d; it must be in 1..1000000",
+        o.buffer_messages));
+  }
+  if (o.buffer_bytes < 1 || o.buffer_bytes > (uint64_t{1} << 30)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "SubscribeOptions::buffer_bytes is %d; it must be in 1..2^30",
+        o.buffer_bytes));
+  }
+  if (o.retry_base < absl::Milliseconds(1) || o.retry_cap > absl::Hours(1) ||
+      o.retry_base > o.retry_cap) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "SubscribeOptions::retry_base is ", absl::FormatDuration(o.retry_base),
+        " and retry_cap is ", absl::FormatDuration(o.retry_cap),
+        "; they must be in 1ms..1h with base <= cap"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateQueueOptions(const QueueOptions& o) {
   if (o.partitions < 1 || o.partitions > kMaxPartitions) {
     return absl::InvalidArgumentError(
@@ -418,6 +537,11 @@ absl::Status ValidateOptions(const Options& o) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "Options::max_open_files is %d; it must be in 64..1000000",
         o.max_open_files));
+  }
+  if (o.delivery_threads < 1 || o.delivery_threads > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("Options::delivery_threads is %d; it must be in 1..64",
+                        o.delivery_threads));
   }
   return absl::OkStatus();
 }

@@ -101,6 +101,7 @@
 #include "hq/group.h"
 #include "hq/message.h"
 #include "hq/options.h"
+#include "hq/subscription.h"
 
 namespace hq::format {
 
@@ -116,6 +117,8 @@ inline constexpr char kCursorTag = 0x07;
 inline constexpr char kTaskTag = 0x08;
 inline constexpr char kDeadTag = 0x09;
 inline constexpr char kDedupTag = 0x0a;
+inline constexpr char kSubTag = 0x0b;
+inline constexpr char kCheckpointTag = 0x0c;
 inline constexpr char kMessageTag = 0x10;
 
 // Bumped when a change makes old code unable to read new data.
@@ -172,6 +175,22 @@ struct CursorValue {
 std::string EncodeCursor(const CursorValue& c);
 bool DecodeCursor(std::string_view in, CursorValue* c);
 
+// Subscription records: 0x0b queue_id name -> SubRecord; checkpoints
+// 0x0c queue_id sub_id lane_rest -> fixed8 1 fixed64 next_id (sub ids come
+// from the group id counter).
+std::string SubKey(uint32_t queue_id, std::string_view name);
+struct SubRecord {
+  uint32_t id = 0;
+  std::vector<uint32_t> partitions;  // Sorted, unique; empty: all.
+  std::vector<std::string> topics;   // Sorted, unique; empty: all.
+  // Where a lane without a checkpoint starts.
+  MessageId start;
+};
+std::string EncodeSubRecord(const SubRecord& r);
+absl::Status DecodeSubRecord(std::string_view in, SubRecord* r);
+std::string EncodeCheckpoint(MessageId next);
+bool DecodeCheckpoint(std::string_view in, MessageId* next);
+
 // DO NOT CHANGE: persisted task states.
 enum class TaskState : uint8_t { kInFlight = 1, kWaiting = 2, kDone = 3 };
 struct TaskValue {
@@ -196,6 +215,9 @@ bool DecodeDead(std::string_view in, DeadValue* d);
 
 // OK, or InvalidArgument naming the option outside its limits.
 absl::Status ValidateGroupOptions(const GroupOptions& options);
+// The checks of SubscribeOptions that need no queue (partition ranges are
+// checked by the queue).
+absl::Status ValidateSubscribeOptions(const SubscribeOptions& options);
 // Checks of the topic and partition lists in ScanOptions, ClaimOptions and
 // GroupOptions: OK, or InvalidArgument naming `field` ("ScanOptions::topics")
 // and the bad entry.

@@ -37,34 +37,6 @@ std::string TaskName(const Task& t) {
                          t.id.ToString(), t.attempt);
 }
 
-// Takes a message lane prefix apart: 0x10 queue partition priority [topic].
-bool ParseLanePrefix(std::string_view prefix, bool has_topic,
-                     uint32_t* partition, int* priority,
-                     std::string_view* topic) {
-  if (prefix.size() < LayoutCodec::kHeadSize) return false;
-  *partition = coding::DecodeFixed16(prefix.data() + 5);
-  *priority = 255 - static_cast<unsigned char>(prefix[7]);
-  std::string_view rest = prefix.substr(LayoutCodec::kHeadSize);
-  if (!has_topic) {
-    *topic = std::string_view();
-    return rest.empty();
-  }
-  uint16_t len;
-  if (!coding::GetFixed16(&rest, &len) || rest.size() != len) return false;
-  *topic = rest;
-  return true;
-}
-
-// If `key` is a message of the lane `prefix` (not its fence), sets `*id`.
-bool LaneMessage(std::string_view key, std::string_view prefix, MessageId* id) {
-  if (!key.starts_with(prefix) ||
-      key.size() < prefix.size() + LayoutCodec::kMessageIdSize) {
-    return false;
-  }
-  *id = LayoutCodec::DecodeMessageId(key.data() + prefix.size());
-  return !(*id == MessageId::Max());
-}
-
 }  // namespace
 
 GroupImpl::GroupImpl(DbImpl* db, QueueImpl* queue, std::string name,
@@ -242,88 +214,42 @@ absl::Status GroupImpl::LoadRecords() {
 }
 
 absl::Status GroupImpl::DiscoverLanes() {
-  // Joins the lane directory with the group's cursor records (both sorted
-  // by lane_rest) and seeks each lane in scope at its scan cursor.
-  const uint32_t qid = queue_->id();
+  // The lane directory joined with the group's cursor records; each lane in
+  // scope is sought at its scan cursor.
   const bool has_topic = queue_->codec().lane_has_topic();
-  const absl::Time now = db_->clock()->Now();
-  const MessageId cutoff = queue_->TtlCutoff(now);
-  leveldb::ReadOptions ro;
-  ro.fill_cache = false;
-  std::unique_ptr<leveldb::Iterator> dir(db_->leveldb()->NewIterator(ro));
-  std::unique_ptr<leveldb::Iterator> cur(db_->leveldb()->NewIterator(ro));
+  const MessageId cutoff = queue_->TtlCutoff(db_->clock()->Now());
   std::unique_ptr<leveldb::Iterator> msg(
       db_->leveldb()->NewIterator(leveldb::ReadOptions()));
-  const std::string dir_prefix = format::LaneDirPrefix(qid);
-  const std::string cur_prefix =
-      format::GroupRecordPrefix(format::kCursorTag, qid, record_.id);
-  cur->Seek(cur_prefix);
-  std::string lane_prefix, seek;
-  for (dir->Seek(dir_prefix);
-       dir->Valid() && ToStd(dir->key()).starts_with(dir_prefix); dir->Next()) {
-    const std::string_view rest = ToStd(dir->key()).substr(5);
-    lane_prefix = format::MessagePrefix(qid);
-    lane_prefix.append(rest);
-    uint32_t partition;
-    int priority;
-    std::string_view topic;
-    if (!ParseLanePrefix(lane_prefix, has_topic, &partition, &priority,
-                         &topic) ||
-        partition >= queue_->options().partitions ||
-        priority >= queue_->options().priorities) {
-      return absl::DataLossError(
-          absl::StrCat("queue '", queue_->name(), "': malformed lane entry"));
-    }
-    if (has_topic && !InScope(topic)) continue;
-    format::CursorValue cursor;
-    bool have_cursor = false;
-    while (cur->Valid() && ToStd(cur->key()).starts_with(cur_prefix)) {
-      const std::string_view cur_rest =
-          ToStd(cur->key()).substr(cur_prefix.size());
-      if (cur_rest < rest) {
-        cur->Next();
-        continue;
-      }
-      if (cur_rest == rest) {
-        if (!format::DecodeCursor(ToStd(cur->value()), &cursor)) {
+  return queue_->WalkLanes(
+      format::GroupRecordPrefix(format::kCursorTag, queue_->id(), record_.id),
+      [&](const QueueImpl::LaneEntry& e) -> absl::Status {
+        if (has_topic && !InScope(e.topic)) return absl::OkStatus();
+        format::CursorValue cursor;
+        if (e.record != nullptr && !format::DecodeCursor(*e.record, &cursor)) {
           return absl::DataLossError(absl::StrCat(
               "consumer group '", name_, "': malformed cursor record"));
         }
-        have_cursor = true;
-      }
-      break;
-    }
-    HQ_RETURN_IF_ERROR(FromLevelDb(cur->status(), "reading group cursors"));
-    Lane* known = FindLane(lane_prefix);
-    if (known == nullptr && have_cursor && cursor.done < cursor.scan) {
-      HQ_ASSIGN_OR_RETURN(known, GetLane(lane_prefix, &cursor));
-    }
-    if (known != nullptr && known->done < known->scan) {
-      HQ_RETURN_IF_ERROR(LoadWindow(known, cutoff, msg.get()));
-    }
-    MessageId from = known != nullptr
-                         ? known->scan
-                         : (have_cursor ? cursor.scan : MessageId::Min());
-    from = std::max(from, cutoff);
-    seek = lane_prefix;
-    LayoutCodec::AppendMessageId(&seek, from);
-    msg->Seek(seek);
-    if (!msg->Valid()) {
-      HQ_RETURN_IF_ERROR(FromLevelDb(msg->status(), "reading a lane"));
-      continue;
-    }
-    const std::string_view key = ToStd(msg->key());
-    if (!key.starts_with(lane_prefix) ||
-        key.size() < lane_prefix.size() + LayoutCodec::kMessageIdSize ||
-        LayoutCodec::DecodeMessageId(key.data() + lane_prefix.size()) ==
-            MessageId::Max()) {
-      continue;  // Nothing past the cursor.
-    }
-    HQ_ASSIGN_OR_RETURN(Lane * lane,
-                        GetLane(lane_prefix, have_cursor ? &cursor : nullptr));
-    Activate(lane);
-  }
-  return FromLevelDb(dir->status(), "reading the lane directory");
+        const format::CursorValue* have =
+            e.record != nullptr ? &cursor : nullptr;
+        Lane* known = FindLane(e.prefix);
+        if (known == nullptr && have != nullptr && cursor.done < cursor.scan) {
+          HQ_ASSIGN_OR_RETURN(known, GetLane(e.prefix, &cursor));
+        }
+        if (known != nullptr && known->done < known->scan) {
+          HQ_RETURN_IF_ERROR(LoadWindow(known, cutoff, msg.get()));
+        }
+        const MessageId from =
+            known != nullptr
+                ? known->scan
+                : (have != nullptr ? cursor.scan : MessageId::Min());
+        HQ_ASSIGN_OR_RETURN(bool has_work,
+                            QueueImpl::LaneHasMessageFrom(
+                                msg.get(), e.prefix, std::max(from, cutoff)));
+        if (!has_work) return absl::OkStatus();  // Nothing past the cursor.
+        HQ_ASSIGN_OR_RETURN(Lane * lane, GetLane(e.prefix, have));
+        Activate(lane);
+        return absl::OkStatus();
+      });
 }
 
 absl::Status GroupImpl::LoadWindow(Lane* lane, MessageId cutoff,
@@ -335,7 +261,8 @@ absl::Status GroupImpl::LoadWindow(Lane* lane, MessageId cutoff,
   MessageId id;
   for (it->Seek(seek); it->Valid(); it->Next()) {
     const std::string_view key = ToStd(it->key());
-    if (!LaneMessage(key, lane->prefix, &id) || !(id < lane->scan)) break;
+    if (!LayoutCodec::LaneMessage(key, lane->prefix, &id) || !(id < lane->scan))
+      break;
     if (lane->tasks.contains(id)) continue;
     if (!has_topic && !InScope(key.substr(n + LayoutCodec::kMessageIdSize))) {
       continue;
@@ -360,8 +287,9 @@ absl::StatusOr<GroupImpl::Lane*> GroupImpl::GetLane(
   auto lane = std::make_unique<Lane>();
   lane->prefix.assign(prefix);
   std::string_view topic;
-  if (!ParseLanePrefix(prefix, queue_->codec().lane_has_topic(),
-                       &lane->partition, &lane->priority, &topic) ||
+  if (!LayoutCodec::ParseLanePrefix(prefix, queue_->codec().lane_has_topic(),
+                                    &lane->partition, &lane->priority,
+                                    &topic) ||
       lane->partition >= queue_->options().partitions ||
       lane->priority >= queue_->options().priorities) {
     return absl::DataLossError(absl::StrCat(
@@ -442,7 +370,8 @@ absl::Status GroupImpl::TakeNotes() {
       uint32_t partition;
       int priority;
       std::string_view topic;
-      if (ParseLanePrefix(prefix, true, &partition, &priority, &topic) &&
+      if (LayoutCodec::ParseLanePrefix(prefix, true, &partition, &priority,
+                                       &topic) &&
           !InScope(topic)) {
         continue;
       }
@@ -635,7 +564,7 @@ absl::StatusOr<bool> GroupImpl::ReadLane(
   for (it->Seek(seek); it->Valid(); it->Next()) {
     const std::string_view key = ToStd(it->key());
     // Past the lane's last message (its fence): nothing left to read.
-    if (!LaneMessage(key, lane->prefix, &id)) return contiguous;
+    if (!LayoutCodec::LaneMessage(key, lane->prefix, &id)) return contiguous;
     if (handed == want) return false;
     const std::string_view topic =
         has_topic ? std::string_view(lane->topic)
@@ -1671,7 +1600,7 @@ absl::StatusOr<GroupStats> GroupImpl::Stats() {
       MessageId id;
       for (it->Seek(seek); it->Valid(); it->Next()) {
         const std::string_view key = ToStd(it->key());
-        if (!LaneMessage(key, lane->prefix, &id)) break;
+        if (!LayoutCodec::LaneMessage(key, lane->prefix, &id)) break;
         if (lane->tasks.contains(id)) continue;
         if (!has_topic && !InScope(key.substr(n + 8))) continue;
         if (st.backlog == kStatsCountLimit) {

@@ -41,6 +41,7 @@
 #include "leveldb/db.h"
 #include "leveldb/write_batch.h"
 #include "lib/format.h"
+#include "lib/queue_impl.h"
 #include "lib/sync.h"
 
 namespace hq {
@@ -48,7 +49,7 @@ namespace hq {
 class DbImpl;
 class QueueImpl;
 
-class GroupImpl final : public ConsumerGroup {
+class GroupImpl final : public ConsumerGroup, public LaneListener {
  public:
   GroupImpl(DbImpl* db, QueueImpl* queue, std::string name,
             const format::GroupRecord& record, const GroupOptions& options);
@@ -75,7 +76,7 @@ class GroupImpl final : public ConsumerGroup {
   const format::GroupRecord& record() const { return record_; }
   void SetOptions(const GroupOptions& options);
   // From the write path: `lane_prefix` (a message lane prefix) was written.
-  void NoteLaneWritten(std::string_view lane_prefix);
+  void NoteLaneWritten(std::string_view lane_prefix) override;
   // Wakes blocked claims (they return if the Db is closing or the queue
   // was dropped).
   void WakeWaiters();

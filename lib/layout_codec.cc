@@ -136,4 +136,31 @@ MessageId LayoutCodec::DecodeMessageId(const char* p) {
   return MessageId{v >> 16, static_cast<uint16_t>(v & 0xffff)};
 }
 
+bool LayoutCodec::ParseLanePrefix(std::string_view prefix, bool has_topic,
+                                  uint32_t* partition, int* priority,
+                                  std::string_view* topic) {
+  // 0x10 queue partition priority [fixed16 len topic].
+  if (prefix.size() < kHeadSize) return false;
+  *partition = coding::DecodeFixed16(prefix.data() + 5);
+  *priority = 255 - static_cast<unsigned char>(prefix[7]);
+  std::string_view rest = prefix.substr(kHeadSize);
+  if (!has_topic) {
+    *topic = std::string_view();
+    return rest.empty();
+  }
+  uint16_t len;
+  if (!coding::GetFixed16(&rest, &len) || rest.size() != len) return false;
+  *topic = rest;
+  return true;
+}
+
+bool LayoutCodec::LaneMessage(std::string_view key, std::string_view prefix,
+                              MessageId* id) {
+  if (!key.starts_with(prefix) || key.size() < prefix.size() + kMessageIdSize) {
+    return false;
+  }
+  *id = DecodeMessageId(key.data() + prefix.size());
+  return !(*id == MessageId::Max());
+}
+
 }  // namespace hq

@@ -92,6 +92,15 @@ class LayoutCodec {
   // Appends the fence of the lane whose prefix is `lane_prefix`.
   static void AppendLaneFence(std::string* dst, std::string_view lane_prefix);
   static MessageId DecodeMessageId(const char* p);
+  // Takes a lane prefix apart (head, and the topic with `has_topic`).
+  // False if it is malformed.
+  static bool ParseLanePrefix(std::string_view prefix, bool has_topic,
+                              uint32_t* partition, int* priority,
+                              std::string_view* topic);
+  // If `key` is a message of the lane `prefix` (not its fence), sets `*id`
+  // and returns true.
+  static bool LaneMessage(std::string_view key, std::string_view prefix,
+                          MessageId* id);
 
   static constexpr size_t kHeadSize = 1 + 4 + 2 + 1;
   static constexpr size_t kMessageIdSize = 8;

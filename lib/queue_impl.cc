@@ -12,6 +12,7 @@
 #include "lib/scanner_impl.h"
 #include "lib/status_macros.h"
 #include "lib/strings.h"
+#include "lib/subscription_impl.h"
 #include "xxhash.h"
 
 namespace hq {
@@ -155,12 +156,12 @@ void QueueImpl::NoteWritten(std::span<const Message> messages,
         lanes.push_back(prefix);
       } else {
         MutexLock l(&listeners_mu_);
-        for (GroupImpl* g : listeners_) g->NoteLaneWritten(prefix);
+        for (LaneListener* g : listeners_) g->NoteLaneWritten(prefix);
       }
     }
   }
   MutexLock l(&listeners_mu_);
-  for (GroupImpl* g : listeners_) {
+  for (LaneListener* g : listeners_) {
     for (const std::string& lane : lanes) g->NoteLaneWritten(lane);
   }
 }
@@ -232,15 +233,9 @@ absl::StatusOr<ConsumerGroup*> QueueImpl::Group(std::string_view name,
   auto g = std::make_unique<GroupImpl>(db_, this, std::string(name), record,
                                        options);
   // Listen before loading: a lane written during the load is noted.
-  {
-    MutexLock ll(&listeners_mu_);
-    listeners_.push_back(g.get());
-    has_listeners_.store(true, std::memory_order_release);
-  }
+  AddListener(g.get());
   if (absl::Status ls = g->Load(); !ls.ok()) {
-    MutexLock ll(&listeners_mu_);
-    listeners_.erase(std::find(listeners_.begin(), listeners_.end(), g.get()));
-    has_listeners_.store(!listeners_.empty(), std::memory_order_release);
+    RemoveListener(g.get());
     return ls;
   }
   GroupImpl* raw = g.get();
@@ -248,12 +243,13 @@ absl::StatusOr<ConsumerGroup*> QueueImpl::Group(std::string_view name,
   return raw;
 }
 
-absl::StatusOr<std::vector<std::string>> QueueImpl::ListGroups() {
+absl::StatusOr<std::vector<std::string>> QueueImpl::ListNames(
+    char tag, std::string_view what) {
   if (dropped()) return DroppedError();
   DbImpl::OpScope op(db_);
   HQ_RETURN_IF_ERROR(op.status());
   std::vector<std::string> names;
-  const std::string prefix = format::GroupPrefix(record_.id);
+  const std::string prefix = format::QueuePrefix(tag, record_.id);
   std::unique_ptr<leveldb::Iterator> it(
       db_->leveldb()->NewIterator(leveldb::ReadOptions()));
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
@@ -261,8 +257,302 @@ absl::StatusOr<std::vector<std::string>> QueueImpl::ListGroups() {
     names.emplace_back(it->key().data() + prefix.size(),
                        it->key().size() - prefix.size());
   }
-  HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "listing consumer groups"));
+  HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), what));
   return names;
+}
+
+absl::StatusOr<std::vector<std::string>> QueueImpl::ListGroups() {
+  return ListNames(format::kGroupTag, "listing consumer groups");
+}
+
+absl::StatusOr<std::vector<std::string>> QueueImpl::ListSubscriptions() {
+  return ListNames(format::kSubTag, "listing subscriptions");
+}
+
+void QueueImpl::AddListener(LaneListener* l) {
+  MutexLock ll(&listeners_mu_);
+  listeners_.push_back(l);
+  has_listeners_.store(true, std::memory_order_release);
+}
+
+void QueueImpl::RemoveListener(LaneListener* l) {
+  MutexLock ll(&listeners_mu_);
+  listeners_.erase(std::find(listeners_.begin(), listeners_.end(), l));
+  has_listeners_.store(!listeners_.empty(), std::memory_order_release);
+}
+
+absl::StatusOr<Subscription*> QueueImpl::Subscribe(
+    const SubscribeOptions& options, MessageListener* listener) {
+  auto invalid = [&](std::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "subscription '", options.name, "' of queue '", name_, "': ", Av(why)));
+  };
+  HQ_RETURN_IF_ERROR(format::ValidateSubscribeOptions(options));
+  HQ_RETURN_IF_ERROR(format::ValidatePartitionList(
+      "SubscribeOptions::partitions", options.partitions,
+      record_.options.partitions));
+  if (listener == nullptr) return invalid("the listener is null");
+  if (dropped()) return DroppedError();
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  format::SubRecord want;
+  want.partitions = options.partitions;
+  std::sort(want.partitions.begin(), want.partitions.end());
+  want.partitions.erase(
+      std::unique(want.partitions.begin(), want.partitions.end()),
+      want.partitions.end());
+  want.topics = options.topics;
+  std::sort(want.topics.begin(), want.topics.end());
+  want.topics.erase(std::unique(want.topics.begin(), want.topics.end()),
+                    want.topics.end());
+  auto check_fixed = [&](const format::SubRecord& stored) {
+    if (stored.partitions != want.partitions || stored.topics != want.topics) {
+      return invalid(
+          "it was created with other partitions or topics; they are fixed");
+    }
+    return absl::OkStatus();
+  };
+  MutexLock l(&subs_mu_);
+  if (unsubscribing_.contains(options.name)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("subscription '", options.name, "' of queue '", name_,
+                     "' is being unsubscribed"));
+  }
+  if (auto it = subs_.find(options.name); it != subs_.end()) {
+    HQ_RETURN_IF_ERROR(check_fixed(it->second->record()));
+    HQ_RETURN_IF_ERROR(it->second->AddListener(listener, options));
+    return it->second.get();
+  }
+  format::SubRecord record;
+  std::string value;
+  const std::string key = format::SubKey(record_.id, options.name);
+  leveldb::Status s = db_->leveldb()->Get(leveldb::ReadOptions(), key, &value);
+  if (s.ok()) {
+    HQ_RETURN_IF_ERROR(format::DecodeSubRecord(value, &record));
+    HQ_RETURN_IF_ERROR(check_fixed(record));
+  } else if (s.IsNotFound()) {
+    record = want;
+    std::vector<std::pair<std::string, MessageId>> ends;
+    switch (options.start) {
+      case SubscribeOptions::Start::kEarliest:
+        record.start = MessageId::Min();
+        break;
+      case SubscribeOptions::Start::kId:
+        record.start = options.start_id;
+        break;
+      case SubscribeOptions::Start::kTime: {
+        const int64_t ms = absl::ToUnixMillis(options.start_time);
+        record.start = MessageId{
+            ms < 0 ? 0 : std::min<uint64_t>(ms, MessageId::kMaxMs), 0};
+        break;
+      }
+      case SubscribeOptions::Start::kLatest: {
+        record.start = MessageId::Min();  // Lanes that appear later.
+        HQ_ASSIGN_OR_RETURN(ends, LaneEnds(want));
+        break;
+      }
+    }
+    absl::StatusOr<uint32_t> id =
+        db_->CreateWithId(this, [&](uint32_t id, leveldb::WriteBatch* b) {
+          record.id = id;
+          b->Put(key, format::EncodeSubRecord(record));
+          for (const auto& [lane_prefix, end] : ends) {
+            std::string k = format::GroupRecordPrefix(format::kCheckpointTag,
+                                                      record_.id, id);
+            format::AppendLaneRest(&k, lane_prefix);
+            b->Put(k, format::EncodeCheckpoint(end));
+          }
+        });
+    if (!id.ok()) return id.status();
+  } else {
+    return FromLevelDb(s, "reading a subscription record");
+  }
+  auto sub = std::make_unique<SubscriptionImpl>(db_, this, options.name, record,
+                                                options, listener);
+  AddListener(sub.get());  // Before the load: no write goes unnoticed.
+  if (absl::Status ls = sub->Load(); !ls.ok()) {
+    RemoveListener(sub.get());
+    (void)sub->Stop(/*checkpoint=*/false);
+    return ls;
+  }
+  SubscriptionImpl* raw = sub.get();
+  subs_.emplace(options.name, std::move(sub));
+  raw->Start();
+  return raw;
+}
+
+absl::Status QueueImpl::WalkLanes(
+    std::string_view record_prefix,
+    const std::function<absl::Status(const LaneEntry&)>& fn) {
+  const bool has_topic = codec_.lane_has_topic();
+  leveldb::ReadOptions ro;
+  ro.fill_cache = false;
+  std::unique_ptr<leveldb::Iterator> dir(db_->leveldb()->NewIterator(ro));
+  std::unique_ptr<leveldb::Iterator> rec;
+  if (!record_prefix.empty()) {
+    rec.reset(db_->leveldb()->NewIterator(ro));
+    rec->Seek(leveldb::Slice(record_prefix.data(), record_prefix.size()));
+  }
+  auto view = [](const leveldb::Slice& s) {
+    return std::string_view(s.data(), s.size());
+  };
+  const std::string dir_prefix = format::LaneDirPrefix(record_.id);
+  std::string lane_prefix;
+  std::string_view record;
+  for (dir->Seek(dir_prefix);
+       dir->Valid() && view(dir->key()).starts_with(dir_prefix); dir->Next()) {
+    const std::string_view rest = view(dir->key()).substr(5);
+    lane_prefix = format::MessagePrefix(record_.id);
+    lane_prefix.append(rest);
+    LaneEntry e;
+    e.prefix = lane_prefix;
+    if (!LayoutCodec::ParseLanePrefix(lane_prefix, has_topic, &e.partition,
+                                      &e.priority, &e.topic) ||
+        e.partition >= record_.options.partitions ||
+        e.priority >= record_.options.priorities) {
+      return absl::DataLossError(
+          absl::StrCat("queue '", name_, "': malformed lane entry"));
+    }
+    // The records are sorted like the directory: advance to this lane's.
+    while (rec != nullptr && rec->Valid() &&
+           view(rec->key()).starts_with(record_prefix)) {
+      const std::string_view rec_rest =
+          view(rec->key()).substr(record_prefix.size());
+      if (rec_rest < rest) {
+        rec->Next();
+        continue;
+      }
+      if (rec_rest == rest) {
+        record = view(rec->value());
+        e.record = &record;
+      }
+      break;
+    }
+    if (rec != nullptr) {
+      HQ_RETURN_IF_ERROR(FromLevelDb(rec->status(), "reading lane records"));
+    }
+    HQ_RETURN_IF_ERROR(fn(e));
+  }
+  return FromLevelDb(dir->status(), "reading the lane directory");
+}
+
+absl::StatusOr<bool> QueueImpl::LaneHasMessageFrom(leveldb::Iterator* it,
+                                                   std::string_view prefix,
+                                                   MessageId from) {
+  std::string seek(prefix);
+  LayoutCodec::AppendMessageId(&seek, from);
+  it->Seek(seek);
+  if (!it->Valid()) {
+    HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading a lane"));
+    return false;
+  }
+  MessageId id;
+  return LayoutCodec::LaneMessage(
+      std::string_view(it->key().data(), it->key().size()), prefix, &id);
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, MessageId>>>
+QueueImpl::LaneEnds(const format::SubRecord& scope) {
+  std::vector<std::pair<std::string, MessageId>> out;
+  std::unique_ptr<leveldb::Iterator> msg(
+      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+  const bool has_topic = codec_.lane_has_topic();
+  std::string fence;
+  HQ_RETURN_IF_ERROR(WalkLanes("", [&](const LaneEntry& e) -> absl::Status {
+    if (!scope.partitions.empty() &&
+        !std::binary_search(scope.partitions.begin(), scope.partitions.end(),
+                            e.partition)) {
+      return absl::OkStatus();
+    }
+    if (has_topic && !scope.topics.empty() &&
+        !std::binary_search(scope.topics.begin(), scope.topics.end(),
+                            std::string(e.topic))) {
+      return absl::OkStatus();
+    }
+    fence.clear();
+    LayoutCodec::AppendLaneFence(&fence, e.prefix);
+    msg->Seek(fence);
+    if (msg->Valid()) {
+      msg->Prev();
+    } else {
+      HQ_RETURN_IF_ERROR(FromLevelDb(msg->status(), "reading a lane"));
+      msg->SeekToLast();
+    }
+    MessageId last;
+    if (msg->Valid() &&
+        LayoutCodec::LaneMessage(
+            std::string_view(msg->key().data(), msg->key().size()), e.prefix,
+            &last)) {
+      out.emplace_back(std::string(e.prefix), last.Next());
+    }
+    return FromLevelDb(msg->status(), "reading a lane");
+  }));
+  return out;
+}
+
+absl::Status QueueImpl::Unsubscribe(std::string_view name) {
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  std::unique_ptr<SubscriptionImpl> sub;
+  {
+    MutexLock l(&subs_mu_);
+    if (auto it = subs_.find(Av(name)); it != subs_.end()) {
+      if (DeliveryPool::InJob(it->second.get())) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("Unsubscribe('", Av(name),
+                         "') called from a listener of that subscription"));
+      }
+      sub = std::move(it->second);
+      subs_.erase(it);
+    }
+    unsubscribing_.emplace(name);
+  }
+  absl::Status s;
+  if (sub != nullptr) {
+    RemoveListener(sub.get());
+    (void)sub->Stop(/*checkpoint=*/false);
+  }
+  // Delete its records: the subscription record and its checkpoints.
+  const std::string key = format::SubKey(record_.id, name);
+  std::string value;
+  format::SubRecord record;
+  leveldb::Status ls = db_->leveldb()->Get(leveldb::ReadOptions(), key, &value);
+  if (ls.IsNotFound()) {
+    s = absl::NotFoundError(absl::StrCat(
+        "queue '", name_, "' has no subscription '", Av(name), "'"));
+  } else if (!ls.ok()) {
+    s = FromLevelDb(ls, "reading a subscription record");
+  } else {
+    s = format::DecodeSubRecord(value, &record);
+  }
+  if (s.ok()) {
+    leveldb::WriteBatch b;
+    b.Delete(key);
+    const std::string prefix = format::GroupRecordPrefix(format::kCheckpointTag,
+                                                         record_.id, record.id);
+    std::unique_ptr<leveldb::Iterator> it(
+        db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
+         it->Next()) {
+      b.Delete(it->key());
+    }
+    s = FromLevelDb(it->status(), "reading checkpoints");
+    if (s.ok()) s = db_->WriteRecords(this, b, db_->default_sync());
+  }
+  MutexLock l(&subs_mu_);
+  unsubscribing_.erase(Av(name));
+  return s;
+}
+
+void QueueImpl::StopSubscriptions() {
+  std::vector<SubscriptionImpl*> subs;
+  {
+    MutexLock l(&subs_mu_);
+    for (auto& [name, sub] : subs_) subs.push_back(sub.get());
+  }
+  // Stopped and checkpointed, but kept (Subscription pointers stay valid
+  // until the Db is destroyed).
+  for (SubscriptionImpl* sub : subs) (void)sub->Stop(/*checkpoint=*/true);
 }
 
 absl::StatusOr<std::unique_ptr<Scanner>> QueueImpl::NewScanner(

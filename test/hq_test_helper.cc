@@ -15,6 +15,13 @@
 //       task once its claim returned, "D <partition> <id>" once its Complete
 //       returned, and "IDLE" when nothing is left to claim; then waits for
 //       stdin to close. Meant to be killed with SIGKILL.
+//   hq_test_helper subscribe DIR QUEUE SUB
+//       Opens DIR with sync writes and subscribes SUB to QUEUE (checkpoints
+//       every 7 messages or 1 h). Its listener prints "M <partition> <id>"
+//       for each message before it returns OK (and sleeps 200 us, so that
+//       a kill lands mid-stream), and "IDLE" once nothing is left to
+//       deliver; then waits for stdin to close. Meant to be killed with
+//       SIGKILL.
 
 #include <algorithm>
 #include <cstdio>
@@ -23,12 +30,14 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "hq/hq.h"
 
 int main(int argc, char** argv) {
   if (argc < 3) return 2;
   const std::string cmd = argv[1];
-  auto db = hq::Db::Open(argv[2], {.sync_writes = cmd == "consume"});
+  auto db = hq::Db::Open(
+      argv[2], {.sync_writes = cmd == "consume" || cmd == "subscribe"});
   if (!db.ok()) {
     std::printf("ERROR %s\n", db.status().ToString().c_str());
     return 1;
@@ -63,6 +72,41 @@ int main(int argc, char** argv) {
       std::printf("%u %s\n", r->partition, r->id.ToString().c_str());
       std::fflush(stdout);
     }
+  }
+  if (cmd == "subscribe" && argc == 5) {
+    class Printer : public hq::MessageListener {
+      absl::Status OnMessage(const hq::MessageView& m) override {
+        std::printf("M %u %s\n", m.partition, m.id.ToString().c_str());
+        std::fflush(stdout);
+        absl::SleepFor(absl::Microseconds(200));
+        return absl::OkStatus();
+      }
+    } printer;
+    auto q = (*db)->OpenQueue(argv[3]);
+    if (!q.ok()) return 1;
+    auto s = (*q)->Subscribe({.name = argv[4],
+                              .checkpoint_messages = 7,
+                              .checkpoint_interval = absl::Hours(1),
+                              .buffer_messages = 16},
+                             &printer);
+    if (!s.ok()) {
+      std::printf("ERROR %s\n", s.status().ToString().c_str());
+      return 1;
+    }
+    for (;;) {  // Polls its own stats: a test helper, not the library.
+      absl::SleepFor(absl::Milliseconds(5));
+      auto st = (*s)->Stats();
+      if (!st.ok()) {
+        std::printf("ERROR %s\n", st.status().ToString().c_str());
+        return 1;
+      }
+      if (st->lag == 0) break;
+    }
+    std::printf("IDLE\n");
+    std::fflush(stdout);
+    while (std::getchar() != EOF) {
+    }
+    return 0;
   }
   if (cmd == "consume" && argc == 5) {
     auto q = (*db)->OpenQueue(argv[3]);

@@ -14,5 +14,6 @@
 #include "hq/options.h"
 #include "hq/queue.h"
 #include "hq/scanner.h"
+#include "hq/subscription.h"
 
 #endif  // HQ_HQ_H_

@@ -101,6 +101,11 @@ struct Options {
   // Open table files LevelDB may keep (max_open_files). Default: 1000.
   // Limits: 64 .. 1000000.
   int max_open_files = 1000;
+
+  // Threads that deliver messages to subscriptions (subscription.h),
+  // shared by all of them; started at the first Queue::Subscribe.
+  // Default: 2. Limits: 1..64.
+  int delivery_threads = 2;
 };
 
 // Options for Db::CreateQueue. Fixed for the life of the queue.

@@ -18,6 +18,7 @@
 #include "hq/message.h"
 #include "hq/options.h"
 #include "hq/scanner.h"
+#include "hq/subscription.h"
 
 namespace hq {
 
@@ -95,6 +96,30 @@ class Queue {
 
   // The names of the queue's groups, in byte order.
   virtual absl::StatusOr<std::vector<std::string>> ListGroups() = 0;
+
+  // Starts delivering the queue's messages to `listener` (not owned; it
+  // must outlive the subscription: until Unsubscribe or the Db's
+  // destruction) under the durable subscription options.name (see
+  // subscription.h). A new subscription starts at options.start; an
+  // existing one (created earlier, in this process or before a restart)
+  // resumes from its checkpoints. Calling Subscribe again with the name of
+  // a live subscription adds `listener` after its listeners. Errors:
+  // InvalidArgument (options, a null listener or one already added, or
+  // partitions or topics different from those the subscription was
+  // created with); NotFound (the queue was dropped); FailedPrecondition
+  // (the Db is closing, or the name is being unsubscribed).
+  virtual absl::StatusOr<Subscription*> Subscribe(
+      const SubscribeOptions& options, MessageListener* listener) = 0;
+
+  // Stops the subscription `name` if it is live (waiting for a listener
+  // call in progress to return) and deletes its state: a later Subscribe
+  // with the name starts anew. Errors: NotFound (no such subscription);
+  // FailedPrecondition (called from a listener of that subscription, which
+  // would wait for itself).
+  virtual absl::Status Unsubscribe(std::string_view name) = 0;
+
+  // The names of the queue's subscriptions (live or not), in byte order.
+  virtual absl::StatusOr<std::vector<std::string>> ListSubscriptions() = 0;
 };
 
 }  // namespace hq

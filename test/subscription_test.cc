@@ -1,0 +1,649 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// Push subscriptions (hq/subscription.h): order and completeness, start
+// positions, durable checkpoints across a close, failing and slow
+// listeners, filters, several listeners, many subscriptions, unsubscribe.
+// Delivery runs on the Db's pool threads; the tests wait for it with a
+// liveness bound (never a timing assertion).
+
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "hq/hq.h"
+#include "lib/format.h"
+#include "lib/queue_impl.h"
+#include "lib/sync.h"
+#include "test/group_util.h"
+#include "test/test_util.h"
+
+namespace hq {
+namespace {
+
+using test::DbFixture;
+using test::NoBackgroundSweeps;
+using test::PutN;
+using test::Storage;
+using test::ValueOrDie;
+
+struct Got {
+  uint32_t partition;
+  int priority;
+  MessageId id;
+  std::string topic;
+  std::string payload;
+};
+
+// Records every message; `fail` may refuse one (the listener then returns
+// an error); `gate`, while closed, blocks every call.
+class Collector : public MessageListener {
+ public:
+  absl::Status OnMessage(const MessageView& m) override {
+    MutexLock l(&mu_);
+    ++calls_;
+    cv_.SignalAll();
+    while (!open_) cv_.Wait(&mu_);
+    if (fail_ && fail_(m)) {
+      ++failures_;
+      cv_.SignalAll();
+      return absl::UnavailableError("listener refuses");
+    }
+    got_.push_back(Got{m.partition, m.priority, m.id, std::string(m.topic),
+                       std::string(m.payload)});
+    cv_.SignalAll();
+    return absl::OkStatus();
+  }
+
+  void SetFail(std::function<bool(const MessageView&)> f) {
+    MutexLock l(&mu_);
+    fail_ = std::move(f);
+  }
+  void Close() {
+    MutexLock l(&mu_);
+    open_ = false;
+  }
+  void Open() {
+    MutexLock l(&mu_);
+    open_ = true;
+    cv_.SignalAll();
+  }
+  // Waits until `pred` holds (a liveness bound of 60 s, then aborts).
+  // `pred` runs under mu_: it must not call the accessors.
+  void WaitUntil(const std::function<bool()>& pred) {
+    MutexLock l(&mu_);
+    const absl::Time give_up = absl::Now() + absl::Seconds(60);
+    while (!pred()) {
+      if (cv_.WaitWithTimeout(&mu_, absl::Seconds(1)) &&
+          absl::Now() > give_up) {
+        std::fprintf(stderr, "subscription_test: no delivery within 60 s\n");
+        std::abort();
+      }
+    }
+  }
+  void WaitFor(size_t n) {
+    WaitUntil([&] { return got_.size() >= n; });
+  }
+  std::vector<Got> got() {
+    MutexLock l(&mu_);
+    return got_;
+  }
+  size_t calls() {
+    MutexLock l(&mu_);
+    return calls_;
+  }
+  size_t failures() {
+    MutexLock l(&mu_);
+    return failures_;
+  }
+
+ private:
+  Mutex mu_;
+  CondVar cv_;
+  bool open_ = true;
+  std::function<bool(const MessageView&)> fail_;
+  std::vector<Got> got_;
+  size_t calls_ = 0;
+  size_t failures_ = 0;
+};
+
+std::vector<std::string> Payloads(const std::vector<Got>& got) {
+  std::vector<std::string> out;
+  for (const Got& g : got) out.push_back(g.payload);
+  return out;
+}
+
+// Waits until `pred` holds (a liveness bound of 60 s, then aborts).
+void Eventually(const std::function<bool()>& pred) {
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  while (!pred()) {
+    if (absl::Now() > give_up) {
+      std::fprintf(stderr, "subscription_test: condition not met in 60 s\n");
+      std::abort();
+    }
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+}
+
+// Lane of a delivered message: partition, priority and (topic layout)
+// topic.
+std::string LaneOf(const Got& g, Layout layout) {
+  return absl::StrCat(g.partition, "/", g.priority, "/",
+                      layout == Layout::kTopic ? g.topic : "");
+}
+
+TEST_CASE("a subscription delivers every message in order per lane") {
+  const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);
+  const Layout layout = GENERATE(Layout::kTime, Layout::kTopic);
+  DbFixture f(storage, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue(
+      "q", {.partitions = 3, .priorities = 2, .layout = layout}));
+  Collector c;
+  Subscription* s = ValueOrDie(q->Subscribe({.name = "s"}, &c));
+  CHECK(s->name() == "s");
+  constexpr int kProducers = 4, kEach = 400;
+  std::vector<std::thread> producers;
+  std::atomic<int> errors{0};
+  for (int p = 0; p < kProducers; ++p) {
+    producers.emplace_back([&, p] {
+      for (int i = 0; i < kEach; ++i) {
+        const std::string payload = absl::StrCat(p, "-", i);
+        if (!q->Put({.topic = absl::StrCat("t", i % 5),
+                     .payload = payload,
+                     .priority = i % 2})
+                 .ok()) {
+          errors.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (std::thread& t : producers) t.join();
+  REQUIRE(errors.load() == 0);
+  c.WaitFor(kProducers * kEach);
+  Eventually(
+      [&] { return ValueOrDie(s->Stats()).delivered == kProducers * kEach; });
+  const std::vector<Got> got = c.got();
+  CHECK(got.size() == kProducers * kEach);
+  std::set<std::string> payloads;
+  std::map<std::string, MessageId> last;
+  size_t out_of_order = 0;
+  for (const Got& g : got) {
+    CHECK(payloads.insert(g.payload).second);
+    auto [it, fresh] = last.emplace(LaneOf(g, layout), g.id);
+    if (!fresh) {
+      if (!(it->second < g.id)) ++out_of_order;
+      it->second = g.id;
+    }
+  }
+  CHECK(payloads.size() == kProducers * kEach);
+  CHECK(out_of_order == 0);
+  const SubscriptionStats st = ValueOrDie(s->Stats());
+  CHECK(st.delivered == kProducers * kEach);
+  CHECK(st.failed_attempts == 0);
+  CHECK(st.listeners == 1);
+  CHECK(st.lag == 0);
+}
+
+TEST_CASE("a subscription starts at the earliest, latest, an id or a time") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.partitions = 2}));
+  const std::vector<PutResult> old = PutN(q, 3, "old", 0);
+  f.clock().Advance(absl::Seconds(10));
+  const absl::Time mid = f.clock().Now();
+  PutN(q, 2, "mid", 1);
+  Collector earliest, latest, at_id, at_time;
+  ValueOrDie(q->Subscribe({.name = "e"}, &earliest));
+  ValueOrDie(q->Subscribe(
+      {.name = "l", .start = SubscribeOptions::Start::kLatest}, &latest));
+  ValueOrDie(q->Subscribe({.name = "i",
+                           .start = SubscribeOptions::Start::kId,
+                           .start_id = old[1].id},
+                          &at_id));
+  ValueOrDie(q->Subscribe(
+      {.name = "t", .start = SubscribeOptions::Start::kTime, .start_time = mid},
+      &at_time));
+  PutN(q, 1, "new", 0);
+  earliest.WaitFor(6);
+  latest.WaitFor(1);
+  at_time.WaitFor(3);
+  // kId applies to every partition: partition 1's ids are all later.
+  at_id.WaitFor(5);
+  auto sorted = [](std::vector<std::string> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  CHECK(
+      sorted(Payloads(earliest.got())) ==
+      std::vector<std::string>{"mid0", "mid1", "new0", "old0", "old1", "old2"});
+  CHECK(Payloads(latest.got()) == std::vector<std::string>{"new0"});
+  CHECK(sorted(Payloads(at_time.got())) ==
+        std::vector<std::string>{"mid0", "mid1", "new0"});
+  CHECK(sorted(Payloads(at_id.got())) ==
+        std::vector<std::string>{"mid0", "mid1", "new0", "old1", "old2"});
+}
+
+TEST_CASE("a subscription resumes from its checkpoints after a close") {
+  const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);
+  DbFixture f(storage, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.partitions = 2}));
+  PutN(q, 10, "a", 0);
+  PutN(q, 10, "b", 1);
+  {
+    Collector c;
+    // Checkpoints only at the close (the interval and count never come).
+    ValueOrDie(q->Subscribe({.name = "s",
+                             .checkpoint_messages = 1000000,
+                             .checkpoint_interval = absl::Hours(1)},
+                            &c));
+    c.WaitFor(20);
+    f.Close();  // Writes the checkpoints.
+  }
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  CHECK(ValueOrDie(q->ListSubscriptions()) == std::vector<std::string>{"s"});
+  PutN(q, 2, "c", 0);
+  Collector c;
+  // Resuming ignores start.
+  Subscription* s = ValueOrDie(q->Subscribe(
+      {.name = "s", .start = SubscribeOptions::Start::kEarliest}, &c));
+  c.WaitFor(2);
+  CHECK(Payloads(c.got()) == std::vector<std::string>{"c0", "c1"});
+  HQ_REQUIRE_OK(s->Checkpoint());
+  const SubscriptionStats st = ValueOrDie(s->Stats());
+  CHECK(st.delivered == 2);
+  for (const LaneCheckpoint& lc : st.lanes) CHECK(lc.next == lc.written);
+}
+
+// The checkpoints stored for the queue's (single) lane: the largest.
+MessageId StoredCheckpoint(Db* db, Queue* q) {
+  const std::string prefix = format::QueuePrefix(
+      format::kCheckpointTag, static_cast<QueueImpl*>(q)->id());
+  std::unique_ptr<leveldb::Iterator> it(
+      test::Impl(db)->leveldb()->NewIterator(leveldb::ReadOptions()));
+  MessageId best = MessageId::Min();
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
+       it->Next()) {
+    MessageId id;
+    REQUIRE(format::DecodeCheckpoint(
+        std::string_view(it->value().data(), it->value().size()), &id));
+    best = std::max(best, id);
+  }
+  return best;
+}
+
+TEST_CASE("checkpoints are written every N messages or T, not on each") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  Collector c;
+  ValueOrDie(q->Subscribe({.name = "s",
+                           .checkpoint_messages = 10,
+                           .checkpoint_interval = absl::Seconds(5)},
+                          &c));
+  const std::vector<PutResult> ids = PutN(q, 5);
+  c.WaitFor(5);
+  // Fewer than 10 and the clock has not moved: nothing written yet.
+  CHECK(StoredCheckpoint(f.db(), q) == MessageId::Min());
+  // The interval (on the Db's clock) writes them.
+  Eventually([&] {
+    f.clock().Advance(absl::Seconds(1));
+    return StoredCheckpoint(f.db(), q) == ids[4].id.Next();
+  });
+  // Ten more deliveries write a checkpoint without the clock moving.
+  const std::vector<PutResult> more = PutN(q, 12, "n");
+  c.WaitFor(17);
+  Eventually(
+      [&] { return !(StoredCheckpoint(f.db(), q) < more[9].id.Next()); });
+  CHECK(!(more[11].id.Next() < StoredCheckpoint(f.db(), q)));
+}
+
+TEST_CASE("a failing listener is retried and holds back only its lane") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.partitions = 2}));
+  Collector c;
+  std::atomic<int> refusals{3};
+  c.SetFail([&](const MessageView& m) {
+    return m.payload == "a1" && refusals.fetch_sub(1) > 0;
+  });
+  Subscription* s = ValueOrDie(
+      q->Subscribe({.name = "s", .retry_base = absl::Seconds(1)}, &c));
+  const std::vector<PutResult> a = PutN(q, 3, "a", 0);
+  PutN(q, 3, "b", 1);
+  // Partition 1 goes on; partition 0 stops at a1.
+  Eventually([&] {
+    std::vector<std::string> p = Payloads(c.got());
+    return std::count(p.begin(), p.end(), "b2") == 1 && c.failures() >= 1;
+  });
+  std::vector<std::string> p = Payloads(c.got());
+  CHECK(std::find(p.begin(), p.end(), "a2") == p.end());
+  CHECK(std::find(p.begin(), p.end(), "a0") != p.end());
+  // The checkpoint does not move past the refused message.
+  HQ_REQUIRE_OK(s->Checkpoint());
+  SubscriptionStats st = ValueOrDie(s->Stats());
+  bool saw_lane0 = false;
+  for (const LaneCheckpoint& lc : st.lanes) {
+    if (lc.partition != 0) continue;
+    saw_lane0 = true;
+    CHECK(lc.next == a[1].id);
+    CHECK(lc.written == a[1].id);
+  }
+  CHECK(saw_lane0);
+  // Retries after 1 s, 2 s, 4 s of the Db's clock; then a1 and a2 follow.
+  for (int i = 0; i < 3; ++i) {
+    const size_t before = c.failures();
+    f.clock().Advance(absl::Seconds(4));
+    Eventually([&] { return c.failures() > before || refusals.load() <= 0; });
+  }
+  c.WaitFor(6);
+  Eventually([&] { return ValueOrDie(s->Stats()).delivered == 6; });
+  p = Payloads(c.got());
+  std::vector<std::string> lane0;
+  for (const std::string& x : p) {
+    if (x[0] == 'a') lane0.push_back(x);
+  }
+  CHECK(lane0 == std::vector<std::string>{"a0", "a1", "a2"});
+  st = ValueOrDie(s->Stats());
+  CHECK(st.failed_attempts == 3);
+  CHECK(st.delivered == 6);
+}
+
+TEST_CASE("a slow listener pauses reading: memory stays bounded") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.partitions = 4}));
+  for (int i = 0; i < 5000; ++i) {
+    ValueOrDie(q->Put({.payload = std::string(100, 'x')}));
+  }
+  Collector c;
+  c.Close();  // The listener blocks.
+  Subscription* s = ValueOrDie(q->Subscribe(
+      {.name = "s", .buffer_messages = 64, .buffer_bytes = 1 << 20}, &c));
+  Eventually([&] { return c.calls() >= 1; });
+  SubscriptionStats st = ValueOrDie(s->Stats());
+  CHECK(st.buffered <= 64);
+  CHECK(st.lag >= 5000 - 64);
+  c.Open();
+  c.WaitFor(5000);
+  Eventually([&] { return ValueOrDie(s->Stats()).delivered == 5000; });
+  st = ValueOrDie(s->Stats());
+  CHECK(st.buffered == 0);
+  CHECK(st.delivered == 5000);
+  // A byte limit below one message still reads one at a time.
+  Collector d;
+  Subscription* t = ValueOrDie(q->Subscribe(
+      {.name = "t", .buffer_messages = 1000, .buffer_bytes = 1}, &d));
+  d.WaitFor(5000);
+  Eventually([&] { return ValueOrDie(t->Stats()).delivered == 5000; });
+}
+
+TEST_CASE("partition and topic filters select what a subscription gets") {
+  const Layout layout = GENERATE(Layout::kTime, Layout::kTopic);
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q =
+      ValueOrDie(f.db()->CreateQueue("q", {.partitions = 3, .layout = layout}));
+  Collector c;
+  ValueOrDie(
+      q->Subscribe({.name = "s", .partitions = {0, 2}, .topics = {"red"}}, &c));
+  for (uint32_t p = 0; p < 3; ++p) {
+    for (const char* topic : {"red", "blue"}) {
+      ValueOrDie(q->Put(
+          {.topic = topic, .payload = absl::StrCat(topic, p), .partition = p}));
+    }
+  }
+  Collector all;
+  ValueOrDie(q->Subscribe({.name = "all"}, &all));
+  all.WaitFor(6);
+  c.WaitFor(2);
+  std::vector<std::string> p = Payloads(c.got());
+  std::sort(p.begin(), p.end());
+  CHECK(p == std::vector<std::string>{"red0", "red2"});
+  // Fixed at creation.
+  CHECK(absl::IsInvalidArgument(
+      q->Subscribe({.name = "s", .partitions = {0}}, &all).status()));
+}
+
+TEST_CASE("several listeners are called in turn") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  Collector a, b;
+  Subscription* s = ValueOrDie(q->Subscribe({.name = "s"}, &a));
+  CHECK(ValueOrDie(q->Subscribe({.name = "s"}, &b)) == s);
+  CHECK(absl::IsInvalidArgument(q->Subscribe({.name = "s"}, &a).status()));
+  // b refuses m1 once: a is not called again for it.
+  std::atomic<int> refusals{1};
+  b.SetFail([&](const MessageView& m) {
+    return m.payload == "m1" && refusals.fetch_sub(1) > 0;
+  });
+  PutN(q, 3);
+  Eventually([&] { return b.failures() == 1; });
+  f.clock().Advance(absl::Seconds(1));
+  a.WaitFor(3);
+  b.WaitFor(3);
+  CHECK(Payloads(a.got()) == std::vector<std::string>{"m0", "m1", "m2"});
+  CHECK(Payloads(b.got()) == std::vector<std::string>{"m0", "m1", "m2"});
+  CHECK(ValueOrDie(s->Stats()).listeners == 2);
+}
+
+TEST_CASE("a thousand subscriptions on one queue") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.partitions = 4}));
+  constexpr int kSubs = 1000, kMessages = 20;
+  std::vector<std::unique_ptr<Collector>> cs;
+  for (int i = 0; i < kSubs; ++i) {
+    cs.push_back(std::make_unique<Collector>());
+    ValueOrDie(q->Subscribe({.name = absl::StrCat("s", i)}, cs.back().get()));
+  }
+  for (int i = 0; i < kMessages; ++i) {
+    ValueOrDie(q->Put({.payload = absl::StrCat(i)}));
+  }
+  for (auto& c : cs) c->WaitFor(kMessages);
+  size_t total = 0;
+  for (auto& c : cs) total += c->got().size();
+  CHECK(total == kSubs * kMessages);
+  CHECK(ValueOrDie(q->ListSubscriptions()).size() == kSubs);
+}
+
+// Unsubscribes itself from inside its listener.
+class SelfUnsubscriber : public MessageListener {
+ public:
+  explicit SelfUnsubscriber(Queue* q) : q_(q) {}
+  absl::Status OnMessage(const MessageView&) override {
+    MutexLock l(&mu_);
+    status_ = q_->Unsubscribe("self");
+    done_ = true;
+    return absl::OkStatus();
+  }
+  absl::Status Wait() {
+    const absl::Time give_up = absl::Now() + absl::Seconds(60);
+    for (;;) {
+      {
+        MutexLock l(&mu_);
+        if (done_) return status_;
+      }
+      if (absl::Now() > give_up) std::abort();
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+  }
+
+ private:
+  Queue* q_;
+  Mutex mu_;
+  bool done_ = false;
+  absl::Status status_;
+};
+
+TEST_CASE("unsubscribe stops delivery and deletes the state") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  PutN(q, 3);
+  Collector c;
+  ValueOrDie(q->Subscribe({.name = "s"}, &c));
+  c.WaitFor(3);
+  HQ_REQUIRE_OK(q->Unsubscribe("s"));
+  CHECK(ValueOrDie(q->ListSubscriptions()).empty());
+  CHECK(absl::IsNotFound(q->Unsubscribe("s")));
+  PutN(q, 1, "late");
+  // Subscribing again starts anew, from the earliest.
+  Collector again;
+  ValueOrDie(q->Subscribe({.name = "s"}, &again));
+  again.WaitFor(4);
+  CHECK(c.got().size() == 3);  // The old listener got nothing more.
+  // From its own listener: refused, not a deadlock.
+  SelfUnsubscriber self(q);
+  ValueOrDie(q->Subscribe({.name = "self"}, &self));
+  CHECK(absl::IsFailedPrecondition(self.Wait()));
+  HQ_REQUIRE_OK(q->Unsubscribe("self"));
+  // Not live in this process: its records go too.
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  HQ_REQUIRE_OK(q->Unsubscribe("s"));
+  CHECK(ValueOrDie(q->ListSubscriptions()).empty());
+}
+
+TEST_CASE("subscribe checks its arguments") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.partitions = 2}));
+  Collector c;
+  CHECK(absl::IsInvalidArgument(q->Subscribe({}, &c).status()));  // No name.
+  CHECK(absl::IsInvalidArgument(q->Subscribe({.name = "s"}, nullptr).status()));
+  CHECK(absl::IsInvalidArgument(
+      q->Subscribe({.name = "s", .partitions = {2}}, &c).status()));
+  CHECK(absl::IsInvalidArgument(
+      q->Subscribe({.name = "s", .topics = {std::string(1025, 't')}}, &c)
+          .status()));
+  CHECK(absl::IsInvalidArgument(
+      q->Subscribe({.name = "s", .checkpoint_messages = 0}, &c).status()));
+  CHECK(absl::IsInvalidArgument(
+      q->Subscribe({.name = "s", .checkpoint_interval = absl::ZeroDuration()},
+                   &c)
+          .status()));
+  CHECK(absl::IsInvalidArgument(
+      q->Subscribe({.name = "s", .buffer_messages = 0}, &c).status()));
+  CHECK(absl::IsInvalidArgument(
+      q->Subscribe({.name = "s", .buffer_bytes = 0}, &c).status()));
+  CHECK(absl::IsInvalidArgument(q->Subscribe({.name = "s",
+                                              .retry_base = absl::Seconds(2),
+                                              .retry_cap = absl::Seconds(1)},
+                                             &c)
+                                    .status()));
+  CHECK(absl::IsInvalidArgument(
+      q->Subscribe({.name = "s",
+                    .start = SubscribeOptions::Start::kTime,
+                    .start_time = absl::InfiniteFuture()},
+                   &c)
+          .status()));
+  // Nothing was created by the refused calls.
+  CHECK(ValueOrDie(q->ListSubscriptions()).empty());
+  HQ_REQUIRE_OK(f.db()->DropQueue("q"));
+  CHECK(absl::IsNotFound(q->Subscribe({.name = "s"}, &c).status()));
+}
+
+// The stored checkpoints of the queue's subscriptions, by partition (a
+// queue with one priority in the time layout: one lane per partition).
+std::map<uint32_t, MessageId> StoredByPartition(Db* db, uint32_t queue_id) {
+  const std::string prefix =
+      format::QueuePrefix(format::kCheckpointTag, queue_id);
+  std::unique_ptr<leveldb::Iterator> it(
+      test::Impl(db)->leveldb()->NewIterator(leveldb::ReadOptions()));
+  std::map<uint32_t, MessageId> out;
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
+       it->Next()) {
+    // prefix, fixed32 sub_id, then lane_rest: fixed16 partition ...
+    const unsigned char* k =
+        reinterpret_cast<const unsigned char*>(it->key().data());
+    const uint32_t partition =
+        (k[prefix.size() + 4] << 8) | k[prefix.size() + 5];
+    MessageId id;
+    REQUIRE(format::DecodeCheckpoint(
+        std::string_view(it->value().data(), it->value().size()), &id));
+    out[partition] = id;
+  }
+  return out;
+}
+
+TEST_CASE("kill -9: delivery resumes at the last written checkpoint") {
+  test::TempDir dir;
+  const std::string path = dir.Sub("db");
+  constexpr uint32_t kPartitions = 3;
+  constexpr int kEach = 150;
+  std::map<uint32_t, std::vector<MessageId>> all;  // Per partition, in order.
+  uint32_t qid;
+  {
+    auto db = ValueOrDie(Db::Open(path, {}));
+    Queue* q = ValueOrDie(db->CreateQueue("q", {.partitions = kPartitions}));
+    qid = static_cast<QueueImpl*>(q)->id();
+    for (int i = 0; i < kEach; ++i) {
+      for (uint32_t p = 0; p < kPartitions; ++p) {
+        all[p].push_back(
+            ValueOrDie(q->Put({.payload = "x", .partition = p})).id);
+      }
+    }
+  }
+  std::mt19937 rng(test::Seed(6));
+  std::map<uint32_t, std::set<MessageId>> delivered;  // By any child.
+  for (int round = 0; round < 5; ++round) {
+    std::map<uint32_t, MessageId> before;
+    {
+      auto db = ValueOrDie(Db::Open(path, {}));
+      before = StoredByPartition(db.get(), qid);
+    }
+    // The checkpoint never passes a message no child delivered.
+    for (const auto& [p, cp] : before) {
+      for (const MessageId& id : all[p]) {
+        if (id < cp) CHECK(delivered[p].contains(id));
+      }
+    }
+    test::Child child({"subscribe", path, "q", "s"});
+    const int stop_after = 5 + static_cast<int>(rng() % 60);
+    std::map<uint32_t, std::vector<MessageId>> got;
+    // Kill it after some lines, then read what it printed before it died.
+    int lines = 0;
+    for (std::string line = child.ReadLine(); !line.empty();
+         line = child.ReadLine()) {
+      if (++lines == stop_after) child.Kill();
+      INFO(line);
+      REQUIRE(line.rfind("ERROR", 0) != 0);
+      if (line == "IDLE") break;
+      uint32_t p;
+      char id[64];
+      REQUIRE(std::sscanf(line.c_str(), "M %u %63s", &p, id) == 2);
+      const std::optional<MessageId> mid = MessageId::Parse(id);
+      REQUIRE(mid.has_value());
+      got[p].push_back(*mid);
+      delivered[p].insert(*mid);
+    }
+    child.Kill();  // Also when it went idle before `stop_after` lines.
+    child.Wait();
+    // In each partition this child started exactly at the first message at
+    // or past the written checkpoint (redelivery only from there), and
+    // went on in order without gaps.
+    for (const auto& [p, ids] : got) {
+      const MessageId cp = before.contains(p) ? before[p] : MessageId::Min();
+      auto first = std::lower_bound(all[p].begin(), all[p].end(), cp);
+      REQUIRE(first != all[p].end());
+      for (size_t i = 0; i < ids.size(); ++i) {
+        REQUIRE(first + i != all[p].end());
+        CHECK(ids[i] == *(first + i));
+      }
+    }
+  }
+  // A last subscriber in this process gets everything left: nothing lost.
+  auto db = ValueOrDie(Db::Open(path, {}));
+  Queue* q = ValueOrDie(db->OpenQueue("q"));
+  Collector c;
+  Subscription* s = ValueOrDie(q->Subscribe({.name = "s"}, &c));
+  Eventually([&] { return ValueOrDie(s->Stats()).lag == 0; });
+  for (const Got& g : c.got()) delivered[g.partition].insert(g.id);
+  for (uint32_t p = 0; p < kPartitions; ++p) {
+    CHECK(delivered[p].size() == all[p].size());
+  }
+}
+
+}  // namespace
+}  // namespace hq
