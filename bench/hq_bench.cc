@@ -100,6 +100,18 @@
 //                    `put_dedup rss_kb : N`, the growth of resident memory
 //                    across both (the index lives in LevelDB, not in
 //                    memory).
+//   subscribe        Push delivery: a fresh queue with one subscription
+//                    (Queue::Subscribe); one thread puts --num messages
+//                    (PutBatch of --batch when > 1) while the Db's delivery
+//                    threads push them to the listener. One op = one
+//                    message delivered; the time runs from the first Put to
+//                    the last delivery. Also prints `subscribe latency
+//                    micros : ...`, from the start of the Put call to the
+//                    listener call, for every message (the put time rides
+//                    in the payload's first 8 bytes).
+//   subscribe_10     The same with 10 subscriptions on the queue: one op =
+//                    one message delivered to all 10; latency as seen by
+//                    the first.
 //   scan_leveldb     A raw leveldb::Iterator over the database
 //                    fillseq_leveldb wrote, SeekToFirst to the end, reading
 //                    every key and value. REQUIRES: fillseq_leveldb earlier
@@ -113,6 +125,8 @@
 //   ratio claim_complete/sqlite_claim_complete : R
 //   ratio claim_sparse/claim_sparse_small : R
 //   ratio put_dedup/put : R        the cost of dedup keys on Put
+//   ratio subscribe/leveldb_put : R   delivered msgs/s / fillseq_leveldb
+//   ratio subscribe_10/leveldb_put : R
 //
 // Fairness: after each write workload, untimed, the benchmark waits until
 // that database has no compaction due (LevelDB's compaction score below 1
@@ -161,11 +175,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -255,6 +271,8 @@ constexpr char kClaimComplete[] = "claim_complete";
 constexpr char kClaimCompleteSqlite[] = "claim_complete_sqlite";
 constexpr char kClaimSparse[] = "claim_sparse";
 constexpr char kPutDedup[] = "put_dedup";
+constexpr char kSubscribe[] = "subscribe";
+constexpr char kSubscribe10[] = "subscribe_10";
 
 // What the scans read is added here, so that no read can be optimised away.
 volatile uint64_t sink = 0;
@@ -347,7 +365,8 @@ absl::StatusOr<Config> ConfigFromFlags() {
       fill = true;
     } else if (name == kLeases || name == kTtl ||
                name == kClaimCompleteSqlite || name == kClaimSparse ||
-               name == kPutDedup) {
+               name == kPutDedup || name == kSubscribe ||
+               name == kSubscribe10) {
       // Self-contained.
     } else if (name == kClaimComplete) {
       put = true;  // Leaves an hq Db open.
@@ -688,7 +707,7 @@ class Benchmark {
     HQ_RETURN_IF_ERROR(MakeDirectories());
     PrintHeader();
     std::optional<Result> put, fill, scan, scan_lanes, scan_leveldb, claim,
-        claim_sqlite, put_dedup;
+        claim_sqlite, put_dedup, subscribe, subscribe10;
     for (const std::string& name : config_.benchmarks) {
       Histogram hist;
       Histogram* h = config_.histogram ? &hist : nullptr;
@@ -724,6 +743,9 @@ class Benchmark {
       } else if (name == kPutDedup) {
         r = PutDedup(h);
         if (r.ok()) put_dedup = *r;
+      } else if (name == kSubscribe || name == kSubscribe10) {
+        r = Subscribe(name, name == kSubscribe ? 1 : 10);
+        if (r.ok()) (name == kSubscribe ? subscribe : subscribe10) = *r;
       } else {
         r = ScanLevelDb(h);
         if (r.ok()) scan_leveldb = *r;
@@ -750,6 +772,14 @@ class Benchmark {
     if (scan_lanes && scan_leveldb && scan_leveldb->msgs_per_sec() > 0) {
       std::printf("ratio scan_lanes/leveldb_scan : %.2f\n",
                   scan_lanes->msgs_per_sec() / scan_leveldb->msgs_per_sec());
+    }
+    if (subscribe && fill && fill->msgs_per_sec() > 0) {
+      std::printf("ratio subscribe/leveldb_put : %.2f\n",
+                  subscribe->msgs_per_sec() / fill->msgs_per_sec());
+    }
+    if (subscribe10 && fill && fill->msgs_per_sec() > 0) {
+      std::printf("ratio subscribe_10/leveldb_put : %.2f\n",
+                  subscribe10->msgs_per_sec() / fill->msgs_per_sec());
     }
     if (put_dedup && put && put->msgs_per_sec() > 0) {
       std::printf("ratio put_dedup/put : %.2f\n",
@@ -928,9 +958,9 @@ class Benchmark {
     int64_t duplicates = 0;
     HQ_ASSIGN_OR_RETURN(Result first, TimedPuts(hist, true, &duplicates));
     if (duplicates != 0) {
-      return absl::DataLossError(absl::StrFormat(
-          "%d of %d unique dedup keys were reported duplicates", duplicates,
-          config_.num));
+      return absl::DataLossError(
+          absl::StrFormat("%d of %d unique dedup keys were reported duplicates",
+                          duplicates, config_.num));
     }
     HQ_ASSIGN_OR_RETURN(Result again, TimedPuts(nullptr, true, &duplicates));
     if (duplicates != config_.num) {
@@ -942,6 +972,100 @@ class Benchmark {
     std::printf("put_dedup rss_kb : %lld\n",
                 static_cast<long long>(ResidentKb() - rss_before));
     return first;
+  }
+
+  // Counts deliveries; the first subscription's listener also records the
+  // latency from Put to listener (the put time is in the payload).
+  class BenchListener : public MessageListener {
+   public:
+    explicit BenchListener(Histogram* latency) : latency_(latency) {}
+    absl::Status OnMessage(const MessageView& m) override {
+      if (latency_ != nullptr && m.payload.size() >= 8) {
+        int64_t put_ns;
+        std::memcpy(&put_ns, m.payload.data(), 8);
+        const int64_t now_ns =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(
+                SteadyClock::now().time_since_epoch())
+                .count();
+        latency_->Add(static_cast<double>(now_ns - put_ns) / 1e3);
+      }
+      count_.fetch_add(1, std::memory_order_release);
+      return absl::OkStatus();
+    }
+    int64_t count() const { return count_.load(std::memory_order_acquire); }
+
+   private:
+    Histogram* const latency_;  // Only the delivery thread touches it.
+    std::atomic<int64_t> count_{0};
+  };
+
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> Subscribe(
+      const std::string& name, int subscriptions) {
+    HQ_RETURN_IF_ERROR(OpenFreshHq());
+    const int64_t num = config_.num;
+    Histogram latency;
+    latency.Reserve(static_cast<size_t>(num));
+    std::vector<std::unique_ptr<BenchListener>> listeners;
+    for (int i = 0; i < subscriptions; ++i) {
+      listeners.push_back(
+          std::make_unique<BenchListener>(i == 0 ? &latency : nullptr));
+      HQ_RETURN_IF_ERROR(queue_
+                             ->Subscribe({.name = absl::StrCat("bench", i)},
+                                         listeners.back().get())
+                             .status());
+    }
+    const int64_t batch = config_.batch;
+    const size_t width = static_cast<size_t>(std::min(batch, num));
+    const size_t size = std::max<size_t>(8, config_.value_size);
+    std::vector<std::string> payloads(width, std::string(size, 'x'));
+    std::vector<Message> messages(width);
+    PutOptions po;
+    po.sync = config_.sync;
+    const SteadyClock::time_point start = SteadyClock::now();
+    for (int64_t i = 0; i < num; i += batch) {
+      const int64_t n = std::min(batch, num - i);
+      const int64_t put_ns =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(
+              SteadyClock::now().time_since_epoch())
+              .count();
+      for (int64_t j = 0; j < n; ++j) {
+        std::string& p = payloads[static_cast<size_t>(j)];
+        const std::string_view body = source_.payload(i + j);
+        p.replace(0, std::min(size, body.size()), body);
+        std::memcpy(p.data(), &put_ns, 8);
+        Message& m = messages[static_cast<size_t>(j)];
+        m.topic = source_.topic(i + j);
+        m.payload = p;
+        m.partition = source_.partition(i + j);
+        m.priority = source_.priority(i + j);
+      }
+      if (batch == 1) {
+        HQ_RETURN_IF_ERROR(queue_->Put(messages[0], po).status());
+      } else {
+        HQ_RETURN_IF_ERROR(queue_->PutBatch(
+            std::span<const Message>(messages.data(), static_cast<size_t>(n)),
+            nullptr, po));
+      }
+    }
+    // Until every subscription has every message (a liveness bound of
+    // ten minutes).
+    const SteadyClock::time_point give_up =
+        SteadyClock::now() + std::chrono::minutes(10);
+    for (const auto& l : listeners) {
+      while (l->count() < num) {
+        if (SteadyClock::now() > give_up) {
+          return absl::DeadlineExceededError(absl::StrFormat(
+              "a subscription got %d of %d messages in 10 minutes", l->count(),
+              num));
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+    }
+    const double seconds = MicrosSince(start) / 1e6;
+    CloseHq();  // Stops delivery before the listeners go.
+    std::printf("%s latency micros : %s\n", name.c_str(),
+                latency.Summary().c_str());
+    return Result{seconds, num, num * static_cast<int64_t>(config_.value_size)};
   }
 
   // Puts --num messages as `put` describes, with dedup keys if `dedup`
