@@ -3,6 +3,7 @@
 #include "lib/subscription_impl.h"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -485,9 +486,31 @@ absl::StatusOr<SubscriptionStats> SubscriptionImpl::Stats() {
   st.listeners = static_cast<uint32_t>(listeners_.size());
   std::vector<const Lane*> lanes;
   for (const auto& [prefix, lane] : lanes_) lanes.push_back(lane.get());
-  std::sort(lanes.begin(), lanes.end(),
-            [](const Lane* a, const Lane* b) { return a->prefix < b->prefix; });
   const bool has_topic = queue_->codec().lane_has_topic();
+  // Lanes not in memory are idle: their checkpoints are as written.
+  std::unique_ptr<leveldb::Iterator> cp(
+      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+  const std::string cp_prefix = format::GroupRecordPrefix(
+      format::kCheckpointTag, queue_->id(), record_.id);
+  std::string prefix;
+  for (cp->Seek(cp_prefix);
+       cp->Valid() && ToStd(cp->key()).starts_with(cp_prefix); cp->Next()) {
+    prefix = format::MessagePrefix(queue_->id());
+    prefix.append(ToStd(cp->key()).substr(cp_prefix.size()));
+    if (lanes_.contains(prefix)) continue;
+    LaneCheckpoint c;
+    std::string_view topic;
+    if (!LayoutCodec::ParseLanePrefix(prefix, has_topic, &c.partition,
+                                      &c.priority, &topic) ||
+        !format::DecodeCheckpoint(ToStd(cp->value()), &c.next)) {
+      return absl::DataLossError(absl::StrCat(
+          "subscription '", name_, "': malformed checkpoint record"));
+    }
+    c.topic.assign(topic);
+    c.written = c.next;
+    st.lanes.push_back(std::move(c));
+  }
+  HQ_RETURN_IF_ERROR(FromLevelDb(cp->status(), "reading checkpoints"));
   const MessageId cutoff = queue_->TtlCutoff(db_->clock()->Now());
   std::unique_ptr<leveldb::Iterator> it(
       db_->leveldb()->NewIterator(leveldb::ReadOptions()));
@@ -522,6 +545,13 @@ absl::StatusOr<SubscriptionStats> SubscriptionImpl::Stats() {
     }
     HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "counting the lag"));
   }
+  // Lane order: partition, priority from the highest, topic.
+  std::sort(st.lanes.begin(), st.lanes.end(),
+            [](const LaneCheckpoint& a, const LaneCheckpoint& b) {
+              if (a.partition != b.partition) return a.partition < b.partition;
+              if (a.priority != b.priority) return a.priority > b.priority;
+              return a.topic < b.topic;
+            });
   return st;
 }
 

@@ -259,6 +259,10 @@ TEST_CASE("a subscription resumes from its checkpoints after a close") {
   HQ_REQUIRE_OK(s->Checkpoint());
   const SubscriptionStats st = ValueOrDie(s->Stats());
   CHECK(st.delivered == 2);
+  // Both lanes, also the idle one (its checkpoint read from disk).
+  REQUIRE(st.lanes.size() == 2);
+  CHECK(st.lanes[0].partition == 0);
+  CHECK(st.lanes[1].partition == 1);
   for (const LaneCheckpoint& lc : st.lanes) CHECK(lc.next == lc.written);
 }
 

@@ -118,8 +118,8 @@ struct LaneCheckpoint {
 };
 
 struct SubscriptionStats {
-  // Lanes the subscription holds in memory (with work, or checkpoints not
-  // yet written), in lane order.
+  // Every lane with a checkpoint (written, or not yet written), by
+  // partition, then priority from the highest, then topic.
   std::vector<LaneCheckpoint> lanes;
   // Messages in scope past the checkpoints, counted up to 100000 (then
   // lag_exact is false and lag is a lower bound).
