@@ -51,6 +51,8 @@ namespace hq {
 
 // Receives a subscription's messages. Called on a delivery thread, never
 // concurrently for one subscription. The view is valid during the call.
+// It must not throw, and must not call Unsubscribe for its own
+// subscription (that returns FailedPrecondition).
 class MessageListener {
  public:
   virtual ~MessageListener() = default;
