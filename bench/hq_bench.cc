@@ -19,6 +19,7 @@
 //                    names partition i % partitions explicitly, has priority
 //                    (i / partitions) % priorities and topic
 //                    "t<(i / (partitions * priorities)) % topics>".
+//                    With --threads=N, N threads each put an equal share.
 //   fillseq_leveldb  The same messages written to a fresh raw LevelDB with
 //                    one leveldb::DB::Put each (one leveldb::WriteBatch of
 //                    --batch entries per Write when --batch > 1). Keys and
@@ -165,6 +166,10 @@
 //                      DIR/leveldb, destroyed before each write workload and
 //                      kept at the end). Default: a fresh directory under
 //                      /tmp, removed at the end.
+//   --threads=N        Threads that write in put and put_dedup, each an
+//                      equal contiguous share of the --num messages (so
+//                      concurrent sync puts share fsyncs: group commit).
+//                      Default: 1.
 //   --claim_batch=N    Tasks per Claim and Complete call (1..10000).
 //                      Default: 100.
 //   --cache_bytes=N    Block cache of each database (hq::Options::
@@ -245,6 +250,8 @@ ABSL_FLAG(bool, histogram, false,
 ABSL_FLAG(std::string, db, "",
           "Directory for the databases (default: a temporary directory "
           "under /tmp, removed at the end).");
+ABSL_FLAG(int32_t, threads, 1,
+          "Threads that put (put, put_dedup): each writes an equal share.");
 ABSL_FLAG(int32_t, claim_batch, 100,
           "Tasks per Claim and Complete call in claim_complete.");
 ABSL_FLAG(int64_t, cache_bytes, int64_t{64} << 20,
@@ -298,6 +305,7 @@ struct Config {
   std::string db;  // Empty: a temporary directory.
   size_t cache_bytes = 0;
   uint32_t claim_batch = 100;
+  int threads = 1;
 };
 
 absl::StatusOr<Config> ConfigFromFlags() {
@@ -355,6 +363,11 @@ absl::StatusOr<Config> ConfigFromFlags() {
     return absl::InvalidArgumentError("--claim_batch must be in 1..10000");
   }
   c.claim_batch = static_cast<uint32_t>(claim_batch);
+  const int32_t threads = absl::GetFlag(FLAGS_threads);
+  if (threads < 1 || threads > 1024) {
+    return absl::InvalidArgumentError("--threads must be in 1..1024");
+  }
+  c.threads = threads;
 
   // Every name known, every scan after the write it reads.
   bool put = false, fill = false;
@@ -484,6 +497,9 @@ class Histogram {
  public:
   void Reserve(size_t n) { micros_.reserve(n); }
   void Add(double micros) { micros_.push_back(micros); }
+  void Merge(const Histogram& other) {
+    micros_.insert(micros_.end(), other.micros_.begin(), other.micros_.end());
+  }
 
   std::string Summary() {
     if (micros_.empty()) return "count 0";
@@ -1072,19 +1088,54 @@ class Benchmark {
   // (counting in `*duplicates` the puts found duplicates).
   absl::StatusOr<Result> TimedPuts(Histogram* hist, bool dedup,
                                    int64_t* duplicates) {
-    if (duplicates != nullptr) *duplicates = 0;
     const int64_t num = config_.num;
+    const int threads = config_.threads;
+    // Thread t writes messages [num*t/T, num*(t+1)/T), each with its own
+    // histogram and duplicate count, merged at the end.
+    std::vector<Histogram> hists(static_cast<size_t>(threads));
+    std::vector<int64_t> dups(static_cast<size_t>(threads), 0);
+    std::vector<absl::Status> status(static_cast<size_t>(threads));
+    const SteadyClock::time_point start = SteadyClock::now();
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        const size_t k = static_cast<size_t>(t);
+        status[k] =
+            PutRange(num * t / threads, num * (t + 1) / threads,
+                     hist != nullptr ? &hists[k] : nullptr, dedup, &dups[k]);
+      });
+    }
+    for (std::thread& t : pool) t.join();
+    const double seconds = MicrosSince(start) / 1e6;
+    for (const absl::Status& s : status) HQ_RETURN_IF_ERROR(s);
+    if (duplicates != nullptr) {
+      *duplicates = 0;
+      for (int64_t d : dups) *duplicates += d;
+    }
+    if (hist != nullptr) {
+      for (Histogram& h : hists) hist->Merge(h);
+    }
+    put_messages_ = num;
+    WaitForCompactions(static_cast<DbImpl*>(hq_db_.get())->leveldb());
+    return Result{seconds, num, num * static_cast<int64_t>(config_.value_size)};
+  }
+
+  // Puts messages [begin, end) as `put` describes (one thread's share).
+  absl::Status PutRange(int64_t begin, int64_t end, Histogram* hist, bool dedup,
+                        int64_t* duplicates) {
     const int64_t batch = config_.batch;
-    if (hist != nullptr) hist->Reserve(static_cast<size_t>(num / batch + 1));
+    if (hist != nullptr) {
+      hist->Reserve(static_cast<size_t>((end - begin) / batch + 1));
+    }
     PutOptions po;
     po.sync = config_.sync;
-    const size_t width = static_cast<size_t>(std::min(batch, num));
+    const size_t width =
+        static_cast<size_t>(std::max<int64_t>(1, std::min(batch, end - begin)));
     std::vector<Message> messages(width);
     std::vector<std::string> keys(dedup ? width : 0);
     std::vector<PutResult> results;
-    const SteadyClock::time_point start = SteadyClock::now();
-    for (int64_t i = 0; i < num; i += batch) {
-      const int64_t n = std::min(batch, num - i);
+    for (int64_t i = begin; i < end; i += batch) {
+      const int64_t n = std::min(batch, end - i);
       for (int64_t j = 0; j < n; ++j) {
         Message& m = messages[static_cast<size_t>(j)];
         m.topic = source_.topic(i + j);
@@ -1103,21 +1154,18 @@ class Benchmark {
       if (batch == 1) {
         absl::StatusOr<PutResult> r = queue_->Put(messages[0], po);
         if (!r.ok()) return r.status();
-        if (duplicates != nullptr && r->duplicate) ++*duplicates;
+        if (r->duplicate) ++*duplicates;
       } else {
         HQ_RETURN_IF_ERROR(queue_->PutBatch(
             std::span<const Message>(messages.data(), static_cast<size_t>(n)),
-            duplicates != nullptr ? &results : nullptr, po));
-        if (duplicates != nullptr) {
+            dedup ? &results : nullptr, po));
+        if (dedup) {
           for (const PutResult& r : results) *duplicates += r.duplicate;
         }
       }
       if (hist != nullptr) hist->Add(MicrosSince(op_start));
     }
-    const double seconds = MicrosSince(start) / 1e6;
-    put_messages_ = num;
-    WaitForCompactions(static_cast<DbImpl*>(hq_db_.get())->leveldb());
-    return Result{seconds, num, num * static_cast<int64_t>(config_.value_size)};
+    return absl::OkStatus();
   }
 
   ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> CreateQueues(Histogram* hist) {
