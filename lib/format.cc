@@ -125,7 +125,9 @@ std::string EncodeGroupRecord(const GroupRecord& r) {
   coding::PutFixed32(&s, r.id);
   coding::PutVarint32(&s, static_cast<uint32_t>(r.topics.size()));
   for (const std::string& t : r.topics) coding::PutLengthPrefixed(&s, t);
-  coding::PutFixed8(&s, r.ordered ? kGroupOrdered : 0);
+  // The flags byte only when a flag is set: an unordered group's record
+  // stays what earlier versions wrote and read.
+  if (r.ordered) coding::PutFixed8(&s, kGroupOrdered);
   return s;
 }
 

@@ -644,14 +644,20 @@ absl::StatusOr<std::vector<Task>> GroupImpl::Claim(const ClaimOptions& o) {
   }
   DbImpl::OpScope op(db_);
   HQ_RETURN_IF_ERROR(op.status());
-  // Ordered groups: while this call runs, its consumer stays live.
+  // Ordered groups: while this call runs, its consumer stays live; and the
+  // call notes how many times the consumer left before it began, so that
+  // only a Leave during the call ends it.
   struct Claiming {
     GroupImpl* g;
     const std::string* name;
+    uint64_t leaves_before = 0;
     Claiming(GroupImpl* g, const std::string* name) : g(g), name(name) {
       if (name == nullptr) return;
       MutexLock l(&g->mu_);
       ++g->claiming_[*name];
+      if (auto it = g->leaves_.find(*name); it != g->leaves_.end()) {
+        leaves_before = it->second;
+      }
     }
     ~Claiming() {
       if (name == nullptr) return;
@@ -659,14 +665,14 @@ absl::StatusOr<std::vector<Task>> GroupImpl::Claim(const ClaimOptions& o) {
       auto it = g->claiming_.find(*name);
       if (--it->second == 0) {
         g->claiming_.erase(it);
-        g->leaving_.erase(*name);
+        g->leaves_.erase(*name);  // No claim left that could see it.
       }
     }
   } claiming(this, record_.ordered ? &o.consumer : nullptr);
   if (o.wait == absl::ZeroDuration()) {
     absl::Time next_due;
     bool left;
-    return ClaimOnce(o, partitions, &next_due, &left);
+    return ClaimOnce(o, partitions, claiming.leaves_before, &next_due, &left);
   }
   const absl::Time deadline = db_->clock()->Now() + o.wait;
   waiters_.fetch_add(1);
@@ -682,8 +688,9 @@ absl::StatusOr<std::vector<Task>> GroupImpl::Claim(const ClaimOptions& o) {
     }
     absl::Time next_due;
     bool left;
-    HQ_ASSIGN_OR_RETURN(std::vector<Task> out,
-                        ClaimOnce(o, partitions, &next_due, &left));
+    HQ_ASSIGN_OR_RETURN(
+        std::vector<Task> out,
+        ClaimOnce(o, partitions, claiming.leaves_before, &next_due, &left));
     const absl::Time now = db_->clock()->Now();
     if (!out.empty() || now >= deadline || left) return out;
     if (db_->IsClosing()) return db_->ClosingError();
@@ -691,9 +698,11 @@ absl::StatusOr<std::vector<Task>> GroupImpl::Claim(const ClaimOptions& o) {
     // Sleep until a write notes a lane, a lease expires, a task is released,
     // the Db closes, or (timers on the Db's clock) the earliest redelivery
     // falls due or the wait ends. No polling.
+    // (A redelivery may have fallen due since ClaimOnce read the clock: then
+    // the timer fires at once.)
     const absl::Time wake_at = std::min(deadline, next_due);
-    absl::StatusOr<LeaseId> timer =
-        db_->leases()->Create(wake_at - now, [this] { Wake(); });
+    absl::StatusOr<LeaseId> timer = db_->leases()->Create(
+        std::max(absl::ZeroDuration(), wake_at - now), [this] { Wake(); });
     if (!timer.ok()) return timer.status();
     {
       MutexLock l(&wait_mu_);
@@ -846,11 +855,12 @@ absl::Status GroupImpl::CollectOrdered(
 
 absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
     const ClaimOptions& o, const std::vector<bool>& partitions,
-    absl::Time* next_due, bool* left) {
+    uint64_t leaves_before, absl::Time* next_due, bool* left) {
   MutexLock l(&mu_);
   *left = false;
   *next_due = absl::InfiniteFuture();
-  if (record_.ordered && leaving_.contains(o.consumer)) {
+  if (auto it = leaves_.find(o.consumer);
+      record_.ordered && it != leaves_.end() && it->second > leaves_before) {
     *left = true;
     return std::vector<Task>();
   }
@@ -1095,7 +1105,8 @@ absl::Status GroupImpl::Leave(std::string_view consumer) {
                                               name_, "'"));
     }
     lease = DropConsumer(std::string(consumer));
-    if (claiming_.contains(Av(consumer))) leaving_.emplace(consumer);
+    // Claims of it in progress return; later ones join it again.
+    if (claiming_.contains(Av(consumer))) ++leaves_[std::string(consumer)];
   }
   // Outside the lock (an expiry running now waits for it, then finds the
   // consumer gone).

@@ -141,10 +141,12 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
 
   // One claim attempt. Sets `next_due` to the earliest redelivery due after
   // now (InfiniteFuture if none).
-  // Sets `left` if the (ordered) consumer left during the call.
+  // Sets `left` if the (ordered) consumer left since the Claim call began
+  // (more than `leaves_before` Leave calls counted in leaves_).
   absl::StatusOr<std::vector<Task>> ClaimOnce(
       const ClaimOptions& o, const std::vector<bool>& partitions,
-      absl::Time* next_due, bool* left) ABSL_LOCKS_EXCLUDED(mu_);
+      uint64_t leaves_before, absl::Time* next_due, bool* left)
+      ABSL_LOCKS_EXCLUDED(mu_);
   void Wake() ABSL_LOCKS_EXCLUDED(wait_mu_);
   absl::Status Usable() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records `s` as the group's sticky error if it is a write failure.
@@ -323,9 +325,9 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // Claim calls in progress per consumer: a consumer in a (waiting) claim
   // is live even if its lease runs out.
   absl::flat_hash_map<std::string, int> claiming_ ABSL_GUARDED_BY(mu_);
-  // Consumers that left (Leave) while claims of theirs were in progress:
-  // those claims return at once.
-  absl::flat_hash_set<std::string> leaving_ ABSL_GUARDED_BY(mu_);
+  // Per consumer with claims in progress: Leave calls since the first of
+  // them began. A claim that began before a Leave returns at once.
+  absl::flat_hash_map<std::string, uint64_t> leaves_ ABSL_GUARDED_BY(mu_);
   std::vector<Part> parts_ ABSL_GUARDED_BY(mu_);  // Per partition.
   uint64_t next_consumer_gen_ ABSL_GUARDED_BY(mu_) = 0;
 };

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -515,6 +517,118 @@ TEST_CASE("competing ordered consumers, one stopping: order and no loss") {
     for (int i = 0; i < kPerPartition; ++i) want[i] = i;
     CHECK(completed[p] == want);
   }
+}
+
+// ---- Regressions from the review of ordered groups.
+
+TEST_CASE("review: a claim right after Leave joins the consumer again") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.partitions = 2}));
+  ConsumerGroup* g = ValueOrDie(q->Group("g", {.ordered = true}));
+  int not_joined = 0;
+  for (int i = 0; i < 50; ++i) {
+    test::BackgroundClaim w(g, {.wait = absl::Hours(1), .consumer = "a"});
+    test::AwaitWaiters(g, 1);
+    HQ_REQUIRE_OK(g->Leave("a"));
+    // A later claim: the header says it joins "a" again.
+    HQ_REQUIRE_OK(g->Claim({.consumer = "a"}).status());
+    bool joined = false;
+    for (const ConsumerInfo& c : ValueOrDie(g->Consumers())) {
+      joined |= c.name == "a";
+    }
+    if (!joined) ++not_joined;
+    REQUIRE(ValueOrDie(w.Wait()).empty());
+    if (joined) HQ_REQUIRE_OK(g->Leave("a"));
+  }
+  INFO("claims after Leave that did not join: " << not_joined << " of 50");
+  CHECK(not_joined == 0);
+}
+
+// Two threads of one consumer loop on waiting claims (a worker pool); the
+// consumer is told to Leave. Its claims should return, and the pool's next
+// claims should join it again and wait, not spin.
+TEST_CASE("review: a consumer with two claiming threads after Leave") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.partitions = 2}));
+  ConsumerGroup* g = ValueOrDie(q->Group("g", {.ordered = true}));
+  std::atomic<bool> stop{false};
+  std::atomic<int> empty_returns{0};
+  auto worker = [&] {
+    while (!stop.load()) {
+      auto r = g->Claim({.wait = absl::Hours(1), .consumer = "a"});
+      if (r.ok() && r->empty()) empty_returns.fetch_add(1);
+    }
+  };
+  constexpr int kThreads = 2;
+  std::vector<std::thread> ts;
+  for (int i = 0; i < kThreads; ++i) ts.emplace_back(worker);
+  auto* impl = static_cast<GroupImpl*>(g);
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  while (impl->TEST_Waiters() < kThreads && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  // No REQUIRE before the threads are joined (a blocked claim would keep
+  // the Db from closing).
+  const absl::Status left = g->Leave("a");
+  absl::SleepFor(absl::Milliseconds(500));
+  const int spins = empty_returns.load();
+  bool joined = false;
+  for (const ConsumerInfo& c : ValueOrDie(g->Consumers())) {
+    joined |= c.name == "a";
+  }
+  stop.store(true);
+  test::PutN(q, 4, "m", std::nullopt);  // Ends the waits.
+  while (impl->TEST_Waiters() > 0) {
+    test::PutN(q, 2, "m", std::nullopt);
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  for (std::thread& t : ts) t.join();
+  HQ_REQUIRE_OK(left);
+  INFO(kThreads << " threads: empty returns in 500 ms after Leave: " << spins);
+  CHECK(joined);
+  CHECK(spins <= 2);
+}
+
+// A real-time clock that moves 1 ms at every read: time passes between two
+// reads, as it does on a loaded machine.
+class SteppingClock final : public Clock {
+ public:
+  absl::Time Now() const override {
+    return absl::FromUnixSeconds(1767225600) +
+           absl::Milliseconds(n_.fetch_add(1));
+  }
+
+ private:
+  mutable std::atomic<int64_t> n_{0};
+};
+
+TEST_CASE("review: a waiting claim whose next redelivery falls due meanwhile") {
+  const bool ordered = GENERATE(false, true);
+  SteppingClock clock;
+  test::TempDir dir;
+  Options opts = NoBackgroundSweeps();
+  opts.clock = &clock;
+  std::unique_ptr<Db> db = ValueOrDie(Db::Open(dir.Sub("db"), opts));
+  Queue* q = ValueOrDie(db->CreateQueue("q", {.partitions = 2}));
+  ValueOrDie(q->Put({.payload = "m", .partition = 0}));
+  int failures = 0;
+  std::string what;
+  for (int r = 1; r <= 30; ++r) {
+    ConsumerGroup* g = ValueOrDie(q->Group(
+        absl::StrCat("g", r), {.ordered = ordered, .lease = absl::Hours(1)}));
+    std::vector<Task> t = ValueOrDie(g->Claim({.consumer = "a"}));
+    REQUIRE(t.size() == 1);
+    HQ_REQUIRE_OK(g->Release(t[0], absl::Milliseconds(r)));
+    absl::StatusOr<std::vector<Task>> w = g->Claim(
+        {.partitions = {1}, .wait = absl::Milliseconds(40), .consumer = "a"});
+    if (!w.ok()) {
+      ++failures;
+      what = w.status().ToString();
+    }
+  }
+  INFO("ordered " << ordered << ": " << failures << " of 30 waiting claims "
+                  << "failed, e.g. " << what);
+  CHECK(failures == 0);
 }
 
 }  // namespace

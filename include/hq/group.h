@@ -157,6 +157,8 @@ struct Task {
   // The message's delayed-delivery time (InfinitePast() if none).
   absl::Time not_before = absl::InfinitePast();
   // Ordered groups: the consumer it was handed to (ClaimOptions::consumer).
+  // Complete, Release and Extend of the task renew that consumer's
+  // ownership lease (whoever calls them).
   std::string consumer;
 };
 
@@ -219,7 +221,9 @@ struct GroupStats {
 struct ConsumerInfo {
   std::string name;
   std::vector<uint32_t> partitions;  // Owned, ascending.
-  absl::Time lease_deadline;         // Ownership ends then unless renewed.
+  // Ownership ends then unless renewed (a consumer blocked in a waiting
+  // claim is renewed then; while its expiry is being processed, now).
+  absl::Time lease_deadline;
 };
 
 // A durable, named consumer group of one queue. Obtained from Queue::Group;
@@ -252,7 +256,8 @@ class ConsumerGroup {
   // TTL are skipped. One write per call (and one more
   // when tasks are due for the dead-letter queue).
   // Errors: InvalidArgument (options out of range; an ordered group's claim
-  // without a consumer); NotFound (the queue was
+  // without a consumer, or with a topic filter in the time layout);
+  // NotFound (the queue was
   // dropped, also during a wait); FailedPrecondition (the Db is closing,
   // also during a wait: destroying the Db wakes every waiting claim; or an
   // earlier write failed); Internal/DataLoss (storage).
