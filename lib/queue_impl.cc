@@ -341,7 +341,9 @@ absl::StatusOr<Subscription*> QueueImpl::Subscribe(
         record.start = options.start_id;
         break;
       case SubscribeOptions::Start::kTime: {
-        const int64_t ms = absl::ToUnixMillis(options.start_time);
+        // The first id whose ms is not before start_time (rounded up).
+        int64_t ms = absl::ToUnixMillis(options.start_time);
+        if (absl::FromUnixMillis(ms) < options.start_time) ++ms;
         record.start = MessageId{
             ms < 0 ? 0 : std::min<uint64_t>(ms, MessageId::kMaxMs), 0};
         break;
@@ -496,6 +498,11 @@ absl::Status QueueImpl::Unsubscribe(std::string_view name) {
   std::unique_ptr<SubscriptionImpl> sub;
   {
     MutexLock l(&subs_mu_);
+    if (unsubscribing_.contains(Av(name))) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("subscription '", Av(name), "' of queue '", name_,
+                       "' is being unsubscribed by another call"));
+    }
     if (auto it = subs_.find(Av(name)); it != subs_.end()) {
       if (DeliveryPool::InJob(it->second.get())) {
         return absl::FailedPreconditionError(

@@ -18,8 +18,10 @@ namespace {
 
 // Stats counts the lag key by key up to this many keys.
 constexpr uint64_t kLagCountLimit = 100000;
-// Messages read from one lane before the next lane's turn.
+// Messages read from one lane before the next lane's turn, and keys looked
+// at (a time-layout lane with a topic filter reads past other topics).
 constexpr size_t kReadChunk = 128;
+constexpr size_t kScanChunk = 8 * kReadChunk;
 
 std::string_view ToStd(const leveldb::Slice& s) {
   return std::string_view(s.data(), s.size());
@@ -203,13 +205,21 @@ absl::Status SubscriptionImpl::Load() {
           });
 }
 
-void SubscriptionImpl::Start() { pool_->Schedule(this); }
+void SubscriptionImpl::Start() {
+  {
+    MutexLock l(&mu_);
+    started_ = true;
+  }
+  pool_->Schedule(this);
+}
 
 // ------------------------------------------------------------ the reader
 
 bool SubscriptionImpl::Full() const {
-  return buffered_ >= options_.buffer_messages ||
-         buffered_bytes_ >= options_.buffer_bytes;
+  // A lane waiting for a retry holds only its head message, not counted
+  // here: it must not keep the other lanes from being read.
+  return buffered_ - blocked_ >= options_.buffer_messages ||
+         buffered_bytes_ - blocked_bytes_ >= options_.buffer_bytes;
 }
 
 absl::Status SubscriptionImpl::Fill() {
@@ -223,20 +233,26 @@ absl::Status SubscriptionImpl::Fill() {
   for (size_t k = 0; k < lanes && !Full(); ++k) {
     Lane* lane = active_.front();
     active_.pop_front();
+    if (lane->blocked) {  // Waiting for a retry: read on after it.
+      active_.push_back(lane);
+      continue;
+    }
     if (lane->read < cutoff) lane->read = cutoff;  // Expired: skipped.
     const size_t n = lane->prefix.size();
     seek = lane->prefix;
     LayoutCodec::AppendMessageId(&seek, lane->read);
     bool drained = true;
-    size_t taken = 0;
+    size_t taken = 0, scanned = 0;
     MessageId id;
     for (it->Seek(seek); it->Valid(); it->Next()) {
       const std::string_view key = ToStd(it->key());
       if (!LayoutCodec::LaneMessage(key, lane->prefix, &id)) break;
-      if (taken == kReadChunk || Full()) {
+      // A bounded turn, also past messages of other topics.
+      if (taken == kReadChunk || scanned == kScanChunk || Full()) {
         drained = false;
         break;
       }
+      ++scanned;
       const std::string_view topic =
           has_topic ? std::string_view(lane->topic)
                     : key.substr(n + LayoutCodec::kMessageIdSize);
@@ -317,11 +333,29 @@ size_t SubscriptionImpl::Deliver(
       }
       d = std::min(d, options_.retry_cap);
       lane->retry_at = db_->clock()->Now() + d;
-      if (lane->retry_at < retry_timer_at_) {
-        retry_timer_at_ = lane->retry_at;
-        ArmTimer(d, /*checkpoint=*/false);
+      ArmTimer(d, /*checkpoint=*/false);
+      if (!lane->blocked) {
+        // Keep only the head: the rest is read again after the retry, so
+        // that a lane that waits does not fill the buffer.
+        if (lane->buf.size() > 1) {
+          lane->read = lane->buf[1].id;
+          while (lane->buf.size() > 1) {
+            buffered_ -= 1;
+            buffered_bytes_ -= lane->buf.back().payload.size();
+            lane->buf.pop_back();
+          }
+          Activate(lane);
+        }
+        lane->blocked = true;
+        blocked_ += 1;
+        blocked_bytes_ += b->payload.size();
       }
       break;
+    }
+    if (lane->blocked) {
+      lane->blocked = false;
+      blocked_ -= 1;
+      blocked_bytes_ -= b->payload.size();
     }
     buffered_ -= 1;
     buffered_bytes_ -= b->payload.size();
@@ -331,6 +365,12 @@ size_t SubscriptionImpl::Deliver(
     ++delivered_;
     ++since_checkpoint_;
     ++delivered;
+    // Every checkpoint_messages deliveries, at once (not at the end of the
+    // slice): that bounds what a crash delivers again.
+    if (since_checkpoint_ >= options_.checkpoint_messages &&
+        !Fail(WriteCheckpoints()).ok()) {
+      break;
+    }
   }
   return delivered;
 }
@@ -341,15 +381,16 @@ void SubscriptionImpl::ArmTimer(absl::Duration after, bool checkpoint) {
       db_->leases()->Create(after, [this, id, checkpoint] {
         {
           MutexLock l(&mu_);
-          timers_.erase(*id);
           if (checkpoint) {
             checkpoint_timer_ = false;
             checkpoint_due_ = true;
-          } else {
-            retry_timer_at_ = absl::InfiniteFuture();
           }
         }
         pool_->Schedule(this);
+        // Last: until the id leaves timers_, Stop cancels it, which waits
+        // for this action to return.
+        MutexLock l(&mu_);
+        timers_.erase(*id);
       });
   if (!created.ok()) return;  // The Db is closing.
   *id = *created;
@@ -364,7 +405,9 @@ bool SubscriptionImpl::RunSlice() {
   std::vector<MessageListener*> listeners;
   {
     MutexLock l(&mu_);
-    if (stopped_ || !broken_.ok() || queue_->dropped()) return false;
+    if (!started_ || stopped_ || !broken_.ok() || queue_->dropped()) {
+      return false;
+    }
     if (!Fail(TakeNotes()).ok() || !Fail(Fill()).ok()) return false;
     if (checkpoint_due_ && !Fail(WriteCheckpoints()).ok()) return false;
     // Lanes whose turn it is, skipping those waiting for a retry.

@@ -98,6 +98,8 @@ class SubscriptionImpl final : public Subscription,
     bool ready = false;   // In ready_: buf is not empty.
     size_t resume = 0;    // The listener to call next for buf.front().
     uint32_t failures = 0;
+    // Waiting for a retry: buf holds only the head (counted in blocked_).
+    bool blocked = false;
     absl::Time retry_at = absl::InfinitePast();
     // The checkpoint: every message below it was delivered (or skipped).
     MessageId next() const { return buf.empty() ? read : buf.front().id; }
@@ -155,7 +157,10 @@ class SubscriptionImpl final : public Subscription,
   uint64_t since_checkpoint_ ABSL_GUARDED_BY(mu_) = 0;
   bool checkpoint_due_ ABSL_GUARDED_BY(mu_) = false;
   bool checkpoint_timer_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Time retry_timer_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  // Lanes waiting for a retry, and their head messages' payload bytes.
+  uint64_t blocked_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t blocked_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;  // Start was called.
   // Live timers (cancelled by Stop).
   absl::flat_hash_set<LeaseId> timers_ ABSL_GUARDED_BY(mu_);
 };

@@ -256,6 +256,8 @@ TEST_CASE("a subscription resumes from its checkpoints after a close") {
       {.name = "s", .start = SubscribeOptions::Start::kEarliest}, &c));
   c.WaitFor(2);
   CHECK(Payloads(c.got()) == std::vector<std::string>{"c0", "c1"});
+  // The slice counts a delivery once the listener returned.
+  Eventually([&] { return ValueOrDie(s->Stats()).delivered == 2; });
   HQ_REQUIRE_OK(s->Checkpoint());
   const SubscriptionStats st = ValueOrDie(s->Stats());
   CHECK(st.delivered == 2);

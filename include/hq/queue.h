@@ -115,7 +115,7 @@ class Queue {
   // call in progress to return) and deletes its state: a later Subscribe
   // with the name starts anew. Errors: NotFound (no such subscription);
   // FailedPrecondition (called from a listener of that subscription, which
-  // would wait for itself).
+  // would wait for itself, or while another Unsubscribe of it runs).
   virtual absl::Status Unsubscribe(std::string_view name) = 0;
 
   // The names of the queue's subscriptions (live or not), in byte order.

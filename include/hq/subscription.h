@@ -52,10 +52,14 @@ namespace hq {
 // Receives a subscription's messages. Called on a delivery thread, never
 // concurrently for one subscription. The view is valid during the call.
 // It must not throw, and must not call Unsubscribe for its own
-// subscription (that returns FailedPrecondition).
+// subscription (that returns FailedPrecondition) nor, in general, for
+// another subscription whose listener might be unsubscribing this one
+// (each would wait for the other).
 class MessageListener {
  public:
   virtual ~MessageListener() = default;
+  // Delayed messages (Message::delay) are delivered at once, like to a
+  // scanner, with their not_before in the view.
   // OK: handled. An error: the same message comes again after a backoff
   // (SubscribeOptions::retry_base..retry_cap), and the lane waits for it.
   virtual absl::Status OnMessage(const MessageView& message) = 0;
