@@ -325,7 +325,9 @@ TEST_CASE("a failing listener is retried and holds back only its lane") {
   // Partition 1 goes on; partition 0 stops at a1.
   Eventually([&] {
     std::vector<std::string> p = Payloads(c.got());
-    return std::count(p.begin(), p.end(), "b2") == 1 && c.failures() >= 1;
+    // failed_attempts counts a failure once its retry timer is set.
+    return std::count(p.begin(), p.end(), "b2") == 1 &&
+           ValueOrDie(s->Stats()).failed_attempts >= 1;
   });
   std::vector<std::string> p = Payloads(c.got());
   CHECK(std::find(p.begin(), p.end(), "a2") == p.end());
@@ -343,9 +345,12 @@ TEST_CASE("a failing listener is retried and holds back only its lane") {
   CHECK(saw_lane0);
   // Retries after 1 s, 2 s, 4 s of the Db's clock; then a1 and a2 follow.
   for (int i = 0; i < 3; ++i) {
-    const size_t before = c.failures();
+    const uint64_t before = ValueOrDie(s->Stats()).failed_attempts;
     f.clock().Advance(absl::Seconds(4));
-    Eventually([&] { return c.failures() > before || refusals.load() <= 0; });
+    Eventually([&] {
+      return ValueOrDie(s->Stats()).failed_attempts > before ||
+             refusals.load() <= 0;
+    });
   }
   c.WaitFor(6);
   Eventually([&] { return ValueOrDie(s->Stats()).delivered == 6; });
@@ -427,7 +432,8 @@ TEST_CASE("several listeners are called in turn") {
     return m.payload == "m1" && refusals.fetch_sub(1) > 0;
   });
   PutN(q, 3);
-  Eventually([&] { return b.failures() == 1; });
+  // Counted once the retry timer is set: only then may the clock move.
+  Eventually([&] { return ValueOrDie(s->Stats()).failed_attempts == 1; });
   f.clock().Advance(absl::Seconds(1));
   a.WaitFor(3);
   b.WaitFor(3);
