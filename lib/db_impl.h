@@ -65,6 +65,7 @@ class DbImpl final : public Db {
   absl::StatusOr<std::vector<std::string>> ListQueues() override;
   const std::string& path() const override { return path_; }
   LeaseManager* leases() override { return leases_.get(); }
+  LeaseManagerImpl* lease_impl() { return leases_.get(); }
   absl::StatusOr<SweepStats> CompactExpired() override;
 
   // ---- For QueueImpl and ScannerImpl ----

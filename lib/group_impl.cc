@@ -698,11 +698,11 @@ absl::StatusOr<std::vector<Task>> GroupImpl::Claim(const ClaimOptions& o) {
     // Sleep until a write notes a lane, a lease expires, a task is released,
     // the Db closes, or (timers on the Db's clock) the earliest redelivery
     // falls due or the wait ends. No polling.
-    // (A redelivery may have fallen due since ClaimOnce read the clock: then
-    // the timer fires at once.)
+    // At an absolute time: the clock may have moved since it was read (a
+    // time already passed fires at once).
     const absl::Time wake_at = std::min(deadline, next_due);
-    absl::StatusOr<LeaseId> timer = db_->leases()->Create(
-        std::max(absl::ZeroDuration(), wake_at - now), [this] { Wake(); });
+    absl::StatusOr<LeaseId> timer =
+        db_->lease_impl()->CreateAt(wake_at, [this] { Wake(); });
     if (!timer.ok()) return timer.status();
     {
       MutexLock l(&wait_mu_);

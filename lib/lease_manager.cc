@@ -59,10 +59,17 @@ absl::Time LeaseManagerImpl::DeadlineAfter(absl::Duration d) const {
 absl::StatusOr<LeaseId> LeaseManagerImpl::Create(
     absl::Duration duration, std::function<void()> on_expire) {
   if (absl::Status s = CheckDuration(duration); !s.ok()) return s;
+  return CreateAt(DeadlineAfter(duration), std::move(on_expire));
+}
+
+absl::StatusOr<LeaseId> LeaseManagerImpl::CreateAt(
+    absl::Time deadline, std::function<void()> on_expire) {
   if (!on_expire) {
     return absl::InvalidArgumentError("lease expiry action is empty");
   }
-  const absl::Time deadline = DeadlineAfter(duration);
+  if (deadline == absl::InfiniteFuture() || deadline == absl::InfinitePast()) {
+    return absl::InvalidArgumentError("lease deadline must be finite");
+  }
   MutexLock l(&mu_);
   if (shutdown_) {
     return absl::FailedPreconditionError("the Db's leases are shut down");

@@ -30,6 +30,11 @@ class LeaseManagerImpl final : public LeaseManager, private Clock::Listener {
 
   absl::StatusOr<LeaseId> Create(absl::Duration duration,
                                  std::function<void()> on_expire) override;
+  // As Create, with an absolute deadline on the clock (one already passed
+  // expires at once). For timers computed from an earlier clock reading:
+  // a relative duration would move them later by the time since.
+  absl::StatusOr<LeaseId> CreateAt(absl::Time deadline,
+                                   std::function<void()> on_expire);
   absl::Status Renew(LeaseId id, absl::Duration duration) override;
   absl::Status Cancel(LeaseId id) override;
   absl::StatusOr<absl::Time> Deadline(LeaseId id) override;
