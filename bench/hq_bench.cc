@@ -777,34 +777,21 @@ class Benchmark {
       }
       std::fflush(stdout);
     }
-    if (put && fill && fill->msgs_per_sec() > 0) {
-      std::printf("ratio put/leveldb_put : %.2f\n",
-                  put->msgs_per_sec() / fill->msgs_per_sec());
-    }
-    if (scan && scan_leveldb && scan_leveldb->msgs_per_sec() > 0) {
-      std::printf("ratio scan/leveldb_scan : %.2f\n",
-                  scan->msgs_per_sec() / scan_leveldb->msgs_per_sec());
-    }
-    if (scan_lanes && scan_leveldb && scan_leveldb->msgs_per_sec() > 0) {
-      std::printf("ratio scan_lanes/leveldb_scan : %.2f\n",
-                  scan_lanes->msgs_per_sec() / scan_leveldb->msgs_per_sec());
-    }
-    if (subscribe && fill && fill->msgs_per_sec() > 0) {
-      std::printf("ratio subscribe/leveldb_put : %.2f\n",
-                  subscribe->msgs_per_sec() / fill->msgs_per_sec());
-    }
-    if (subscribe10 && fill && fill->msgs_per_sec() > 0) {
-      std::printf("ratio subscribe_10/leveldb_put : %.2f\n",
-                  subscribe10->msgs_per_sec() / fill->msgs_per_sec());
-    }
-    if (put_dedup && put && put->msgs_per_sec() > 0) {
-      std::printf("ratio put_dedup/put : %.2f\n",
-                  put_dedup->msgs_per_sec() / put->msgs_per_sec());
-    }
-    if (claim && claim_sqlite && claim_sqlite->msgs_per_sec() > 0) {
-      std::printf("ratio claim_complete/sqlite_claim_complete : %.2f\n",
-                  claim->msgs_per_sec() / claim_sqlite->msgs_per_sec());
-    }
+    // One `ratio A/B : R` line when both workloads ran.
+    auto print_ratio = [](const char* name, const std::optional<Result>& a,
+                          const std::optional<Result>& b) {
+      if (a && b && b->msgs_per_sec() > 0) {
+        std::printf("ratio %s : %.2f\n", name,
+                    a->msgs_per_sec() / b->msgs_per_sec());
+      }
+    };
+    print_ratio("put/leveldb_put", put, fill);
+    print_ratio("scan/leveldb_scan", scan, scan_leveldb);
+    print_ratio("scan_lanes/leveldb_scan", scan_lanes, scan_leveldb);
+    print_ratio("subscribe/leveldb_put", subscribe, fill);
+    print_ratio("subscribe_10/leveldb_put", subscribe10, fill);
+    print_ratio("put_dedup/put", put_dedup, put);
+    print_ratio("claim_complete/sqlite_claim_complete", claim, claim_sqlite);
     std::fflush(stdout);
     return absl::OkStatus();
   }
