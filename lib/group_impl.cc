@@ -718,82 +718,72 @@ void GroupImpl::Wake() {
   wait_cv_.SignalAll();
 }
 
-absl::Status GroupImpl::CollectDue(
-    int priority, const ClaimOptions& o, absl::Time now, MessageId cutoff,
-    absl::Duration lease, const std::function<bool(const Lane*)>& match,
-    leveldb::Iterator* it, std::vector<Task>* out, std::vector<Lane*>* touched,
-    std::vector<std::pair<Lane*, MessageId>>* gone,
-    leveldb::WriteBatch* batch) {
+absl::Status GroupImpl::CollectDue(int priority, ClaimPass* p) {
   const bool has_topic = queue_->codec().lane_has_topic();
   std::set<WaitKey>& ws = waiting_[priority];
   for (auto w = ws.begin();
-       w != ws.end() && w->due <= now && out->size() < o.max;) {
+       w != ws.end() && w->due <= p->now && p->out.size() < p->o.max;) {
     Lane* lane = w->lane;
     const MessageId id = w->id;
-    if (!match(lane)) {
+    if (!p->match(lane)) {
       ++w;
       continue;
     }
     Rec* rec = &lane->tasks.find(id)->second;
     Task t;
     absl::StatusOr<bool> found =
-        id < cutoff ? false : ReadMessage(lane, id, it, &t);
+        id < p->cutoff ? false : ReadMessage(lane, id, p->it, &t);
     if (!found.ok()) return found.status();
-    if (!has_topic && !o.topics.empty() && *found &&
-        std::find(o.topics.begin(), o.topics.end(), t.topic) ==
-            o.topics.end()) {
+    if (!has_topic && !p->o.topics.empty() && *found &&
+        std::find(p->o.topics.begin(), p->o.topics.end(), t.topic) ==
+            p->o.topics.end()) {
       ++w;
       continue;
     }
     w = ws.erase(w);
     --waiting_count_;
-    Touch(lane, touched);
+    Touch(lane, &p->touched);
     if (!*found) {
       // Past the TTL: nothing left to deliver.
       rec->state = format::TaskState::kDone;
-      gone->emplace_back(lane, id);
+      p->gone.emplace_back(lane, id);
       continue;
     }
-    HandOut(lane, id, rec, now, lease, /*covered=*/false, &t, batch);
-    out->push_back(std::move(t));
+    HandOut(lane, id, rec, p->now, p->lease, /*covered=*/false, &t, &p->batch);
+    p->out.push_back(std::move(t));
   }
   return absl::OkStatus();
 }
 
-absl::Status GroupImpl::CollectUnordered(
-    const ClaimOptions& o, absl::Time now, MessageId cutoff,
-    absl::Duration lease, const std::function<bool(const Lane*)>& match,
-    leveldb::Iterator* it, std::vector<Task>* out, std::vector<Lane*>* touched,
-    std::vector<std::pair<Lane*, MessageId>>* gone,
-    leveldb::WriteBatch* batch) {
+absl::Status GroupImpl::CollectUnordered(ClaimPass* p) {
   const bool has_topic = queue_->codec().lane_has_topic();
   const int priorities = queue_->options().priorities;
-  for (int prio = priorities - 1; prio >= 0 && out->size() < o.max; --prio) {
+  for (int prio = priorities - 1; prio >= 0 && p->out.size() < p->o.max;
+       --prio) {
     // Tasks due for redelivery go first.
-    HQ_RETURN_IF_ERROR(CollectDue(prio, o, now, cutoff, lease, match, it, out,
-                                  touched, gone, batch));
+    HQ_RETURN_IF_ERROR(CollectDue(prio, p));
     // Then new messages, round-robin over the lanes that have any.
     std::deque<Lane*>& dq = active_[prio];
-    while (out->size() < o.max && !dq.empty()) {
+    while (p->out.size() < p->o.max && !dq.empty()) {
       const size_t n = dq.size();
       bool progress = false;
-      for (size_t k = 0; k < n && out->size() < o.max; ++k) {
+      for (size_t k = 0; k < n && p->out.size() < p->o.max; ++k) {
         Lane* lane = dq.front();
         dq.pop_front();
-        if (!match(lane)) {
+        if (!p->match(lane)) {
           dq.push_back(lane);
           continue;
         }
-        const size_t remaining = o.max - out->size();
+        const size_t remaining = p->o.max - p->out.size();
         const size_t want = (remaining + (n - k) - 1) / (n - k);
-        const size_t before = out->size();
-        Touch(lane, touched);
+        const size_t before = p->out.size();
+        Touch(lane, &p->touched);
         HQ_ASSIGN_OR_RETURN(
             bool drained,
             ReadLane(lane, want,
-                     has_topic ? std::vector<std::string>() : o.topics, cutoff,
-                     now, lease, it, out, batch));
-        if (out->size() > before) progress = true;
+                     has_topic ? std::vector<std::string>() : p->o.topics,
+                     p->cutoff, p->now, p->lease, p->it, &p->out, &p->batch));
+        if (p->out.size() > before) progress = true;
         if (drained) {
           lane->active = false;
         } else {
@@ -806,13 +796,9 @@ absl::Status GroupImpl::CollectUnordered(
   return absl::OkStatus();
 }
 
-absl::Status GroupImpl::CollectOrdered(
-    const ClaimOptions& o, Consumer* consumer,
-    const std::vector<bool>& partitions, absl::Time now, MessageId cutoff,
-    absl::Duration lease, const std::function<bool(const Lane*)>& match,
-    leveldb::Iterator* it, std::vector<Task>* out, std::vector<Lane*>* touched,
-    std::vector<std::pair<Lane*, MessageId>>* gone,
-    leveldb::WriteBatch* batch) {
+absl::Status GroupImpl::CollectOrdered(Consumer* consumer,
+                                       const std::vector<bool>& partitions,
+                                       ClaimPass* p) {
   // `match` accepts only lanes of the consumer's partitions with no task in
   // flight. A waiting task is its lane's head (a lane has at most one task
   // not completed), so due redeliveries go first as in CollectUnordered;
@@ -820,27 +806,28 @@ absl::Status GroupImpl::CollectOrdered(
   // task. Partitions take turns across calls.
   const std::vector<uint32_t>& owned = consumer->partitions;
   const int priorities = queue_->options().priorities;
-  for (int prio = priorities - 1; prio >= 0 && out->size() < o.max; --prio) {
-    HQ_RETURN_IF_ERROR(CollectDue(prio, o, now, cutoff, lease, match, it, out,
-                                  touched, gone, batch));
-    for (size_t k = 0; k < owned.size() && out->size() < o.max; ++k) {
-      const uint32_t p = owned[(consumer->next + k) % owned.size()];
-      Part& part = parts_[p];
+  for (int prio = priorities - 1; prio >= 0 && p->out.size() < p->o.max;
+       --prio) {
+    HQ_RETURN_IF_ERROR(CollectDue(prio, p));
+    for (size_t k = 0; k < owned.size() && p->out.size() < p->o.max; ++k) {
+      const uint32_t pid = owned[(consumer->next + k) % owned.size()];
+      Part& part = parts_[pid];
       if (part.in_flight > 0 || part.active.empty() ||
-          (!partitions.empty() && !partitions[p])) {
+          (!partitions.empty() && !partitions[pid])) {
         continue;
       }
       std::deque<Lane*>& dq = part.active[prio];
       for (size_t j = 0, n = dq.size(); j < n && part.in_flight == 0; ++j) {
         Lane* lane = dq.front();
         dq.pop_front();
-        if (Pending(*lane) || !match(lane)) {
+        if (Pending(*lane) || !p->match(lane)) {
           dq.push_back(lane);
           continue;
         }
-        Touch(lane, touched);
-        HQ_ASSIGN_OR_RETURN(bool drained, ReadLane(lane, 1, {}, cutoff, now,
-                                                   lease, it, out, batch));
+        Touch(lane, &p->touched);
+        HQ_ASSIGN_OR_RETURN(bool drained,
+                            ReadLane(lane, 1, {}, p->cutoff, p->now, p->lease,
+                                     p->it, &p->out, &p->batch));
         if (drained) {
           lane->active = false;
         } else {
@@ -868,7 +855,6 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
   HQ_RETURN_IF_ERROR(Fail(TakeNotes()));
   HQ_RETURN_IF_ERROR(FlushDying());
   const absl::Time now = db_->clock()->Now();
-  const MessageId cutoff = queue_->TtlCutoff(now);
   const absl::Duration lease =
       o.lease == absl::ZeroDuration() ? options_.lease : o.lease;
 
@@ -877,7 +863,14 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
   if (record_.ordered) {
     HQ_ASSIGN_OR_RETURN(consumer, Join(o.consumer));
   }
-  std::function<bool(const Lane*)> match = [&](const Lane* lane) {
+  std::unique_ptr<leveldb::Iterator> it(
+      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+  ClaimPass p{.o = o,
+              .now = now,
+              .cutoff = queue_->TtlCutoff(now),
+              .lease = lease,
+              .it = it.get()};
+  p.match = [&](const Lane* lane) {
     if (!partitions.empty() && !partitions[lane->partition]) return false;
     if (consumer != nullptr) {
       const Part& part = parts_[lane->partition];
@@ -888,24 +881,15 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
                o.topics.end();
   };
 
-  std::vector<Task> out;
-  std::vector<Lane*> touched;
-  std::vector<std::pair<Lane*, MessageId>> gone;
-  leveldb::WriteBatch batch;
-  std::unique_ptr<leveldb::Iterator> it(
-      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
-  absl::Status s =
-      consumer == nullptr
-          ? CollectUnordered(o, now, cutoff, lease, match, it.get(), &out,
-                             &touched, &gone, &batch)
-          : CollectOrdered(o, consumer, partitions, now, cutoff, lease, match,
-                           it.get(), &out, &touched, &gone, &batch);
+  absl::Status s = consumer == nullptr
+                       ? CollectUnordered(&p)
+                       : CollectOrdered(consumer, partitions, &p);
   if (!s.ok()) return Fail(s);
-  for (Lane* lane : touched) Settle(lane, &batch);
-  PutDone(gone, &batch);
-  HQ_RETURN_IF_ERROR(Write(batch));
+  for (Lane* lane : p.touched) Settle(lane, &p.batch);
+  PutDone(p.gone, &p.batch);
+  HQ_RETURN_IF_ERROR(Write(p.batch));
   // Leases start once the claim is on disk.
-  for (Task& t : out) {
+  for (Task& t : p.out) {
     std::string prefix;
     queue_->codec().AppendLanePrefix(&prefix, queue_->id(), t.partition,
                                      t.priority, t.topic);
@@ -919,15 +903,14 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
     rec.lease = *id;
     if (consumer != nullptr) t.consumer = consumer->name;
   }
-  Committed(&touched);
+  Committed(&p.touched);
   // The earliest redelivery still in the future (for a waiting claim),
   // including delayed messages this claim just read past.
-  *next_due = absl::InfiniteFuture();
   for (const std::set<WaitKey>& ws : waiting_) {
-    auto it = ws.upper_bound(WaitKey{now, UINT64_MAX, nullptr, {}});
-    if (it != ws.end()) *next_due = std::min(*next_due, it->due);
+    auto w = ws.upper_bound(WaitKey{now, UINT64_MAX, nullptr, {}});
+    if (w != ws.end()) *next_due = std::min(*next_due, w->due);
   }
-  return out;
+  return std::move(p.out);
 }
 
 void GroupImpl::OnLeaseExpired(const std::string& prefix, MessageId id,

@@ -166,33 +166,27 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // Ordered groups: whether `lane` has a task not completed (in flight or
   // waiting), which holds back the rest of the lane.
   static bool Pending(const Lane& lane);
+  // One claim in progress: its inputs, and what it hands out and writes.
+  struct ClaimPass {
+    const ClaimOptions& o;
+    absl::Time now;
+    MessageId cutoff;                        // The TTL cutoff at `now`.
+    absl::Duration lease;                    // The tasks' lease.
+    std::function<bool(const Lane*)> match;  // Lanes the claim may take.
+    leveldb::Iterator* it;
+    std::vector<Task> out;
+    std::vector<Lane*> touched;
+    std::vector<std::pair<Lane*, MessageId>> gone;  // Found past the TTL.
+    leveldb::WriteBatch batch;
+  };
   // Collects the tasks of an unordered or an ordered claim.
-  absl::Status CollectUnordered(const ClaimOptions& o, absl::Time now,
-                                MessageId cutoff, absl::Duration lease,
-                                const std::function<bool(const Lane*)>& match,
-                                leveldb::Iterator* it, std::vector<Task>* out,
-                                std::vector<Lane*>* touched,
-                                std::vector<std::pair<Lane*, MessageId>>* gone,
-                                leveldb::WriteBatch* batch)
+  absl::Status CollectUnordered(ClaimPass* p)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status CollectOrdered(const ClaimOptions& o, Consumer* consumer,
-                              const std::vector<bool>& partitions,
-                              absl::Time now, MessageId cutoff,
-                              absl::Duration lease,
-                              const std::function<bool(const Lane*)>& match,
-                              leveldb::Iterator* it, std::vector<Task>* out,
-                              std::vector<Lane*>* touched,
-                              std::vector<std::pair<Lane*, MessageId>>* gone,
-                              leveldb::WriteBatch* batch)
+  absl::Status CollectOrdered(Consumer* consumer,
+                              const std::vector<bool>& partitions, ClaimPass* p)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Hands out the due redeliveries of `priority` that `match` accepts.
-  absl::Status CollectDue(int priority, const ClaimOptions& o, absl::Time now,
-                          MessageId cutoff, absl::Duration lease,
-                          const std::function<bool(const Lane*)>& match,
-                          leveldb::Iterator* it, std::vector<Task>* out,
-                          std::vector<Lane*>* touched,
-                          std::vector<std::pair<Lane*, MessageId>>* gone,
-                          leveldb::WriteBatch* batch)
+  // Hands out the due redeliveries of `priority` that p->match accepts.
+  absl::Status CollectDue(int priority, ClaimPass* p)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ordered groups: joins `name` or renews its ownership lease.
   absl::StatusOr<Consumer*> Join(const std::string& name)
