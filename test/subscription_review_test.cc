@@ -80,23 +80,6 @@ bool Within(absl::Duration limit, const std::function<bool()>& pred) {
   return true;
 }
 
-MessageId StoredCheckpoint(Db* db, Queue* q) {
-  const std::string prefix = format::QueuePrefix(
-      format::kCheckpointTag, static_cast<QueueImpl*>(q)->id());
-  std::unique_ptr<leveldb::Iterator> it(
-      test::Impl(db)->leveldb()->NewIterator(leveldb::ReadOptions()));
-  MessageId best = MessageId::Min();
-  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
-       it->Next()) {
-    MessageId id;
-    if (format::DecodeCheckpoint(
-            std::string_view(it->value().data(), it->value().size()), &id)) {
-      best = std::max(best, id);
-    }
-  }
-  return best;
-}
-
 // subscription_impl.cc Deliver: a retry timer is armed only when the new
 // retry time is earlier than the pending one; when that timer fires and
 // the first lane recovers, nothing wakes the second lane at its retry time.
@@ -164,7 +147,7 @@ TEST_CASE("review: checkpoint_messages = 1 bounds redelivery after a crash") {
   MessageId at_100;
   c.on_ = [&](const MessageView& m) {
     if (m.payload == "m100" && !seen.load()) {
-      at_100 = StoredCheckpoint(f.db(), q);
+      at_100 = test::StoredCheckpoint(f.db(), q).value_or(MessageId::Min());
       seen.store(true);
     }
   };

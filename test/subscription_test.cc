@@ -268,23 +268,6 @@ TEST_CASE("a subscription resumes from its checkpoints after a close") {
   for (const LaneCheckpoint& lc : st.lanes) CHECK(lc.next == lc.written);
 }
 
-// The checkpoints stored for the queue's (single) lane: the largest.
-MessageId StoredCheckpoint(Db* db, Queue* q) {
-  const std::string prefix = format::QueuePrefix(
-      format::kCheckpointTag, static_cast<QueueImpl*>(q)->id());
-  std::unique_ptr<leveldb::Iterator> it(
-      test::Impl(db)->leveldb()->NewIterator(leveldb::ReadOptions()));
-  MessageId best = MessageId::Min();
-  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
-       it->Next()) {
-    MessageId id;
-    REQUIRE(format::DecodeCheckpoint(
-        std::string_view(it->value().data(), it->value().size()), &id));
-    best = std::max(best, id);
-  }
-  return best;
-}
-
 TEST_CASE("checkpoints are written every N messages or T, not on each") {
   DbFixture f(Storage::kMemory, NoBackgroundSweeps());
   Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
@@ -296,18 +279,19 @@ TEST_CASE("checkpoints are written every N messages or T, not on each") {
   const std::vector<PutResult> ids = PutN(q, 5);
   c.WaitFor(5);
   // Fewer than 10 and the clock has not moved: nothing written yet.
-  CHECK(StoredCheckpoint(f.db(), q) == MessageId::Min());
+  CHECK(test::StoredCheckpoint(f.db(), q).value() == MessageId::Min());
   // The interval (on the Db's clock) writes them.
   Eventually([&] {
     f.clock().Advance(absl::Seconds(1));
-    return StoredCheckpoint(f.db(), q) == ids[4].id.Next();
+    return test::StoredCheckpoint(f.db(), q).value() == ids[4].id.Next();
   });
   // Ten more deliveries write a checkpoint without the clock moving.
   const std::vector<PutResult> more = PutN(q, 12, "n");
   c.WaitFor(17);
-  Eventually(
-      [&] { return !(StoredCheckpoint(f.db(), q) < more[9].id.Next()); });
-  CHECK(!(more[11].id.Next() < StoredCheckpoint(f.db(), q)));
+  Eventually([&] {
+    return !(test::StoredCheckpoint(f.db(), q).value() < more[9].id.Next());
+  });
+  CHECK(!(more[11].id.Next() < test::StoredCheckpoint(f.db(), q).value()));
 }
 
 TEST_CASE("a failing listener is retried and holds back only its lane") {

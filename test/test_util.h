@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -26,6 +27,8 @@
 #include "leveldb/env.h"
 #include "leveldb/helpers/memenv.h"
 #include "lib/db_impl.h"
+#include "lib/format.h"
+#include "lib/queue_impl.h"
 
 namespace hq::test {
 
@@ -147,6 +150,27 @@ inline size_t CountKeys(Db* db, const std::string& prefix) {
     ++n;
   }
   return n;
+}
+
+// The largest subscription checkpoint stored for queue `q` (for a queue
+// with a single lane: its checkpoint); Min() if none, nullopt if a record
+// does not decode. No Catch assertions: callable from listener threads.
+inline std::optional<MessageId> StoredCheckpoint(Db* db, Queue* q) {
+  const std::string prefix = format::QueuePrefix(
+      format::kCheckpointTag, static_cast<QueueImpl*>(q)->id());
+  std::unique_ptr<leveldb::Iterator> it(
+      Impl(db)->leveldb()->NewIterator(leveldb::ReadOptions()));
+  MessageId best = MessageId::Min();
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
+       it->Next()) {
+    MessageId id;
+    if (!format::DecodeCheckpoint(
+            std::string_view(it->value().data(), it->value().size()), &id)) {
+      return std::nullopt;
+    }
+    best = std::max(best, id);
+  }
+  return best;
 }
 
 // Compacts all of `db`, then waits until LevelDB has no size compaction
