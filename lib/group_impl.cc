@@ -96,13 +96,7 @@ absl::Status GroupImpl::Usable() {
 }
 
 absl::Status GroupImpl::Fail(absl::Status s) {
-  if (!s.ok() && !absl::IsNotFound(s) && broken_.ok()) {
-    broken_ = absl::Status(
-        s.code(), absl::StrCat("consumer group '", name_,
-                               "' stopped after an error (reopen the Db): ",
-                               s.message()));
-  }
-  return s;
+  return RecordStickyError(&broken_, "consumer group", name_, std::move(s));
 }
 
 // ------------------------------------------------------------------ load

@@ -8,8 +8,11 @@
 #ifndef HQ_LIB_STATUS_MACROS_H_
 #define HQ_LIB_STATUS_MACROS_H_
 
+#include <string>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 
 #define HQ_RETURN_IF_ERROR(expr)             \
   do {                                       \
@@ -28,5 +31,24 @@
   auto statusor = (expr);                                  \
   if (!statusor.ok()) return std::move(statusor).status(); \
   lhs = std::move(statusor).value()
+
+namespace hq {
+
+// For objects that stop after a storage failure (consumer groups,
+// subscriptions): if `s` is an error other than NotFound and `*sticky` is
+// still OK, sets `*sticky` to it, saying that `kind` '`name`' stopped (the
+// message is built only then: this runs on every call). Returns `s`.
+inline absl::Status RecordStickyError(absl::Status* sticky, const char* kind,
+                                      const std::string& name, absl::Status s) {
+  if (!s.ok() && !absl::IsNotFound(s) && sticky->ok()) {
+    *sticky = absl::Status(
+        s.code(), absl::StrCat(kind, " '", name,
+                               "' stopped after an error (reopen the Db): ",
+                               s.message()));
+  }
+  return s;
+}
+
+}  // namespace hq
 
 #endif  // HQ_LIB_STATUS_MACROS_H_

@@ -65,13 +65,7 @@ std::string SubscriptionImpl::CheckpointKey(
 }
 
 absl::Status SubscriptionImpl::Fail(absl::Status s) {
-  if (!s.ok() && !absl::IsNotFound(s) && broken_.ok()) {
-    broken_ = absl::Status(
-        s.code(), absl::StrCat("subscription '", name_,
-                               "' stopped after an error (reopen the Db): ",
-                               s.message()));
-  }
-  return s;
+  return RecordStickyError(&broken_, "subscription", name_, std::move(s));
 }
 
 absl::Status SubscriptionImpl::AddListener(MessageListener* listener,
