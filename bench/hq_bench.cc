@@ -213,6 +213,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "bench/bench_util.h"
 #include "hq/hq.h"
 #include "leveldb/cache.h"
 #include "leveldb/db.h"
@@ -280,16 +281,6 @@ constexpr char kClaimSparse[] = "claim_sparse";
 constexpr char kPutDedup[] = "put_dedup";
 constexpr char kSubscribe[] = "subscribe";
 constexpr char kSubscribe10[] = "subscribe_10";
-
-// What the scans read is added here, so that no read can be optimised away.
-volatile uint64_t sink = 0;
-
-using SteadyClock = std::chrono::steady_clock;
-
-double MicrosSince(SteadyClock::time_point start) {
-  return std::chrono::duration<double, std::micro>(SteadyClock::now() - start)
-      .count();
-}
 
 struct Config {
   std::vector<std::string> benchmarks;
@@ -491,161 +482,6 @@ class IdAssigner {
  private:
   std::vector<std::optional<MessageId>> last_;
 };
-
-// Per-call latencies in micros. Keeps every sample: exact percentiles.
-class Histogram {
- public:
-  void Reserve(size_t n) { micros_.reserve(n); }
-  void Add(double micros) { micros_.push_back(micros); }
-  void Merge(const Histogram& other) {
-    micros_.insert(micros_.end(), other.micros_.begin(), other.micros_.end());
-  }
-
-  std::string Summary() {
-    if (micros_.empty()) return "count 0";
-    std::sort(micros_.begin(), micros_.end());
-    double sum = 0;
-    for (double m : micros_) sum += m;
-    auto at = [this](double q) {
-      const size_t i = static_cast<size_t>(
-          std::ceil(q * static_cast<double>(micros_.size())));
-      return micros_[std::min(i == 0 ? 0 : i - 1, micros_.size() - 1)];
-    };
-    return absl::StrFormat(
-        "count %d avg %.3f p50 %.3f p99 %.3f p99.9 %.3f max %.3f",
-        micros_.size(), sum / static_cast<double>(micros_.size()), at(0.50),
-        at(0.99), at(0.999), micros_.back());
-  }
-
- private:
-  std::vector<double> micros_;
-};
-
-struct Result {
-  double seconds = 0;
-  int64_t messages = 0;
-  int64_t payload_bytes = 0;
-
-  double msgs_per_sec() const {
-    return seconds > 0 ? static_cast<double>(messages) / seconds : 0;
-  }
-};
-
-// A raw LevelDB opened with the leveldb::Options hq derives from the same
-// hq::Options (as DbImpl::Init does).
-struct RawDb {
-  std::unique_ptr<leveldb::Cache> cache;
-  std::unique_ptr<const leveldb::FilterPolicy> filter;
-  std::unique_ptr<leveldb::DB> db;  // Declared last: destroyed first.
-};
-
-leveldb::Options LevelDbOptions(const Options& o, RawDb* raw) {
-  leveldb::Options lo;
-  lo.create_if_missing = true;
-  lo.paranoid_checks = o.paranoid_checks;
-  lo.write_buffer_size = o.write_buffer_bytes;
-  lo.max_open_files = o.max_open_files;
-  if (o.cache_bytes > 0) {
-    raw->cache.reset(leveldb::NewLRUCache(o.cache_bytes));
-    lo.block_cache = raw->cache.get();
-  }
-  if (o.bloom_bits_per_key > 0) {
-    raw->filter.reset(leveldb::NewBloomFilterPolicy(o.bloom_bits_per_key));
-    lo.filter_policy = raw->filter.get();
-  }
-  return lo;
-}
-
-absl::Status FromLevelDb(const leveldb::Status& s, std::string_view what) {
-  if (s.ok()) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(
-      absl::string_view(what.data(), what.size()), ": ", s.ToString()));
-}
-
-std::string CpuSummary(std::string* cache) {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line, model;
-  int count = 0;
-  while (std::getline(in, line)) {
-    const size_t colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    const std::string key(absl::StripAsciiWhitespace(line.substr(0, colon)));
-    const std::string value(absl::StripAsciiWhitespace(line.substr(colon + 1)));
-    if (key == "model name") {
-      ++count;
-      model = value;
-    } else if (key == "cache size") {
-      *cache = value;
-    }
-  }
-  if (count == 0) return "unknown";
-  return absl::StrCat(count, " * ", model);
-}
-
-// LevelDB 1.23's compaction score (VersionSet::Finalize): level-0 files / 4,
-// level-L bytes / (10 MiB * 10^(L-1)); a compaction is due at >= 1. Reads
-// the files from the "leveldb.sstables" property, whose lines are
-// "--- level L ---" and " number:size[smallest .. largest]".
-double CompactionScore(const std::string& sstables) {
-  double score = 0;
-  int level = -1;
-  int files = 0;
-  uint64_t bytes = 0;
-  auto finish_level = [&] {
-    if (level == 0) {
-      score = std::max(score, files / 4.0);
-    } else if (level >= 1 && level < 6) {
-      double max_bytes = 10.0 * 1048576.0;
-      for (int l = 1; l < level; ++l) max_bytes *= 10;
-      score = std::max(score, static_cast<double>(bytes) / max_bytes);
-    }
-    files = 0;
-    bytes = 0;
-  };
-  for (absl::string_view line : absl::StrSplit(sstables, '\n')) {
-    if (absl::ConsumePrefix(&line, "--- level ")) {
-      finish_level();
-      level = line.empty() ? -1 : line[0] - '0';
-      continue;
-    }
-    const size_t colon = line.find(':');
-    const size_t bracket = line.find('[');
-    if (colon == absl::string_view::npos ||
-        bracket == absl::string_view::npos || bracket < colon) {
-      continue;
-    }
-    uint64_t size = 0;
-    if (absl::SimpleAtoi(line.substr(colon + 1, bracket - colon - 1), &size)) {
-      ++files;
-      bytes += size;
-    }
-  }
-  finish_level();
-  return score;
-}
-
-// Waits (untimed) until `db` has no compaction due and its table files have
-// not changed for a second (a memtable being written out shows up as a new
-// level-0 file well within that). Gives up after ten minutes.
-void WaitForCompactions(leveldb::DB* db) {
-  const SteadyClock::time_point give_up =
-      SteadyClock::now() + std::chrono::minutes(10);
-  std::string last;
-  int quiet_polls = 0;
-  while (SteadyClock::now() < give_up) {
-    std::string sstables;
-    db->GetProperty("leveldb.sstables", &sstables);
-    if (sstables == last && CompactionScore(sstables) < 1) {
-      if (++quiet_polls >= 20) return;
-    } else {
-      quiet_polls = 0;
-      last = std::move(sstables);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  std::fprintf(stderr,
-               "hq_bench: warning: compactions still due after 10 minutes\n");
-}
 
 // A SQLite connection with its prepared statements, for the peer
 // workloads.
@@ -1406,13 +1242,6 @@ class Benchmark {
                   count * static_cast<int64_t>(config_.value_size)};
   }
 
-  static void PrintLine(const std::string& name, const Result& r) {
-    const double mb = static_cast<double>(r.payload_bytes) / 1048576.0;
-    std::printf("%s : %.3f micros/op; %.0f msgs/s; %.1f MB/s\n", name.c_str(),
-                r.seconds * 1e6 / static_cast<double>(r.messages),
-                r.msgs_per_sec(), r.seconds > 0 ? mb / r.seconds : 0);
-  }
-
   ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> Leases() {
     const int64_t num = config_.num;
     std::mt19937_64 rng(42);
@@ -1460,12 +1289,7 @@ class Benchmark {
     const std::string dir = root_ + "/ttl";
     const std::string raw_dir = root_ + "/ttl-leveldb";
     auto dir_mb = [](const std::string& d) {
-      uint64_t n = 0;
-      std::error_code ec;
-      for (const auto& e : std::filesystem::directory_iterator(d, ec)) {
-        if (e.is_regular_file()) n += e.file_size();
-      }
-      return static_cast<double>(n) / 1048576.0;
+      return static_cast<double>(DirectoryBytes(d)) / 1048576.0;
     };
     SimulatedClock clock;
     Options o = hq_options_;
@@ -1561,14 +1385,6 @@ class Benchmark {
     std::printf("ratio ttl_scan_after_sweep/leveldb_tombstones : %.2f\n",
                 after.msgs_per_sec() / tomb.msgs_per_sec());
     return Result{};
-  }
-
-  // Resident memory of this process, from /proc/self/statm.
-  static int64_t ResidentKb() {
-    std::ifstream statm("/proc/self/statm");
-    int64_t size = 0, resident = 0;
-    statm >> size >> resident;
-    return resident * (sysconf(_SC_PAGESIZE) / 1024);
   }
 
   ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> FillLevelDb(Histogram* hist) {
