@@ -214,6 +214,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "bench/bench_util.h"
+#include "bench/redis_peer.h"
 #include "hq/hq.h"
 #include "leveldb/cache.h"
 #include "leveldb/db.h"
@@ -257,6 +258,8 @@ ABSL_FLAG(int32_t, claim_batch, 100,
           "Tasks per Claim and Complete call in claim_complete.");
 ABSL_FLAG(int64_t, cache_bytes, int64_t{64} << 20,
           "Block cache bytes of each database (0: LevelDB's own 8 MiB).");
+ABSL_FLAG(std::string, peers, "sqlite",
+          "Peers run after put and claim_complete: sqlite, redis, none.");
 
 namespace hq::bench {
 namespace {
@@ -281,6 +284,9 @@ constexpr char kClaimSparse[] = "claim_sparse";
 constexpr char kPutDedup[] = "put_dedup";
 constexpr char kSubscribe[] = "subscribe";
 constexpr char kSubscribe10[] = "subscribe_10";
+constexpr char kPutSqlite[] = "put_sqlite";
+constexpr char kPutRedis[] = "put_redis";
+constexpr char kClaimCompleteRedis[] = "claim_complete_redis";
 
 struct Config {
   std::vector<std::string> benchmarks;
@@ -297,6 +303,8 @@ struct Config {
   size_t cache_bytes = 0;
   uint32_t claim_batch = 100;
   int threads = 1;
+  bool sqlite = false;  // --peers
+  bool redis = false;
 };
 
 absl::StatusOr<Config> ConfigFromFlags() {
@@ -359,6 +367,34 @@ absl::StatusOr<Config> ConfigFromFlags() {
     return absl::InvalidArgumentError("--threads must be in 1..1024");
   }
   c.threads = threads;
+  for (absl::string_view peer :
+       absl::StrSplit(absl::GetFlag(FLAGS_peers), ',', absl::SkipEmpty())) {
+    if (peer == "sqlite") {
+      c.sqlite = true;
+    } else if (peer == "redis") {
+      c.redis = true;
+    } else if (peer != "none") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--peers lists sqlite, redis or none, not '", peer, "'"));
+    }
+  }
+  // Each peer's workload right after the hq workload it is compared with,
+  // unless listed already.
+  auto listed = [&c](const char* name) {
+    return std::find(c.benchmarks.begin(), c.benchmarks.end(), name) !=
+           c.benchmarks.end();
+  };
+  std::vector<std::string> expanded;
+  for (const std::string& name : c.benchmarks) {
+    expanded.push_back(name);
+    const bool put = name == kPut, claim = name == kClaimComplete;
+    if (!put && !claim) continue;
+    const char* sqlite = put ? kPutSqlite : kClaimCompleteSqlite;
+    const char* redis = put ? kPutRedis : kClaimCompleteRedis;
+    if (c.sqlite && !listed(sqlite)) expanded.push_back(sqlite);
+    if (c.redis && !listed(redis)) expanded.push_back(redis);
+  }
+  c.benchmarks = std::move(expanded);
 
   // Every name known, every scan after the write it reads.
   bool put = false, fill = false;
@@ -370,7 +406,8 @@ absl::StatusOr<Config> ConfigFromFlags() {
     } else if (name == kLeases || name == kTtl ||
                name == kClaimCompleteSqlite || name == kClaimSparse ||
                name == kPutDedup || name == kSubscribe ||
-               name == kSubscribe10) {
+               name == kSubscribe10 || name == kPutSqlite ||
+               name == kPutRedis || name == kClaimCompleteRedis) {
       // Self-contained.
     } else if (name == kClaimComplete) {
       put = true;  // Leaves an hq Db open.
@@ -400,7 +437,8 @@ absl::StatusOr<Config> ConfigFromFlags() {
           "unknown benchmark '", name,
           "'; known: put, fillseq_leveldb, scan, scan_lanes, scan_leveldb, "
           "create_queues, reopen, leases, ttl, claim_complete, "
-          "claim_complete_sqlite, claim_sparse"));
+          "claim_complete_sqlite, claim_complete_redis, claim_sparse, "
+          "put_sqlite, put_redis, put_dedup, subscribe, subscribe_10"));
     }
   }
   if (c.benchmarks.empty()) {
@@ -559,7 +597,8 @@ class Benchmark {
     HQ_RETURN_IF_ERROR(MakeDirectories());
     PrintHeader();
     std::optional<Result> put, fill, scan, scan_lanes, scan_leveldb, claim,
-        claim_sqlite, put_dedup, subscribe, subscribe10;
+        claim_sqlite, put_dedup, subscribe, subscribe10, put_sqlite, put_redis,
+        claim_redis;
     for (const std::string& name : config_.benchmarks) {
       Histogram hist;
       Histogram* h = config_.histogram ? &hist : nullptr;
@@ -590,6 +629,15 @@ class Benchmark {
       } else if (name == kClaimCompleteSqlite) {
         r = ClaimCompleteSqlite(h);
         if (r.ok()) claim_sqlite = *r;
+      } else if (name == kPutSqlite) {
+        r = PutSqlite(h);
+        if (r.ok()) put_sqlite = *r;
+      } else if (name == kPutRedis) {
+        r = PutRedis(h);
+        if (r.ok() && r->messages > 0) put_redis = *r;
+      } else if (name == kClaimCompleteRedis) {
+        r = ClaimCompleteRedis(h);
+        if (r.ok() && r->messages > 0) claim_redis = *r;
       } else if (name == kClaimSparse) {
         r = ClaimSparse();
       } else if (name == kPutDedup) {
@@ -627,7 +675,10 @@ class Benchmark {
     print_ratio("subscribe/leveldb_put", subscribe, fill);
     print_ratio("subscribe_10/leveldb_put", subscribe10, fill);
     print_ratio("put_dedup/put", put_dedup, put);
+    print_ratio("put/sqlite_put", put, put_sqlite);
+    print_ratio("put/redis_xadd", put, put_redis);
     print_ratio("claim_complete/sqlite_claim_complete", claim, claim_sqlite);
+    print_ratio("claim_complete/redis_claim_complete", claim, claim_redis);
     std::fflush(stdout);
     return absl::OkStatus();
   }
@@ -1158,42 +1209,69 @@ class Benchmark {
     return Result{};
   }
 
-  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ClaimCompleteSqlite(
-      Histogram* hist) {
-    const std::string path = root_ + "/sqlite.db";
+  // A fresh SQLite work queue in root_/NAME: WAL journal, synchronous
+  // NORMAL (FULL with --sync), the tasks table and its index.
+  absl::Status OpenSqliteQueue(const std::string& name, Sqlite* db) {
+    const std::string path = root_ + "/" + name;
     for (const char* suffix : {"", "-wal", "-shm"}) {
       std::error_code ec;
       std::filesystem::remove(path + suffix, ec);
     }
-    Sqlite db;
-    HQ_RETURN_IF_ERROR(db.Open(path));
-    HQ_RETURN_IF_ERROR(db.Exec("PRAGMA journal_mode=WAL"));
-    HQ_RETURN_IF_ERROR(db.Exec(config_.sync ? "PRAGMA synchronous=FULL"
-                                            : "PRAGMA synchronous=NORMAL"));
-    HQ_RETURN_IF_ERROR(
-        db.Exec("CREATE TABLE tasks(id INTEGER PRIMARY KEY, priority INTEGER, "
-                "topic TEXT, payload BLOB, state INTEGER, lease_until INTEGER, "
-                "attempts INTEGER)"));
-    HQ_RETURN_IF_ERROR(
-        db.Exec("CREATE INDEX tasks_ready ON tasks(state, priority DESC, id)"));
-    {
-      HQ_RETURN_IF_ERROR(db.Exec("BEGIN"));
-      HQ_ASSIGN_OR_RETURN(sqlite3_stmt * insert,
-                          db.Prepare("INSERT INTO tasks(priority, topic, "
-                                     "payload, state, lease_until, attempts) "
-                                     "VALUES(?, ?, ?, 0, 0, 0)"));
-      for (int64_t i = 0; i < config_.num; ++i) {
-        const std::string& topic = source_.topic(i);
-        const std::string_view payload = source_.payload(i);
-        sqlite3_bind_int(insert, 1, source_.priority(i));
+    HQ_RETURN_IF_ERROR(db->Open(path));
+    HQ_RETURN_IF_ERROR(db->Exec("PRAGMA journal_mode=WAL"));
+    HQ_RETURN_IF_ERROR(db->Exec(config_.sync ? "PRAGMA synchronous=FULL"
+                                             : "PRAGMA synchronous=NORMAL"));
+    HQ_RETURN_IF_ERROR(db->Exec(
+        "CREATE TABLE tasks(id INTEGER PRIMARY KEY, priority INTEGER, "
+        "topic TEXT, payload BLOB, state INTEGER, lease_until INTEGER, "
+        "attempts INTEGER)"));
+    return db->Exec(
+        "CREATE INDEX tasks_ready ON tasks(state, priority DESC, id)");
+  }
+
+  // Inserts the --num messages into the tasks table, `batch` rows per
+  // transaction (one call in `hist` per transaction).
+  absl::Status SqliteEnqueue(Sqlite* db, int64_t batch, Histogram* hist) {
+    HQ_ASSIGN_OR_RETURN(sqlite3_stmt * insert,
+                        db->Prepare("INSERT INTO tasks(priority, topic, "
+                                    "payload, state, lease_until, attempts) "
+                                    "VALUES(?, ?, ?, 0, 0, 0)"));
+    for (int64_t i = 0; i < config_.num; i += batch) {
+      const SteadyClock::time_point op_start =
+          hist != nullptr ? SteadyClock::now() : SteadyClock::time_point();
+      const int64_t end = std::min(config_.num, i + batch);
+      HQ_RETURN_IF_ERROR(db->Exec("BEGIN"));
+      for (int64_t j = i; j < end; ++j) {
+        const std::string& topic = source_.topic(j);
+        const std::string_view payload = source_.payload(j);
+        sqlite3_bind_int(insert, 1, source_.priority(j));
         sqlite3_bind_text(insert, 2, topic.data(),
                           static_cast<int>(topic.size()), SQLITE_STATIC);
         sqlite3_bind_blob(insert, 3, payload.data(),
                           static_cast<int>(payload.size()), SQLITE_STATIC);
-        HQ_RETURN_IF_ERROR(db.StepDone(insert));
+        HQ_RETURN_IF_ERROR(db->StepDone(insert));
       }
-      HQ_RETURN_IF_ERROR(db.Exec("COMMIT"));
+      HQ_RETURN_IF_ERROR(db->Exec("COMMIT"));
+      if (hist != nullptr) hist->Add(MicrosSince(op_start));
     }
+    return absl::OkStatus();
+  }
+
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> PutSqlite(Histogram* hist) {
+    Sqlite db;
+    HQ_RETURN_IF_ERROR(OpenSqliteQueue("sqlite-put.db", &db));
+    const SteadyClock::time_point start = SteadyClock::now();
+    HQ_RETURN_IF_ERROR(SqliteEnqueue(&db, config_.batch, hist));
+    const double seconds = MicrosSince(start) / 1e6;
+    return Result{seconds, config_.num,
+                  config_.num * static_cast<int64_t>(config_.value_size)};
+  }
+
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ClaimCompleteSqlite(
+      Histogram* hist) {
+    Sqlite db;
+    HQ_RETURN_IF_ERROR(OpenSqliteQueue("sqlite.db", &db));
+    HQ_RETURN_IF_ERROR(SqliteEnqueue(&db, config_.num, nullptr));
     const int n = static_cast<int>(config_.claim_batch);
     HQ_ASSIGN_OR_RETURN(
         sqlite3_stmt * claim,
@@ -1240,6 +1318,144 @@ class Benchmark {
     }
     return Result{seconds, count,
                   count * static_cast<int64_t>(config_.value_size)};
+  }
+
+  // A connection to the bench's redis-server, emptied (FLUSHALL). The
+  // server starts at the first Redis workload, in root_/redis, and stops
+  // with the bench. NotFound when redis-server is not installed.
+  absl::StatusOr<RedisClient*> RedisConnection() {
+    if (redis_ == nullptr) {
+      HQ_ASSIGN_OR_RETURN(redis_,
+                          RedisServer::Start(root_ + "/redis", config_.sync));
+      std::printf(
+          "Redis:       redis-server %s on 127.0.0.1:%d, appendonly, "
+          "appendfsync %s\n",
+          redis_->version().c_str(), redis_->port(),
+          config_.sync ? "always" : "no");
+      HQ_ASSIGN_OR_RETURN(redis_client_, RedisClient::Connect(redis_->port()));
+    }
+    HQ_RETURN_IF_ERROR(redis_client_->Command({"FLUSHALL"}).status());
+    return redis_client_.get();
+  }
+
+  // Redis stream of partition p.
+  static std::string RedisStream(uint32_t p) {
+    return absl::StrCat("bench:", p);
+  }
+
+  // XADDs the --num messages to their partitions' streams, `batch` commands
+  // per pipeline (one call in `hist` per pipeline).
+  absl::Status RedisEnqueue(RedisClient* c, int64_t batch, Histogram* hist) {
+    std::vector<std::string> streams;
+    for (uint32_t p = 0; p < config_.partitions; ++p) {
+      streams.push_back(RedisStream(p));
+    }
+    std::vector<RespValue> replies;
+    for (int64_t i = 0; i < config_.num; i += batch) {
+      const SteadyClock::time_point op_start =
+          hist != nullptr ? SteadyClock::now() : SteadyClock::time_point();
+      const int64_t end = std::min(config_.num, i + batch);
+      for (int64_t j = i; j < end; ++j) {
+        c->Append({"XADD", streams[source_.partition(j)], "*", "t",
+                   source_.topic(j), "p", source_.payload(j)});
+      }
+      HQ_RETURN_IF_ERROR(c->Flush(&replies));
+      for (const RespValue& r : replies) {
+        if (r.type != RespValue::Type::kString) {
+          return absl::InternalError(absl::StrCat("XADD: ", r.str));
+        }
+      }
+      if (hist != nullptr) hist->Add(MicrosSince(op_start));
+    }
+    return absl::OkStatus();
+  }
+
+  // A Redis workload's answer when redis-server is not installed.
+  static absl::StatusOr<Result> SkipRedis(const std::string& name,
+                                          const absl::Status& s) {
+    if (s.code() != absl::StatusCode::kNotFound) return s;
+    std::printf("%s : skipped: %s\n", name.c_str(),
+                std::string(s.message()).c_str());
+    return Result{};
+  }
+
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> PutRedis(Histogram* hist) {
+    absl::StatusOr<RedisClient*> c = RedisConnection();
+    if (!c.ok()) return SkipRedis(kPutRedis, c.status());
+    const SteadyClock::time_point start = SteadyClock::now();
+    HQ_RETURN_IF_ERROR(RedisEnqueue(*c, config_.batch, hist));
+    const double seconds = MicrosSince(start) / 1e6;
+    return Result{seconds, config_.num,
+                  config_.num * static_cast<int64_t>(config_.value_size)};
+  }
+
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ClaimCompleteRedis(
+      Histogram* hist) {
+    absl::StatusOr<RedisClient*> connection = RedisConnection();
+    if (!connection.ok()) {
+      return SkipRedis(kClaimCompleteRedis, connection.status());
+    }
+    RedisClient* c = *connection;
+    HQ_RETURN_IF_ERROR(RedisEnqueue(c, 1000, nullptr));
+    std::vector<std::string> streams;
+    const std::string count = absl::StrCat(config_.claim_batch);
+    std::vector<std::string_view> read = {"XREADGROUP", "GROUP", "g",      "c",
+                                          "COUNT",      count,   "STREAMS"};
+    for (uint32_t p = 0; p < config_.partitions; ++p) {
+      streams.push_back(RedisStream(p));
+    }
+    for (const std::string& s : streams) {
+      HQ_RETURN_IF_ERROR(
+          c->Command({"XGROUP", "CREATE", s, "g", "0"}).status());
+      read.push_back(s);
+    }
+    for (size_t i = 0; i < streams.size(); ++i) read.push_back(">");
+    int64_t done = 0;
+    uint64_t bytes = 0;
+    std::vector<RespValue> replies;
+    std::vector<std::string_view> ack;
+    const SteadyClock::time_point start = SteadyClock::now();
+    for (;;) {
+      const SteadyClock::time_point op_start =
+          hist != nullptr ? SteadyClock::now() : SteadyClock::time_point();
+      // Reply: nil, or [[stream, [[id, [field, value, ...]], ...]], ...].
+      HQ_ASSIGN_OR_RETURN(const RespValue got, c->Command(read));
+      if (got.type != RespValue::Type::kArray) break;
+      int64_t claimed = 0;
+      for (const RespValue& stream : got.array) {
+        if (stream.array.size() != 2) {
+          return absl::InternalError("XREADGROUP: unexpected reply");
+        }
+        ack = {"XACK", stream.array[0].str, "g"};
+        for (const RespValue& entry : stream.array[1].array) {
+          if (entry.array.size() != 2 || entry.array[1].array.size() != 4) {
+            return absl::InternalError("XREADGROUP: unexpected entry");
+          }
+          ack.push_back(entry.array[0].str);
+          bytes += entry.array[1].array[3].str.size();
+        }
+        claimed += static_cast<int64_t>(ack.size() - 3);
+        c->Append(ack);
+      }
+      if (claimed == 0) break;
+      HQ_RETURN_IF_ERROR(c->Flush(&replies));
+      int64_t acked = 0;
+      for (const RespValue& r : replies) acked += r.integer;
+      if (acked != claimed) {
+        return absl::InternalError(absl::StrFormat(
+            "XACK acknowledged %d of %d entries", acked, claimed));
+      }
+      if (hist != nullptr) hist->Add(MicrosSince(op_start));
+      done += claimed;
+    }
+    const double seconds = MicrosSince(start) / 1e6;
+    sink = sink + bytes;
+    if (done != config_.num) {
+      return absl::DataLossError(absl::StrFormat(
+          "redis claimed %d entries of the %d written", done, config_.num));
+    }
+    return Result{seconds, done,
+                  done * static_cast<int64_t>(config_.value_size)};
   }
 
   ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> Leases() {
@@ -1531,6 +1747,8 @@ class Benchmark {
   std::unique_ptr<Db> hq_db_;
   Queue* queue_ = nullptr;  // Owned by hq_db_.
   RawDb raw_;
+  std::unique_ptr<RedisServer> redis_;
+  std::unique_ptr<RedisClient> redis_client_;  // Connected to redis_.
 
   int64_t put_messages_ = 0;   // Written by the last `put`.
   int64_t fill_messages_ = 0;  // Written by the last `fillseq_leveldb`.
