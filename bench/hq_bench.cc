@@ -201,6 +201,7 @@
 #include <vector>
 
 #include "absl/base/attributes.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -258,6 +259,8 @@ ABSL_FLAG(int32_t, claim_batch, 100,
           "Tasks per Claim and Complete call in claim_complete.");
 ABSL_FLAG(int64_t, cache_bytes, int64_t{64} << 20,
           "Block cache bytes of each database (0: LevelDB's own 8 MiB).");
+ABSL_FLAG(int64_t, sync_num, 20000,
+          "Messages of each sync run of put_variants.");
 ABSL_FLAG(std::string, peers, "sqlite",
           "Peers run after put and claim_complete: sqlite, redis, none.");
 
@@ -285,6 +288,7 @@ constexpr char kPutDedup[] = "put_dedup";
 constexpr char kSubscribe[] = "subscribe";
 constexpr char kSubscribe10[] = "subscribe_10";
 constexpr char kPutSqlite[] = "put_sqlite";
+constexpr char kPutVariants[] = "put_variants";
 constexpr char kPutRedis[] = "put_redis";
 constexpr char kClaimCompleteRedis[] = "claim_complete_redis";
 
@@ -303,6 +307,7 @@ struct Config {
   size_t cache_bytes = 0;
   uint32_t claim_batch = 100;
   int threads = 1;
+  int64_t sync_num = 20000;
   bool sqlite = false;  // --peers
   bool redis = false;
 };
@@ -367,6 +372,9 @@ absl::StatusOr<Config> ConfigFromFlags() {
     return absl::InvalidArgumentError("--threads must be in 1..1024");
   }
   c.threads = threads;
+  c.sync_num = absl::GetFlag(FLAGS_sync_num);
+  if (c.sync_num < 1)
+    return absl::InvalidArgumentError("--sync_num must be >= 1");
   for (absl::string_view peer :
        absl::StrSplit(absl::GetFlag(FLAGS_peers), ',', absl::SkipEmpty())) {
     if (peer == "sqlite") {
@@ -408,6 +416,9 @@ absl::StatusOr<Config> ConfigFromFlags() {
                name == kPutDedup || name == kSubscribe ||
                name == kSubscribe10 || name == kPutSqlite ||
                name == kPutRedis || name == kClaimCompleteRedis) {
+      // Self-contained.
+    } else if (name == kPutVariants) {
+      put = true;  // Leaves an hq Db open.
       // Self-contained.
     } else if (name == kClaimComplete) {
       put = true;  // Leaves an hq Db open.
@@ -629,6 +640,8 @@ class Benchmark {
       } else if (name == kClaimCompleteSqlite) {
         r = ClaimCompleteSqlite(h);
         if (r.ok()) claim_sqlite = *r;
+      } else if (name == kPutVariants) {
+        r = PutVariants();
       } else if (name == kPutSqlite) {
         r = PutSqlite(h);
         if (r.ok()) put_sqlite = *r;
@@ -839,20 +852,59 @@ class Benchmark {
 
   ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> Put(Histogram* hist) {
     HQ_RETURN_IF_ERROR(OpenFreshHq());
-    return TimedPuts(hist, /*dedup=*/false, nullptr);
+    return TimedPuts(ShapeFromFlags(), hist, /*dedup=*/false, nullptr);
+  }
+
+  // Eight put runs, each into a fresh Db: 1 and N threads (N = --threads,
+  // or 8 if that is 1), batch 1 and 100, sync off (--num messages) and on
+  // (--sync_num). Prints a line each and the ratios that show batching and
+  // group commit.
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> PutVariants() {
+    const int many = config_.threads > 1 ? config_.threads : 8;
+    const int64_t sync_num = std::min(config_.num, config_.sync_num);
+    absl::flat_hash_map<std::string, Result> results;
+    auto name = [](int threads, int64_t batch, bool sync) {
+      return absl::StrFormat("put_t%d_b%d%s", threads, batch,
+                             sync ? "_sync" : "");
+    };
+    for (const bool sync : {false, true}) {
+      for (const int threads : {1, many}) {
+        for (const int64_t batch : {int64_t{1}, int64_t{100}}) {
+          const PutShape shape{sync ? sync_num : config_.num, threads, batch,
+                               sync};
+          HQ_RETURN_IF_ERROR(OpenFreshHq());
+          HQ_ASSIGN_OR_RETURN(const Result r,
+                              TimedPuts(shape, nullptr, false, nullptr));
+          const std::string n = name(threads, batch, sync);
+          PrintLine(n, r);
+          std::fflush(stdout);
+          results[n] = r;
+        }
+      }
+    }
+    auto ratio = [&](const std::string& a, const std::string& b) {
+      PrintRatio(absl::StrCat(a, "/", b), results[a], results[b]);
+    };
+    ratio(name(1, 100, false), name(1, 1, false));
+    ratio(name(many, 1, false), name(1, 1, false));
+    ratio(name(many, 1, true), name(1, 1, true));
+    ratio(name(many, 100, true), name(1, 100, true));
+    return Result{};
   }
 
   ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> PutDedup(Histogram* hist) {
     HQ_RETURN_IF_ERROR(OpenFreshHq());
     const int64_t rss_before = ResidentKb();
     int64_t duplicates = 0;
-    HQ_ASSIGN_OR_RETURN(Result first, TimedPuts(hist, true, &duplicates));
+    HQ_ASSIGN_OR_RETURN(Result first,
+                        TimedPuts(ShapeFromFlags(), hist, true, &duplicates));
     if (duplicates != 0) {
       return absl::DataLossError(
           absl::StrFormat("%d of %d unique dedup keys were reported duplicates",
                           duplicates, config_.num));
     }
-    HQ_ASSIGN_OR_RETURN(Result again, TimedPuts(nullptr, true, &duplicates));
+    HQ_ASSIGN_OR_RETURN(
+        Result again, TimedPuts(ShapeFromFlags(), nullptr, true, &duplicates));
     if (duplicates != config_.num) {
       return absl::DataLossError(
           absl::StrFormat("%d of %d repeated dedup keys were found duplicates",
@@ -958,12 +1010,24 @@ class Benchmark {
     return Result{seconds, num, num * static_cast<int64_t>(config_.value_size)};
   }
 
-  // Puts --num messages as `put` describes, with dedup keys if `dedup`
-  // (counting in `*duplicates` the puts found duplicates).
-  absl::StatusOr<Result> TimedPuts(Histogram* hist, bool dedup,
-                                   int64_t* duplicates) {
-    const int64_t num = config_.num;
-    const int threads = config_.threads;
+  // How a put workload writes: `num` messages from `threads` threads,
+  // `batch` per call, fsync'ed or not.
+  struct PutShape {
+    int64_t num = 0;
+    int threads = 1;
+    int64_t batch = 1;
+    bool sync = false;
+  };
+  PutShape ShapeFromFlags() const {
+    return {config_.num, config_.threads, config_.batch, config_.sync};
+  }
+
+  // Puts messages as `put` describes, shaped by `shape`, with dedup keys if
+  // `dedup` (counting in `*duplicates` the puts found duplicates).
+  absl::StatusOr<Result> TimedPuts(const PutShape& shape, Histogram* hist,
+                                   bool dedup, int64_t* duplicates) {
+    const int64_t num = shape.num;
+    const int threads = shape.threads;
     // Thread t writes messages [num*t/T, num*(t+1)/T), each with its own
     // histogram and duplicate count, merged at the end.
     std::vector<Histogram> hists(static_cast<size_t>(threads));
@@ -975,7 +1039,7 @@ class Benchmark {
       pool.emplace_back([&, t] {
         const size_t k = static_cast<size_t>(t);
         status[k] =
-            PutRange(num * t / threads, num * (t + 1) / threads,
+            PutRange(shape, num * t / threads, num * (t + 1) / threads,
                      hist != nullptr ? &hists[k] : nullptr, dedup, &dups[k]);
       });
     }
@@ -995,14 +1059,14 @@ class Benchmark {
   }
 
   // Puts messages [begin, end) as `put` describes (one thread's share).
-  absl::Status PutRange(int64_t begin, int64_t end, Histogram* hist, bool dedup,
-                        int64_t* duplicates) {
-    const int64_t batch = config_.batch;
+  absl::Status PutRange(const PutShape& shape, int64_t begin, int64_t end,
+                        Histogram* hist, bool dedup, int64_t* duplicates) {
+    const int64_t batch = shape.batch;
     if (hist != nullptr) {
       hist->Reserve(static_cast<size_t>((end - begin) / batch + 1));
     }
     PutOptions po;
-    po.sync = config_.sync;
+    po.sync = shape.sync;
     const size_t width =
         static_cast<size_t>(std::max<int64_t>(1, std::min(batch, end - begin)));
     std::vector<Message> messages(width);
