@@ -189,6 +189,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <random>
@@ -289,6 +290,8 @@ constexpr char kSubscribe[] = "subscribe";
 constexpr char kSubscribe10[] = "subscribe_10";
 constexpr char kPutSqlite[] = "put_sqlite";
 constexpr char kPutVariants[] = "put_variants";
+constexpr char kScanPartition[] = "scan_partition";
+constexpr char kScanTopic[] = "scan_topic";
 constexpr char kPutRedis[] = "put_redis";
 constexpr char kClaimCompleteRedis[] = "claim_complete_redis";
 
@@ -430,7 +433,8 @@ absl::StatusOr<Config> ConfigFromFlags() {
             "'reopen' reopens the hq Db: list put or create_queues before it "
             "in --benchmarks");
       }
-    } else if (name == kScan || name == kScanLanes) {
+    } else if (name == kScan || name == kScanLanes || name == kScanPartition ||
+               name == kScanTopic) {
       if (!put) {
         return absl::FailedPreconditionError(absl::StrCat(
             "'", name,
@@ -621,7 +625,7 @@ class Benchmark {
         r = FillLevelDb(h);
         if (r.ok()) fill = *r;
       } else if (name == kScan) {
-        r = Scan(h, ScanOptions::Order::kMerged);
+        r = Scan(h, {}, [](int64_t) { return true; });
         if (r.ok()) scan = *r;
       } else if (name == kLeases) {
         r = Leases();
@@ -632,7 +636,8 @@ class Benchmark {
       } else if (name == kReopen) {
         r = Reopen();
       } else if (name == kScanLanes) {
-        r = Scan(h, ScanOptions::Order::kLane);
+        r = Scan(h, {.order = ScanOptions::Order::kLane},
+                 [](int64_t) { return true; });
         if (r.ok()) scan_lanes = *r;
       } else if (name == kClaimComplete) {
         r = ClaimComplete(h);
@@ -642,6 +647,13 @@ class Benchmark {
         if (r.ok()) claim_sqlite = *r;
       } else if (name == kPutVariants) {
         r = PutVariants();
+      } else if (name == kScanPartition) {
+        r = Scan(h, {.partitions = {0}},
+                 [this](int64_t i) { return source_.partition(i) == 0; });
+      } else if (name == kScanTopic) {
+        r = Scan(h, {.topics = {source_.topics()[0]}}, [this](int64_t i) {
+          return source_.topic(i) == source_.topics()[0];
+        });
       } else if (name == kPutSqlite) {
         r = PutSqlite(h);
         if (r.ok()) put_sqlite = *r;
@@ -1711,11 +1723,16 @@ class Benchmark {
     return Result{seconds, num, num * static_cast<int64_t>(config_.value_size)};
   }
 
+  // Reads what `so` selects of the queue `put` wrote; `selected(i)` says
+  // whether message i is among it (the count is checked).
   ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> Scan(
-      Histogram* hist, ScanOptions::Order order) {
+      Histogram* hist, const ScanOptions& so,
+      const std::function<bool(int64_t)>& selected) {
     if (queue_ == nullptr) {
       return absl::FailedPreconditionError("no queue: run put first");
     }
+    int64_t expected = 0;
+    for (int64_t i = 0; i < put_messages_; ++i) expected += selected(i);
     HQ_RETURN_IF_ERROR(ReopenHq());
     if (hist != nullptr) hist->Reserve(static_cast<size_t>(put_messages_ + 1));
     int64_t count = 0;
@@ -1723,8 +1740,6 @@ class Benchmark {
     uint64_t touched = 0;
     const SteadyClock::time_point start = SteadyClock::now();
     {
-      ScanOptions so;
-      so.order = order;
       HQ_ASSIGN_OR_RETURN(std::unique_ptr<Scanner> scanner,
                           queue_->NewScanner(so));
       while (true) {
@@ -1743,12 +1758,12 @@ class Benchmark {
     }
     const double seconds = MicrosSince(start) / 1e6;
     sink = sink + touched;
-    if (count != put_messages_ ||
+    if (count != expected ||
         payload_bytes != count * static_cast<int64_t>(config_.value_size)) {
       return absl::DataLossError(absl::StrFormat(
           "read %d messages of %d payload bytes; put wrote %d of %d bytes",
-          count, payload_bytes, put_messages_,
-          put_messages_ * static_cast<int64_t>(config_.value_size)));
+          count, payload_bytes, expected,
+          expected * static_cast<int64_t>(config_.value_size)));
     }
     return Result{seconds, count, payload_bytes};
   }
