@@ -260,6 +260,7 @@ ABSL_FLAG(int32_t, claim_batch, 100,
           "Tasks per Claim and Complete call in claim_complete.");
 ABSL_FLAG(int64_t, cache_bytes, int64_t{64} << 20,
           "Block cache bytes of each database (0: LevelDB's own 8 MiB).");
+ABSL_FLAG(int64_t, many_topics, 1000000, "Topics of many_topics.");
 ABSL_FLAG(int64_t, sync_num, 20000,
           "Messages of each sync run of put_variants.");
 ABSL_FLAG(std::string, peers, "sqlite",
@@ -292,6 +293,7 @@ constexpr char kPutSqlite[] = "put_sqlite";
 constexpr char kPutVariants[] = "put_variants";
 constexpr char kScanPartition[] = "scan_partition";
 constexpr char kScanTopic[] = "scan_topic";
+constexpr char kManyTopics[] = "many_topics";
 constexpr char kPutRedis[] = "put_redis";
 constexpr char kClaimCompleteRedis[] = "claim_complete_redis";
 
@@ -311,6 +313,7 @@ struct Config {
   uint32_t claim_batch = 100;
   int threads = 1;
   int64_t sync_num = 20000;
+  int64_t many_topics = 1000000;
   bool sqlite = false;  // --peers
   bool redis = false;
 };
@@ -376,6 +379,10 @@ absl::StatusOr<Config> ConfigFromFlags() {
   }
   c.threads = threads;
   c.sync_num = absl::GetFlag(FLAGS_sync_num);
+  c.many_topics = absl::GetFlag(FLAGS_many_topics);
+  if (c.many_topics < 1) {
+    return absl::InvalidArgumentError("--many_topics must be >= 1");
+  }
   if (c.sync_num < 1)
     return absl::InvalidArgumentError("--sync_num must be >= 1");
   for (absl::string_view peer :
@@ -418,7 +425,8 @@ absl::StatusOr<Config> ConfigFromFlags() {
                name == kClaimCompleteSqlite || name == kClaimSparse ||
                name == kPutDedup || name == kSubscribe ||
                name == kSubscribe10 || name == kPutSqlite ||
-               name == kPutRedis || name == kClaimCompleteRedis) {
+               name == kPutRedis || name == kClaimCompleteRedis ||
+               name == kManyTopics) {
       // Self-contained.
     } else if (name == kPutVariants) {
       put = true;  // Leaves an hq Db open.
@@ -645,6 +653,8 @@ class Benchmark {
       } else if (name == kClaimCompleteSqlite) {
         r = ClaimCompleteSqlite(h);
         if (r.ok()) claim_sqlite = *r;
+      } else if (name == kManyTopics) {
+        r = ManyTopics();
       } else if (name == kPutVariants) {
         r = PutVariants();
       } else if (name == kScanPartition) {
@@ -1532,6 +1542,117 @@ class Benchmark {
     }
     return Result{seconds, done,
                   done * static_cast<int64_t>(config_.value_size)};
+  }
+
+  // many_topics: see the top of the file.
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ManyTopics() {
+    const int64_t num = config_.num;
+    const int64_t topics = config_.many_topics;
+    const int64_t batch = config_.batch;
+    absl::flat_hash_map<std::string, Result> results;
+    for (const Layout layout : {Layout::kTopic, Layout::kTime}) {
+      const std::string ln(LayoutName(layout));
+      auto line = [&ln](const char* what) {
+        return absl::StrCat("many_topics_", what, "[", ln, "]");
+      };
+      const std::string path = root_ + "/many-" + ln;
+      HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DestroyDB(path, {}), path));
+      const int64_t rss_before = ResidentKb();
+      QueueOptions qo = queue_options_;
+      qo.layout = layout;
+      HQ_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, Db::Open(path, hq_options_));
+      HQ_ASSIGN_OR_RETURN(Queue * q, db->CreateQueue("many", qo));
+
+      // Message i goes to topic u<i % topics>; the layout picks partitions.
+      const size_t width = static_cast<size_t>(std::min(batch, num));
+      std::vector<Message> messages(width);
+      std::vector<std::string> names(width);
+      SteadyClock::time_point start = SteadyClock::now();
+      for (int64_t i = 0; i < num; i += batch) {
+        const int64_t n = std::min(batch, num - i);
+        for (int64_t j = 0; j < n; ++j) {
+          const size_t k = static_cast<size_t>(j);
+          names[k].clear();
+          absl::StrAppend(&names[k], "u", (i + j) % topics);
+          messages[k].topic = names[k];
+          messages[k].payload = source_.payload(i + j);
+          messages[k].priority = source_.priority(i + j);
+        }
+        if (batch == 1) {
+          HQ_RETURN_IF_ERROR(q->Put(messages[0]).status());
+        } else {
+          HQ_RETURN_IF_ERROR(q->PutBatch(std::span<const Message>(
+                                             messages.data(),
+                                             static_cast<size_t>(n)),
+                                         nullptr));
+        }
+      }
+      const Result put{MicrosSince(start) / 1e6, num,
+                       num * static_cast<int64_t>(config_.value_size)};
+      PrintLine(line("put"), put);
+      results[absl::StrCat("put", ln)] = put;
+      WaitForCompactions(static_cast<DbImpl*>(db.get())->leveldb());
+
+      // Reopen: Db::Open, then the first Group call (it reads the lane
+      // directory).
+      db.reset();
+      start = SteadyClock::now();
+      HQ_ASSIGN_OR_RETURN(db, Db::Open(path, hq_options_));
+      PrintLine(line("reopen"), Result{MicrosSince(start) / 1e6, 1, 0});
+      HQ_ASSIGN_OR_RETURN(q, db->OpenQueue("many"));
+      start = SteadyClock::now();
+      HQ_ASSIGN_OR_RETURN(ConsumerGroup * group, q->Group("g"));
+      PrintLine(line("group_load"), Result{MicrosSince(start) / 1e6, 1, 0});
+
+      // Whole-topic reads of random topics: up to 1000 of them, or as many
+      // as 5 s allow.
+      std::mt19937_64 rng(7);
+      int64_t reads = 0, read_messages = 0;
+      start = SteadyClock::now();
+      while (reads < 1000 && MicrosSince(start) < 5e6) {
+        const int64_t t = static_cast<int64_t>(rng() % static_cast<uint64_t>(
+                                                           topics));
+        ScanOptions so;
+        so.topics = {absl::StrCat("u", t)};
+        HQ_ASSIGN_OR_RETURN(std::unique_ptr<Scanner> sc, q->NewScanner(so));
+        int64_t got = 0;
+        while (sc->Next()) ++got;
+        HQ_RETURN_IF_ERROR(sc->status());
+        const int64_t want = num / topics + (t < num % topics ? 1 : 0);
+        if (got != want) {
+          return absl::DataLossError(absl::StrFormat(
+              "topic u%d: read %d messages, put %d", t, got, want));
+        }
+        read_messages += got;
+        ++reads;
+      }
+      const Result read{MicrosSince(start) / 1e6, reads, 0};
+      PrintLine(line("read_topic"), read);
+      results[absl::StrCat("read", ln)] = read;
+
+      // Claim across all topics.
+      start = SteadyClock::now();
+      HQ_ASSIGN_OR_RETURN(const int64_t claimed, Drain(group));
+      const Result claim{MicrosSince(start) / 1e6, claimed,
+                         claimed * static_cast<int64_t>(config_.value_size)};
+      if (claimed != num) {
+        return absl::DataLossError(
+            absl::StrFormat("claimed %d of %d messages", claimed, num));
+      }
+      PrintLine(line("claim"), claim);
+      results[absl::StrCat("claim", ln)] = claim;
+      std::printf("many_topics rss_kb[%s] : %lld\n", ln.c_str(),
+                  static_cast<long long>(ResidentKb() - rss_before));
+      std::fflush(stdout);
+    }
+    for (const char* what : {"put", "read", "claim"}) {
+      PrintRatio(absl::StrCat("many_topics_", what,
+                              std::string_view(what) == "read" ? "_topic" : "",
+                              "[topic]/[time]"),
+                 results[absl::StrCat(what, "topic")],
+                 results[absl::StrCat(what, "time")]);
+    }
+    return Result{};
   }
 
   ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> Leases() {
