@@ -216,6 +216,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "bench/bench_util.h"
+#include "bench/layout_lab.h"
 #include "bench/redis_peer.h"
 #include "hq/hq.h"
 #include "leveldb/cache.h"
@@ -261,6 +262,14 @@ ABSL_FLAG(int32_t, claim_batch, 100,
 ABSL_FLAG(int64_t, cache_bytes, int64_t{64} << 20,
           "Block cache bytes of each database (0: LevelDB's own 8 MiB).");
 ABSL_FLAG(int64_t, many_topics, 1000000, "Topics of many_topics.");
+ABSL_FLAG(std::string, lab_layouts,
+          "salt_index_segment_time_job,salt_time_job_segment_index",
+          "Rowkey layouts of layout_lab (orders of salt, index, segment, "
+          "time, job); the first is the one the others are compared with.");
+ABSL_FLAG(int64_t, lab_segment_size, 10000,
+          "Messages per segment in layout_lab.");
+ABSL_FLAG(int64_t, lab_read_segments, 20,
+          "Segments layout_lab reads per layout.");
 ABSL_FLAG(int64_t, sync_num, 20000,
           "Messages of each sync run of put_variants.");
 ABSL_FLAG(std::string, peers, "sqlite",
@@ -294,6 +303,7 @@ constexpr char kPutVariants[] = "put_variants";
 constexpr char kScanPartition[] = "scan_partition";
 constexpr char kScanTopic[] = "scan_topic";
 constexpr char kManyTopics[] = "many_topics";
+constexpr char kLayoutLab[] = "layout_lab";
 constexpr char kPutRedis[] = "put_redis";
 constexpr char kClaimCompleteRedis[] = "claim_complete_redis";
 
@@ -314,6 +324,7 @@ struct Config {
   int threads = 1;
   int64_t sync_num = 20000;
   int64_t many_topics = 1000000;
+  LayoutLabOptions lab;
   bool sqlite = false;  // --peers
   bool redis = false;
 };
@@ -380,6 +391,23 @@ absl::StatusOr<Config> ConfigFromFlags() {
   c.threads = threads;
   c.sync_num = absl::GetFlag(FLAGS_sync_num);
   c.many_topics = absl::GetFlag(FLAGS_many_topics);
+  c.lab.layouts.clear();
+  for (absl::string_view l : absl::StrSplit(absl::GetFlag(FLAGS_lab_layouts),
+                                            ',', absl::SkipEmpty())) {
+    c.lab.layouts.emplace_back(l);
+    HQ_RETURN_IF_ERROR(CheckLabLayout(c.lab.layouts.back()));
+  }
+  if (c.lab.layouts.empty()) {
+    return absl::InvalidArgumentError("--lab_layouts is empty");
+  }
+  c.lab.messages = num;
+  c.lab.segment_size = absl::GetFlag(FLAGS_lab_segment_size);
+  c.lab.read_segments = absl::GetFlag(FLAGS_lab_read_segments);
+  c.lab.value_size = static_cast<size_t>(value_size);
+  if (c.lab.segment_size < 1 || c.lab.read_segments < 1) {
+    return absl::InvalidArgumentError(
+        "--lab_segment_size and --lab_read_segments must be >= 1");
+  }
   if (c.many_topics < 1) {
     return absl::InvalidArgumentError("--many_topics must be >= 1");
   }
@@ -426,7 +454,7 @@ absl::StatusOr<Config> ConfigFromFlags() {
                name == kPutDedup || name == kSubscribe ||
                name == kSubscribe10 || name == kPutSqlite ||
                name == kPutRedis || name == kClaimCompleteRedis ||
-               name == kManyTopics) {
+               name == kManyTopics || name == kLayoutLab) {
       // Self-contained.
     } else if (name == kPutVariants) {
       put = true;  // Leaves an hq Db open.
@@ -653,6 +681,9 @@ class Benchmark {
       } else if (name == kClaimCompleteSqlite) {
         r = ClaimCompleteSqlite(h);
         if (r.ok()) claim_sqlite = *r;
+      } else if (name == kLayoutLab) {
+        const absl::Status s = RunLayoutLab(config_.lab, hq_options_, root_);
+        r = s.ok() ? absl::StatusOr<Result>(Result{}) : s;
       } else if (name == kManyTopics) {
         r = ManyTopics();
       } else if (name == kPutVariants) {
@@ -1581,10 +1612,9 @@ class Benchmark {
         if (batch == 1) {
           HQ_RETURN_IF_ERROR(q->Put(messages[0]).status());
         } else {
-          HQ_RETURN_IF_ERROR(q->PutBatch(std::span<const Message>(
-                                             messages.data(),
-                                             static_cast<size_t>(n)),
-                                         nullptr));
+          HQ_RETURN_IF_ERROR(q->PutBatch(
+              std::span<const Message>(messages.data(), static_cast<size_t>(n)),
+              nullptr));
         }
       }
       const Result put{MicrosSince(start) / 1e6, num,
@@ -1610,8 +1640,8 @@ class Benchmark {
       int64_t reads = 0, read_messages = 0;
       start = SteadyClock::now();
       while (reads < 1000 && MicrosSince(start) < 5e6) {
-        const int64_t t = static_cast<int64_t>(rng() % static_cast<uint64_t>(
-                                                           topics));
+        const int64_t t =
+            static_cast<int64_t>(rng() % static_cast<uint64_t>(topics));
         ScanOptions so;
         so.topics = {absl::StrCat("u", t)};
         HQ_ASSIGN_OR_RETURN(std::unique_ptr<Scanner> sc, q->NewScanner(so));
