@@ -113,6 +113,58 @@
 //   subscribe_10     The same with 10 subscriptions on the queue: one op =
 //                    one message delivered to all 10; latency as seen by
 //                    the first.
+//   put_variants     Eight put runs in one, each into a fresh hq Db:
+//                    put_t<T>_b<B>[_sync] for T = 1 and N threads (N =
+//                    --threads, or 8 when that is 1), batch B = 1 and 100,
+//                    sync off (--num messages) and on (--sync_num). Then
+//                    the ratios of batching (put_t1_b100/put_t1_b1), of
+//                    threads (put_tN_b1/put_t1_b1) and of group commit
+//                    (put_tN_b1_sync/put_t1_b1_sync, put_tN_b100_sync/
+//                    put_t1_b100_sync).
+//   put_sqlite       The same enqueue on SQLite: the claim_complete_sqlite
+//                    table, one INSERT per message, --batch of them per
+//                    transaction (WAL, synchronous NORMAL, or FULL with
+//                    --sync). One connection: SQLite has one writer.
+//   put_redis        The same enqueue on Redis Streams: one XADD per message
+//                    (fields t = topic, p = payload) to stream
+//                    bench:<partition>, --batch commands per pipeline (one
+//                    round trip). Needs --peers=redis (see Peers below).
+//   claim_complete_redis  claim_complete on Redis Streams: the streams
+//                    filled (untimed), one consumer group, then XREADGROUP
+//                    COUNT --claim_batch and one XACK per stream until the
+//                    streams are drained (one op = one entry read and
+//                    acknowledged; like hq's Complete, XACK keeps the
+//                    entry in the stream).
+//   scan_partition   As scan, of partition 0 only (ScanOptions::partitions).
+//   scan_topic       As scan, of topic t0 only (ScanOptions::topics): in the
+//                    time layout it reads past every other topic, in the
+//                    topic layout only t0's lanes. REQUIRES: `put` earlier.
+//   many_topics      For the topic layout, then the time layout, in a fresh
+//                    Db each: --num messages over --many_topics topics
+//                    (message i in topic u<i % topics>, the layout choosing
+//                    partitions; PutBatch of --batch): many_topics_put[L];
+//                    many_topics_reopen[L], Db::Open of it (one op);
+//                    many_topics_group_load[L], the first Queue::Group call
+//                    after the reopen, which reads the lane directory (one
+//                    op); many_topics_read_topic[L], whole-topic scans of
+//                    random topics (one op = one topic read; up to 1000 or
+//                    5 s); many_topics_claim[L], one consumer draining the
+//                    queue (one op = one message); `many_topics rss_kb[L]`,
+//                    resident growth across all of it. Then the ratios
+//                    topic/time of put, read_topic and claim.
+//   layout_lab       The rowkey-layout lab (bench/layout_lab.h): --num
+//                    messages in segments of --lab_segment_size, stored
+//                    under each layout of --lab_layouts in raw LevelDB and
+//                    read back segment by segment, by one scan where the
+//                    layout keeps a segment contiguous and by one Get per
+//                    message where it does not: lab_write[L], lab_read[L],
+//                    and each layout's read ratio to the first's.
+//   recover          Open after a crash: a child process (this binary)
+//                    fills the log of a fresh Db to about 90% of the write
+//                    buffer (so the memtable holds it all and no table was
+//                    written) and is killed with SIGKILL; recover times
+//                    Db::Open, which replays that log (one op), and checks
+//                    every message is there.
 //   scan_leveldb     A raw leveldb::Iterator over the database
 //                    fillseq_leveldb wrote, SeekToFirst to the end, reading
 //                    every key and value. REQUIRES: fillseq_leveldb earlier
@@ -124,6 +176,9 @@
 //   ratio scan/leveldb_scan : R    scan msgs/s / scan_leveldb msgs/s
 //   ratio scan_lanes/leveldb_scan : R  scan_lanes msgs/s / scan_leveldb
 //   ratio claim_complete/sqlite_claim_complete : R
+//   ratio claim_complete/redis_claim_complete : R
+//   ratio put/sqlite_put : R       put msgs/s / put_sqlite msgs/s
+//   ratio put/redis_xadd : R       put msgs/s / put_redis msgs/s
 //   ratio claim_sparse/claim_sparse_small : R
 //   ratio put_dedup/put : R        the cost of dedup keys on Put
 //   ratio subscribe/leveldb_put : R   delivered msgs/s / fillseq_leveldb
@@ -175,8 +230,35 @@
 //   --cache_bytes=N    Block cache of each database (hq::Options::
 //                      cache_bytes; 0: LevelDB's internal 8 MiB cache).
 //                      Default: 67108864.
+//   --write_buffer_bytes=N  hq::Options::write_buffer_bytes of each
+//                      database (raw LevelDB's write_buffer_size too).
+//                      Default: -1, hq's default (64 MiB).
+//   --peers=LIST       Peers measured in the same run: sqlite, redis, or
+//                      none. Each listed peer's workload runs right after
+//                      the hq workload it is compared with (put_sqlite and
+//                      put_redis after put, claim_complete_sqlite and
+//                      claim_complete_redis after claim_complete) unless
+//                      --benchmarks names it already. Default: sqlite.
+//   --sync_num=N       Messages of each sync run of put_variants.
+//                      Default: 20000.
+//   --many_topics=N    Topics of many_topics. Default: 1000000.
+//   --lab_layouts=LIST Layouts of layout_lab, the first the baseline.
+//                      Default: salt_index_segment_time_job,
+//                      salt_time_job_segment_index.
+//   --lab_segment_size=N  Messages per segment in layout_lab. Default: 10000.
+//   --lab_read_segments=N Segments layout_lab reads per layout. Default: 20.
+//
+// Peers. SQLite is linked in. For Redis, the bench starts redis-server
+// itself (Debian: apt-get install redis-server; searched on PATH, then
+// /usr/bin and /usr/sbin) on a free 127.0.0.1 port, in DIR/redis, with
+// appendonly on and appendfsync no (always with --sync), the durability of
+// hq's writes (sync off: a write reaches the OS before it is acknowledged),
+// and stops it at the end. Without redis-server the Redis workloads print
+// `NAME : skipped: ...` and no ratio.
 
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -272,6 +354,11 @@ ABSL_FLAG(int64_t, lab_read_segments, 20,
           "Segments layout_lab reads per layout.");
 ABSL_FLAG(int64_t, sync_num, 20000,
           "Messages of each sync run of put_variants.");
+ABSL_FLAG(int64_t, write_buffer_bytes, -1,
+          "hq::Options::write_buffer_bytes of each database (-1: hq's "
+          "default).");
+ABSL_FLAG(std::string, recover_child, "",
+          "Internal: the child process of the recover workload.");
 ABSL_FLAG(std::string, peers, "sqlite",
           "Peers run after put and claim_complete: sqlite, redis, none.");
 
@@ -304,6 +391,7 @@ constexpr char kScanPartition[] = "scan_partition";
 constexpr char kScanTopic[] = "scan_topic";
 constexpr char kManyTopics[] = "many_topics";
 constexpr char kLayoutLab[] = "layout_lab";
+constexpr char kRecover[] = "recover";
 constexpr char kPutRedis[] = "put_redis";
 constexpr char kClaimCompleteRedis[] = "claim_complete_redis";
 
@@ -320,6 +408,7 @@ struct Config {
   bool histogram = false;
   std::string db;  // Empty: a temporary directory.
   size_t cache_bytes = 0;
+  int64_t write_buffer_bytes = -1;  // -1: hq's default.
   uint32_t claim_batch = 100;
   int threads = 1;
   int64_t sync_num = 20000;
@@ -379,6 +468,13 @@ absl::StatusOr<Config> ConfigFromFlags() {
   c.histogram = absl::GetFlag(FLAGS_histogram);
   c.db = absl::GetFlag(FLAGS_db);
   c.cache_bytes = static_cast<size_t>(cache_bytes);
+  c.write_buffer_bytes = absl::GetFlag(FLAGS_write_buffer_bytes);
+  if (c.write_buffer_bytes != -1 &&
+      (c.write_buffer_bytes < (int64_t{64} << 10) ||
+       c.write_buffer_bytes > (int64_t{1} << 30))) {
+    return absl::InvalidArgumentError(
+        "--write_buffer_bytes must be -1 or in 65536..1073741824");
+  }
   const int32_t claim_batch = absl::GetFlag(FLAGS_claim_batch);
   if (claim_batch < 1 || claim_batch > 10000) {
     return absl::InvalidArgumentError("--claim_batch must be in 1..10000");
@@ -454,7 +550,7 @@ absl::StatusOr<Config> ConfigFromFlags() {
                name == kPutDedup || name == kSubscribe ||
                name == kSubscribe10 || name == kPutSqlite ||
                name == kPutRedis || name == kClaimCompleteRedis ||
-               name == kManyTopics || name == kLayoutLab) {
+               name == kManyTopics || name == kLayoutLab || name == kRecover) {
       // Self-contained.
     } else if (name == kPutVariants) {
       put = true;  // Leaves an hq Db open.
@@ -627,6 +723,10 @@ class Benchmark {
   explicit Benchmark(Config config)
       : config_(std::move(config)), source_(config_) {
     hq_options_.cache_bytes = config_.cache_bytes;
+    if (config_.write_buffer_bytes != -1) {
+      hq_options_.write_buffer_bytes =
+          static_cast<size_t>(config_.write_buffer_bytes);
+    }
     queue_options_.partitions = config_.partitions;
     queue_options_.priorities = config_.priorities;
     queue_options_.layout = config_.layout;
@@ -681,6 +781,8 @@ class Benchmark {
       } else if (name == kClaimCompleteSqlite) {
         r = ClaimCompleteSqlite(h);
         if (r.ok()) claim_sqlite = *r;
+      } else if (name == kRecover) {
+        r = Recover();
       } else if (name == kLayoutLab) {
         const absl::Status s = RunLayoutLab(config_.lab, hq_options_, root_);
         r = s.ok() ? absl::StatusOr<Result>(Result{}) : s;
@@ -1685,6 +1787,69 @@ class Benchmark {
     return Result{};
   }
 
+  // recover: see the top of the file.
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> Recover() {
+    const std::string path = root_ + "/recover";
+    HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DestroyDB(path, {}), path));
+    int out[2];
+    if (pipe(out) != 0) return absl::InternalError("pipe() failed");
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe");
+    const std::vector<std::string> args = {
+        self, absl::StrCat("--recover_child=", path),
+        absl::StrCat("--write_buffer_bytes=", hq_options_.write_buffer_bytes),
+        absl::StrCat("--value_size=", config_.value_size)};
+    std::vector<char*> argv;
+    for (const std::string& a : args)
+      argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    const pid_t pid = fork();
+    if (pid < 0) return absl::InternalError("fork() failed");
+    if (pid == 0) {
+      dup2(out[1], STDOUT_FILENO);
+      close(out[0]);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    close(out[1]);
+    std::string said;
+    char buf[256];
+    ssize_t n;
+    while (said.find('\n') == std::string::npos &&
+           (n = read(out[0], buf, sizeof(buf))) > 0) {
+      said.append(buf, static_cast<size_t>(n));
+    }
+    close(out[0]);
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    int64_t written = 0;
+    if (!absl::SimpleAtoi(
+            absl::StripAsciiWhitespace(absl::StripPrefix(said, "READY ")),
+            &written) ||
+        written <= 0) {
+      return absl::InternalError(
+          absl::StrCat("the recover child said '", said, "'"));
+    }
+    const double log_mb = static_cast<double>(DirectoryBytes(path)) / 1048576.0;
+    const SteadyClock::time_point start = SteadyClock::now();
+    HQ_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, Db::Open(path, hq_options_));
+    const double seconds = MicrosSince(start) / 1e6;
+    HQ_ASSIGN_OR_RETURN(Queue * q, db->OpenQueue(kQueueName));
+    int64_t read = 0;
+    {
+      HQ_ASSIGN_OR_RETURN(std::unique_ptr<Scanner> sc, q->NewScanner({}));
+      while (sc->Next()) ++read;
+      HQ_RETURN_IF_ERROR(sc->status());
+    }
+    if (read != written) {
+      return absl::DataLossError(absl::StrFormat(
+          "after the kill, %d of %d messages are there", read, written));
+    }
+    std::printf("recover : %.1f MB of log with %lld messages\n", log_mb,
+                static_cast<long long>(written));
+    return Result{seconds, 1, 0};
+  }
+
   ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> Leases() {
     const int64_t num = config_.num;
     std::mt19937_64 rng(42);
@@ -1985,6 +2150,40 @@ class Benchmark {
 };
 
 }  // namespace
+
+// The recover workload's child: fills the log of a fresh Db at `dir` to
+// about 90% of the write buffer, without filling the memtable (so nothing
+// has been written to a table), prints "READY <messages>" and waits to be
+// killed.
+int RecoverChild(const std::string& dir, const Config& config) {
+  Options o;
+  if (config.write_buffer_bytes != -1) {
+    o.write_buffer_bytes = static_cast<size_t>(config.write_buffer_bytes);
+  }
+  absl::StatusOr<std::unique_ptr<Db>> db = Db::Open(dir, o);
+  if (!db.ok()) return 1;
+  absl::StatusOr<Queue*> q = (*db)->CreateQueue(
+      kQueueName, {.max_payload_bytes = std::max<uint32_t>(
+                       QueueOptions().max_payload_bytes,
+                       static_cast<uint32_t>(config.value_size))});
+  if (!q.ok()) return 1;
+  const std::string payload(config.value_size, 'r');
+  std::vector<Message> batch(100, Message{.payload = payload});
+  int64_t written = 0;
+  // Each message costs about its payload and 40 bytes of key, value framing
+  // and log record in the memtable.
+  const size_t per = config.value_size + 40;
+  while ((static_cast<size_t>(written) + 100) * per <
+         o.write_buffer_bytes * 9 / 10) {
+    if (!(*q)->PutBatch(batch, nullptr).ok()) return 1;
+    written += 100;
+  }
+  std::printf("READY %lld\n", static_cast<long long>(written));
+  std::fflush(stdout);
+  pause();
+  return 0;
+}
+
 }  // namespace hq::bench
 
 int main(int argc, char** argv) {
@@ -2003,6 +2202,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "hq_bench: %s\n",
                  std::string(config.status().message()).c_str());
     return 2;
+  }
+  if (const std::string dir = absl::GetFlag(FLAGS_recover_child);
+      !dir.empty()) {
+    return hq::bench::RecoverChild(dir, *config);
   }
   hq::bench::Benchmark bench(*std::move(config));
   const absl::Status s = bench.Run();
