@@ -150,7 +150,8 @@
 //                    random topics (one op = one topic read; up to 1000 or
 //                    5 s); many_topics_claim[L], one consumer draining the
 //                    queue (one op = one message); `many_topics rss_kb[L]`,
-//                    resident growth across all of it. Then the ratios
+//                    resident growth after the put, the group load and the
+//                    claims. Then the ratios
 //                    topic/time of put, read_topic and claim.
 //   layout_lab       The rowkey-layout lab (bench/layout_lab.h): --num
 //                    messages in segments of --lab_segment_size, stored
@@ -1723,6 +1724,7 @@ class Benchmark {
                        num * static_cast<int64_t>(config_.value_size)};
       PrintLine(line("put"), put);
       results[absl::StrCat("put", ln)] = put;
+      const int64_t rss_put = ResidentKb() - rss_before;
       WaitForCompactions(static_cast<DbImpl*>(db.get())->leveldb());
 
       // Reopen: Db::Open, then the first Group call (it reads the lane
@@ -1735,6 +1737,7 @@ class Benchmark {
       start = SteadyClock::now();
       HQ_ASSIGN_OR_RETURN(ConsumerGroup * group, q->Group("g"));
       PrintLine(line("group_load"), Result{MicrosSince(start) / 1e6, 1, 0});
+      const int64_t rss_load = ResidentKb() - rss_before;
 
       // Whole-topic reads of random topics: up to 1000 of them, or as many
       // as 5 s allow.
@@ -1773,8 +1776,12 @@ class Benchmark {
       }
       PrintLine(line("claim"), claim);
       results[absl::StrCat("claim", ln)] = claim;
-      std::printf("many_topics rss_kb[%s] : %lld\n", ln.c_str(),
-                  static_cast<long long>(ResidentKb() - rss_before));
+      std::printf(
+          "many_topics rss_kb[%s] : after put %lld; after group load %lld; "
+          "after claim %lld\n",
+          ln.c_str(), static_cast<long long>(rss_put),
+          static_cast<long long>(rss_load),
+          static_cast<long long>(ResidentKb() - rss_before));
       std::fflush(stdout);
     }
     for (const char* what : {"put", "read", "claim"}) {
