@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -108,8 +109,10 @@ absl::StatusOr<std::unique_ptr<RedisServer>> RedisServer::Start(
   if (pid < 0) return absl::InternalError("fork() failed");
   if (pid == 0) {
     // The child: quiet, in its own process group (a Ctrl-C of the bench
-    // reaches the bench, whose destructor stops the server).
+    // reaches the bench, whose destructor stops the server), and ended if
+    // the bench dies without stopping it.
     setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
     const int devnull = open("/dev/null", O_RDWR);
     if (devnull >= 0) {
       dup2(devnull, STDIN_FILENO);
