@@ -569,59 +569,65 @@ int Summarize(const Web& web, const Audit& a, const std::string& dir) {
     }
   }
 
-  std::printf("crawl of a %d-page web on %d sites in %s, in %d run%s\n",
-              web.pages(), web.sites(), dir.c_str(), a.runs,
-              a.runs == 1 ? "" : "s");
-  std::printf(
-      "  discovered    %6d URLs through %d links; dedup_key kept "
-      "each one once in the frontier\n",
-      discovered, links);
   auto mean_place = [&](int p) {
     return by_priority[p] ? rank[p] / by_priority[p] : 0.0;
   };
-  std::printf(
-      "  completed     %6d  priority 2: %d, 1: %d, 0: %d; on average done "
-      "at %.0f%%, %.0f%%, %.0f%% of the crawl\n",
-      completed, by_priority[2], by_priority[1], by_priority[0], mean_place(2),
-      mean_place(1), mean_place(0));
   uint32_t min_attempts = UINT32_MAX, max_attempts = 0;
   for (const auto& [url, d] : a.dead) {
     min_attempts = std::min(min_attempts, d.attempts);
     max_attempts = std::max(max_attempts, d.attempts);
   }
-  const std::string attempts =
-      a.dead.empty() ? ""
-      : min_attempts == max_attempts
-          ? absl::StrCat(" after ", max_attempts, " attempts")
-          : absl::StrCat(" after ", min_attempts, "..", max_attempts,
-                         " attempts");
+  std::printf("crawl of a %d-page web on %d sites in %s, in %d run%s\n",
+              web.pages(), web.sites(), dir.c_str(), a.runs,
+              a.runs == 1 ? "" : "s");
   std::printf(
-      "  dead-lettered %6zu  %d pages that fail every fetch, %zu "
-      "others%s\n",
-      a.dead.size(), dead_failing, a.dead.size() - dead_failing,
-      attempts.c_str());
+      "  discovered    %6d URLs through %d links, each once in the "
+      "frontier\n",
+      discovered, links);
   std::printf(
-      "  again         %6d  pages completed on a later attempt: %d "
-      "failed once, %d hung past their lease, %d others\n",
+      "  completed     %6d (priority 2: %d, 1: %d, 0: %d), on "
+      "average\n"
+      "                       at %.0f%%, %.0f%% and %.0f%% of the "
+      "crawl\n",
+      completed, by_priority[2], by_priority[1], by_priority[0], mean_place(2),
+      mean_place(1), mean_place(0));
+  std::printf("  dead-lettered %6zu", a.dead.size());
+  if (!a.dead.empty()) {
+    std::printf(min_attempts == max_attempts ? " after %u attempts"
+                                             : " after %u..%u attempts",
+                min_attempts, max_attempts);
+  }
+  std::printf(" (%d fail every fetch, %zu others)\n", dead_failing,
+              a.dead.size() - dead_failing);
+  std::printf(
+      "  completed on a later attempt: %d (%d failed once, %d hung, "
+      "%d others)\n",
       later_attempt, later_by_fault[Fault::kFailsOnce],
       later_by_fault[Fault::kHangs], later_by_fault[Fault::kNone]);
   std::printf(
-      "  at least once %6d  pages fetched more than once; %d late "
-      "Completes refused\n",
-      fetched_twice, Sum(a.refused));
-  if (unrecorded > 0 || dead_fetched > 0) {
-    std::printf(
-        "  interrupted   %6d  completions whose record a kill cut "
-        "off; %d pages fetched, then dead-lettered\n",
-        unrecorded, dead_fetched);
+      "  fetched more than once: %d pages (delivery is at least "
+      "once)\n",
+      fetched_twice);
+  std::printf(
+      "  late Completes refused: %d (their page had been handed out "
+      "again)\n",
+      Sum(a.refused));
+  if (unrecorded > 0) {
+    std::printf("  completions whose record a kill cut off: %d\n", unrecorded);
+  }
+  if (dead_fetched > 0) {
+    std::printf("  pages fetched, then dead-lettered by restarts: %d\n",
+                dead_fetched);
   }
   for (const std::string& f : failed) std::printf("FAILED: %s\n", f.c_str());
   if (failed.empty()) {
     std::printf(
-        "checks passed: each of the %d URLs is in the frontier once and was "
-        "completed by exactly one successful Complete (%d) or dead-lettered "
-        "(%zu), never both; nothing is left unclaimed, waiting or in flight; "
-        "every link of every fetched page is in the frontier\n",
+        "checks passed:\n"
+        "  each of the %d URLs is in the frontier once, and was completed by\n"
+        "  exactly one successful Complete (%d) or dead-lettered (%zu), never "
+        "both\n"
+        "  nothing is left unclaimed, waiting or in flight\n"
+        "  every link of every fetched page is in the frontier\n",
         discovered, completed, a.dead.size());
   } else {
     std::printf("checks FAILED: %zu\n", failed.size());
