@@ -13,7 +13,8 @@
 // (0..2), its links (pages 2p+1 and 2p+2, so that every page is reachable
 // from page 0, and three more anywhere), how long its fetch takes, and its
 // faults: about 1.5% of the pages fail every fetch, 1.5% fail the first
-// one, and 0.5% hang on the first one past their lease.
+// one, 0.3% hang on the first one past their lease, and 0.2% are slow
+// (their fetch lasts as long as a hang, but extends its lease).
 //
 // The frontier is the queue "frontier" (topic layout: one topic per site,
 // 8 partitions, 3 priorities). A URL's message has the URL as payload and
@@ -23,7 +24,8 @@
 // URLs it links to, and completes it. A failed fetch is released and tried
 // again; after --max_attempts it goes to the dead-letter queue. A hung
 // fetch outlives its lease: the group hands the page out again, and the
-// hung worker's late Complete is refused.
+// hung worker's late Complete is refused. A slow fetch calls Extend as it
+// goes, and keeps its page.
 //
 // The crawl log. Each worker records, in the queue "crawl.log" of the same
 // Db (key: the URL, payload: the attempt), "fetched" before it calls
@@ -112,7 +114,7 @@ uint64_t Mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-enum class Fault { kNone, kFailsAlways, kFailsOnce, kHangs };
+enum class Fault { kNone, kFailsAlways, kFailsOnce, kHangs, kSlow };
 
 // The synthetic web: everything follows from (pages, sites) and a page's
 // number.
@@ -161,7 +163,8 @@ class Web {
     const uint64_t h = Hash(page, 5) % 1000;
     if (h < 15) return Fault::kFailsAlways;
     if (h < 30) return Fault::kFailsOnce;
-    if (h < 35) return Fault::kHangs;
+    if (h < 33) return Fault::kHangs;
+    if (h < 35) return Fault::kSlow;
     return Fault::kNone;
   }
   absl::Duration FetchTime(int page) const {
@@ -330,6 +333,17 @@ class Crawler {
     if (fault == Fault::kHangs && task.attempt == 1) {
       absl::SleepFor(flags_.lease * 1.5);  // Past the lease.
     }
+    if (fault == Fault::kSlow) {
+      // As long as a hung fetch, but alive: it extends its lease as it goes.
+      for (int i = 0; i < 3; ++i) {
+        absl::SleepFor(flags_.lease / 2);
+        absl::Status s = group_->Extend(&task, flags_.lease);
+        // FailedPrecondition: too late (on a very busy machine), the lease
+        // expired; the page will be delivered again.
+        if (absl::IsFailedPrecondition(s)) return absl::OkStatus();
+        if (!s.ok()) return s;
+      }
+    }
 
     // The page's links: one batch, one write. dedup_key keeps each URL once
     // in the frontier, however many pages link to it.
@@ -495,7 +509,7 @@ int Summarize(const Web& web, const Audit& a, const std::string& dir) {
         absl::StrCat(a.dead_twice, " URLs are dead-lettered twice"));
   // Every URL: completed once or dead-lettered, not both.
   int completed = 0, unrecorded = 0, later_attempt = 0, fetched_twice = 0;
-  int dead_fetched = 0;
+  int dead_fetched = 0, slow = 0, slow_twice = 0;
   std::map<int, int> by_priority;
   std::map<Fault, int> later_by_fault;
   int links = 0;
@@ -523,9 +537,14 @@ int Summarize(const Web& web, const Audit& a, const std::string& dir) {
       check(web.FaultOf(page) != Fault::kFailsAlways,
             absl::StrCat(url, " fails every fetch but was completed"));
     }
-    if (records == 1 && a.completed_attempt.at(url) > 1) {
+    const bool later = records == 1 && a.completed_attempt.at(url) > 1;
+    if (later) {
       ++later_attempt;
       if (page >= 0) ++later_by_fault[web.FaultOf(page)];
+    }
+    if (page >= 0 && web.FaultOf(page) == Fault::kSlow) {
+      ++slow;
+      if (later || fetches > 1) ++slow_twice;
     }
   }
   for (const auto& [url, d] : a.dead) {
@@ -603,7 +622,13 @@ int Summarize(const Web& web, const Audit& a, const std::string& dir) {
       "  completed on a later attempt: %d (%d failed once, %d hung, "
       "%d others)\n",
       later_attempt, later_by_fault[Fault::kFailsOnce],
-      later_by_fault[Fault::kHangs], later_by_fault[Fault::kNone]);
+      later_by_fault[Fault::kHangs],
+      later_attempt - later_by_fault[Fault::kFailsOnce] -
+          later_by_fault[Fault::kHangs]);
+  std::printf(
+      "  slow fetches that kept their lease with Extend: %d (%d "
+      "delivered again)\n",
+      slow, slow_twice);
   std::printf(
       "  fetched more than once: %d pages (delivery is at least "
       "once)\n",
