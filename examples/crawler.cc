@@ -683,16 +683,26 @@ int Main(int argc, char** argv) {
   };
   const int pages_flag = absl::GetFlag(FLAGS_pages);
   const int sites_flag = absl::GetFlag(FLAGS_sites);
-  if (pages_flag < 0 || pages_flag > 10000000 || sites_flag < 0 ||
-      sites_flag > 1000 || flags.workers < 1 || flags.workers > 256 ||
-      flags.lease < absl::Milliseconds(10) || flags.lease > absl::Hours(1) ||
-      flags.max_attempts < 1 || flags.max_attempts > 100 ||
-      absl::GetFlag(FLAGS_progress_interval) < absl::ZeroDuration()) {
-    std::fprintf(stderr,
-                 "crawler: a flag is out of range: --pages 0..10000000, "
-                 "--sites 0..1000, --workers 1..256, --lease 10ms..1h, "
-                 "--max_attempts 1..100, --progress_interval >= 0\n");
-    return 2;
+  const struct {
+    bool ok;
+    const char* flag;
+    const char* range;
+  } limits[] = {
+      {pages_flag >= 0 && pages_flag <= 10000000, "pages", "0..10000000"},
+      {sites_flag >= 0 && sites_flag <= 1000, "sites", "0..1000"},
+      {flags.workers >= 1 && flags.workers <= 256, "workers", "1..256"},
+      {flags.lease >= absl::Milliseconds(10) && flags.lease <= absl::Hours(1),
+       "lease", "10ms..1h"},
+      {flags.max_attempts >= 1 && flags.max_attempts <= 100, "max_attempts",
+       "1..100"},
+      {absl::GetFlag(FLAGS_progress_interval) >= absl::ZeroDuration(),
+       "progress_interval", ">= 0"},
+  };
+  for (const auto& l : limits) {
+    if (!l.ok) {
+      std::fprintf(stderr, "crawler: --%s must be in %s\n", l.flag, l.range);
+      return 2;
+    }
   }
 
   absl::StatusOr<std::unique_ptr<hq::Db>> db = hq::Db::Open(flags.dir);
