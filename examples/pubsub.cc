@@ -14,14 +14,16 @@
 // arrived, in order within each run, and counts the repeats. Later runs
 // receive nothing new and check again. Exit status 0 when the checks pass.
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "hq/hq.h"
 
 namespace {
@@ -47,34 +49,36 @@ class Recorder : public hq::MessageListener {
     if (auto r = received_->Put({.payload = m.payload}); !r.ok()) {
       return r.status();  // Delivered again later.
     }
-    absl::MutexLock l(&mu_);
+    std::lock_guard l(mu_);
     if (first_ < 0) first_ = seq;
     if (last_ >= 0 && seq != last_ + 1) ++out_of_order_;
     last_ = seq;
     ++count_;
+    recorded_.notify_all();
     return absl::OkStatus();
   }
   // Waits until the event `seq` has been recorded, up to 10 s.
   bool WaitFor(int seq) {
-    absl::MutexLock l(&mu_);
-    auto done = [&] { return last_ >= seq; };
-    return mu_.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(10));
+    std::unique_lock l(mu_);
+    return recorded_.wait_for(l, std::chrono::seconds(10),
+                              [&] { return last_ >= seq; });
   }
   std::string Report() {
-    absl::MutexLock l(&mu_);
+    std::lock_guard l(mu_);
     if (count_ == 0) return "received nothing new";
     return absl::StrCat("received ", count_, " events (", first_, "..", last_,
                         out_of_order_ ? ") OUT OF ORDER" : "), in order");
   }
   bool in_order() {
-    absl::MutexLock l(&mu_);
+    std::lock_guard l(mu_);
     return out_of_order_ == 0;
   }
 
  private:
   hq::Queue* const received_;
   const int takes_;
-  absl::Mutex mu_;
+  std::mutex mu_;  // std::mutex, not absl::Mutex: ThreadSanitizer sees it.
+  std::condition_variable recorded_;
   int first_ = -1, last_ = -1, count_ = 0, out_of_order_ = 0;
 };
 
