@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # hq's two commands. On a fresh Debian machine each one installs what is
 # missing (apt-get), configures and builds, then:
-#   ./hq.sh demo   runs the example on a default data directory (demo-data/)
+#   ./hq.sh demo   runs examples/crawler on demo-data/crawler: a crawl of a
+#                  synthetic web that checks its own result. Interrupted
+#                  (Ctrl-C), it resumes at the next demo; a finished crawl
+#                  prints its summary again; ./hq.sh demo --fresh starts over.
+#                  Other arguments go to the crawler (--pages, --workers...)
 #   ./hq.sh test   runs the whole test suite and ends with "N passed, N failed"
 # Environment:
 #   BUILD_DIR    build directory (default: build, or build-<sanitizer>)
 #   HQ_SANITIZE  build with sanitizers: "address,undefined" or "thread"
-#   HQ_DEMO_DIR  the demo's data directory (default: demo-data)
+#   HQ_DEMO_DIR  where the demo keeps its data (default: demo-data; the crawl
+#                goes into its subdirectory crawler)
 set -euo pipefail
 cd "$(dirname "$0")"
 HQ_SANITIZE=${HQ_SANITIZE:-}
@@ -89,8 +94,8 @@ case "$cmd" in
     build
     dir=${HQ_DEMO_DIR:-demo-data}
     mkdir -p "$dir"
-    echo "hq.sh: running examples/quickstart on $dir/quickstart"
-    "$BUILD_DIR/examples/quickstart" "$dir/quickstart" "$@"
+    echo "hq.sh: running examples/crawler on $dir/crawler"
+    "$BUILD_DIR/examples/crawler" "$dir/crawler" "$@"
     ;;
   test)
     rm -f "$BUILD_DIR/meson-logs/testlog.json"

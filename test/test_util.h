@@ -311,13 +311,22 @@ class CountingEnv : public leveldb::EnvWrapper {
   const std::thread::id owner_ = std::this_thread::get_id();
 };
 
-// A child process (test/hq_test_helper, found through $HQ_TEST_HELPER) with
-// pipes to its stdin and stdout.
+// The path in environment variable `name` (set by test/meson.build).
+inline std::string PathFromEnv(const char* name) {
+  const char* path = std::getenv(name);
+  INFO("environment variable " << name);
+  REQUIRE(path != nullptr);
+  return path;
+}
+
+// A child process (test/hq_test_helper, found through $HQ_TEST_HELPER, or
+// another program) with pipes to its stdin and stdout.
 class Child {
  public:
-  explicit Child(const std::vector<std::string>& args) {
-    const char* helper = std::getenv("HQ_TEST_HELPER");
-    REQUIRE(helper != nullptr);
+  explicit Child(const std::vector<std::string>& args)
+      : Child(PathFromEnv("HQ_TEST_HELPER"), args) {}
+  Child(const std::string& program, const std::vector<std::string>& args) {
+    const char* helper = program.c_str();
     int in[2], out[2];
     REQUIRE(pipe(in) == 0);
     REQUIRE(pipe(out) == 0);

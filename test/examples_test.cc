@@ -1,0 +1,263 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// The examples as a user runs them: examples/pubsub twice on one directory,
+// examples/crawler on a small web, and the crawler killed with SIGKILL at
+// three moments and resumed. The programs are found through $HQ_CRAWLER and
+// $HQ_PUBSUB (test/meson.build sets them).
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "test/test_util.h"
+
+namespace hq {
+namespace {
+
+using test::Child;
+using test::PathFromEnv;
+using test::TempDir;
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
+// A smaller web under sanitizers, which run the crawl several times slower.
+const std::string kPages = kSanitized ? "--pages=300" : "--pages=1500";
+
+// Runs `program` with `args` to its end; returns its output lines and sets
+// `*status` to its wait status.
+std::vector<std::string> RunToEnd(const std::string& program,
+                                  const std::vector<std::string>& args,
+                                  int* status) {
+  Child child(program, args);
+  std::vector<std::string> lines;
+  for (std::string line = child.ReadLine(); !line.empty();
+       line = child.ReadLine()) {
+    lines.push_back(line);
+  }
+  *status = child.Wait();
+  return lines;
+}
+
+std::string Joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const std::string& l : lines) out += l + "\n";
+  return out;
+}
+
+// The first line that starts with `prefix`; null if none.
+const char* Line(const std::vector<std::string>& lines,
+                 const std::string& prefix) {
+  for (const std::string& l : lines) {
+    if (l.rfind(prefix, 0) == 0) return l.c_str();
+  }
+  return nullptr;
+}
+
+bool Has(const std::vector<std::string>& lines, const std::string& text) {
+  for (const std::string& l : lines) {
+    if (l.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// The pages done in the crawler's line "resuming the crawl in DIR: N pages
+// done, ...", or -1 if `line` is not one.
+int ResumedAt(const std::string& line) {
+  int done = -1;
+  const size_t at = line.rfind(": ");
+  if (line.rfind("resuming the crawl in ", 0) != 0 || at == std::string::npos ||
+      std::sscanf(line.c_str() + at, ": %d pages done", &done) != 1) {
+    return -1;
+  }
+  return done;
+}
+
+bool Exited0(int status) {
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+TEST_CASE("pubsub: the second run receives what the first did not") {
+  const std::string pubsub = PathFromEnv("HQ_PUBSUB");
+  TempDir dir;
+  int status;
+  std::vector<std::string> run1 = RunToEnd(pubsub, {dir.path()}, &status);
+  INFO(Joined(run1));
+  REQUIRE(Exited0(status));
+  REQUIRE(Line(run1,
+               "run 1: put 100 events, received 50 events (0..49), in "
+               "order") != nullptr);
+
+  std::vector<std::string> run2 = RunToEnd(pubsub, {dir.path()}, &status);
+  INFO(Joined(run2));
+  REQUIRE(Exited0(status));
+  // Resumed at or before event 50 (a checkpoint never runs ahead of what
+  // was delivered), then everything after it, in order.
+  const char* line = Line(run2, "resumed at the last checkpoint written: ");
+  REQUIRE(line != nullptr);
+  int count, first, again;
+  REQUIRE(std::sscanf(line,
+                      "resumed at the last checkpoint written: received %d "
+                      "events (%d..99), in order; in all, 100 of 100 events "
+                      "received, 0 missing, %d delivered again",
+                      &count, &first, &again) == 3);
+  CHECK(first <= 50);
+  CHECK(count == 100 - first);
+  CHECK(again == 50 - first);
+
+  // A third run has nothing new and checks again.
+  std::vector<std::string> run3 = RunToEnd(pubsub, {dir.path()}, &status);
+  INFO(Joined(run3));
+  REQUIRE(Exited0(status));
+  CHECK(Has(run3, "received nothing new; in all, 100 of 100 events received"));
+}
+
+// The summary's counts.
+struct Counts {
+  int discovered = -1, completed = -1, dead = -1;
+  friend bool operator==(const Counts&, const Counts&) = default;
+  friend std::ostream& operator<<(std::ostream& os, const Counts& c) {
+    return os << "{discovered " << c.discovered << ", completed " << c.completed
+              << ", dead " << c.dead << "}";
+  }
+};
+
+Counts Summary(const std::vector<std::string>& lines) {
+  Counts c;
+  for (const std::string& l : lines) {
+    if (c.discovered < 0) {
+      std::sscanf(l.c_str(), "  discovered %d URLs", &c.discovered);
+    }
+    if (c.completed < 0)
+      std::sscanf(l.c_str(), "  completed %d (", &c.completed);
+    if (c.dead < 0) std::sscanf(l.c_str(), "  dead-lettered %d", &c.dead);
+  }
+  return c;
+}
+
+// Flags of every crawler run below: max_attempts 5 so that three kills
+// cannot dead-letter a page that does not fail every fetch (it would
+// change the web the crawl finds); a lease that a fetch does not outlive
+// even under sanitizers.
+std::vector<std::string> CrawlerArgs(const std::string& dir) {
+  return {dir,
+          kPages,
+          "--workers=4",
+          "--lease=500ms",
+          "--max_attempts=5",
+          "--progress_interval=10ms"};
+}
+
+Counts Uninterrupted(const std::string& crawler, const TempDir& dir) {
+  int status;
+  std::vector<std::string> out =
+      RunToEnd(crawler, CrawlerArgs(dir.Sub("plain")), &status);
+  INFO(Joined(out));
+  REQUIRE(Exited0(status));
+  REQUIRE(Line(out, "checks passed:") != nullptr);
+  const Counts c = Summary(out);
+  REQUIRE(c.discovered > 0);
+  CHECK(c.completed + c.dead == c.discovered);
+  CHECK(c.dead > 0);  // Some pages fail every fetch.
+  return c;
+}
+
+TEST_CASE("crawler: a small web, then rerun on the finished crawl") {
+  const std::string crawler = PathFromEnv("HQ_CRAWLER");
+  TempDir dir;
+  const Counts first = Uninterrupted(crawler, dir);
+
+  int status;
+  std::vector<std::string> again =
+      RunToEnd(crawler, CrawlerArgs(dir.Sub("plain")), &status);
+  INFO(Joined(again));
+  REQUIRE(Exited0(status));
+  CHECK(Line(again, "the crawl in ") != nullptr);
+  CHECK(Has(again, " is finished"));
+  CHECK(Summary(again) == first);
+
+  // Another web on the same directory is refused; --fresh starts over.
+  std::vector<std::string> args = CrawlerArgs(dir.Sub("plain"));
+  args.push_back("--pages=77");
+  RunToEnd(crawler, args, &status);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 2);
+  args.push_back("--fresh");
+  std::vector<std::string> fresh = RunToEnd(crawler, args, &status);
+  INFO(Joined(fresh));
+  REQUIRE(Exited0(status));
+  CHECK(Line(fresh, "new crawl of a 77-page web") != nullptr);
+  CHECK(Has(fresh, ", in 1 run"));
+}
+
+TEST_CASE("crawler: killed with SIGKILL at three moments, then resumed") {
+  const std::string crawler = PathFromEnv("HQ_CRAWLER");
+  TempDir dir;
+  const Counts expected = Uninterrupted(crawler, dir);
+
+  const std::string path = dir.Sub("killed");
+  int seen = 0;  // Pages done as last printed before a kill.
+  int kills = 0;
+  for (int percent : {15, 45, 75}) {
+    const int target = expected.completed * percent / 100;
+    Child child(crawler, CrawlerArgs(path));
+    bool killed = false;
+    for (std::string line = child.ReadLine(); !line.empty();
+         line = child.ReadLine()) {
+      if (const int resumed = ResumedAt(line); resumed >= 0) {
+        // What was done before the kill is still done: a completion
+        // recorded before its progress line was printed survives kill -9.
+        CHECK(resumed >= seen);
+      }
+      int done;
+      char word[5];
+      if (std::sscanf(line.c_str(), " %d %4s ", &done, word) == 2 &&
+          std::string(word) == "done") {
+        seen = done;
+        if (seen >= target) {
+          child.Kill();
+          killed = true;
+          break;
+        }
+      }
+    }
+    const int status = child.Wait();
+    if (!killed) {
+      // The crawl finished before this moment came (a fast machine).
+      REQUIRE(Exited0(status));
+      break;
+    }
+    CHECK(WIFSIGNALED(status));
+    ++kills;
+  }
+  CHECK(kills > 0);
+
+  int status;
+  std::vector<std::string> out = RunToEnd(crawler, CrawlerArgs(path), &status);
+  INFO(Joined(out));
+  REQUIRE(Exited0(status));
+  REQUIRE(Line(out, "checks passed:") != nullptr);
+  const char* resumed = Line(out, "resuming the crawl in ");
+  REQUIRE(resumed != nullptr);
+  CHECK(ResumedAt(resumed) >= seen);
+  // Resumed, not restarted: the same web, found once.
+  CHECK(Summary(out) == expected);
+  CHECK(Has(out, " runs"));
+}
+
+}  // namespace
+}  // namespace hq
