@@ -139,27 +139,30 @@ class Db {
   virtual absl::StatusOr<SweepStats> CompactAll() = 0;
 
   // Walks every key and value of the Db (on a snapshot; reads and writes go
-  // on meanwhile) and checks each against its grammar (doc/format.md) and
-  // the records it refers to: an empty key or an unknown record tag; a
-  // metadata, catalog,
-  // reservation, lane directory, TTL index, group, cursor, task, dead
-  // letter, dedup, subscription, checkpoint or message record that does
-  // not decode; a key that does not parse under its queue's layout, or
-  // names a partition or priority out of the queue's range; a record of a
-  // queue id that is not in the catalog (and not being dropped); a cursor,
-  // task or dead letter of a group that does not exist, a checkpoint of a
-  // subscription that does not exist; a queue id or group id at or above
-  // its counter; two queues or groups with one id; a group's scan cursor
-  // beyond the end of its lane (or, with a TTL, beyond the TTL cutoff); a
-  // message above its partition's id reservation (or in a partition with
-  // none), or in a lane missing from the lane directory; a lane head (TTL
-  // watermark) or fence with a bad value; a TTL index record that does not
-  // match the catalog, or a queue with a TTL and no such record. (A completion
-  // cursor above its scan cursor is a cursor value that does not decode.)
-  // Problems are reported, not repaired. Memory: proportional to the number of
-  // queues, groups and subscriptions, not to messages. Errors (the walk itself
-  // failed): FailedPrecondition (closing), Internal (storage), DataLoss
-  // (LevelDB found a corrupt block).
+  // on meanwhile), checks each against its grammar (doc/format.md) and the
+  // records it refers to, and reports (does not repair) what is wrong:
+  //   - an empty key, or an unknown record tag;
+  //   - a metadata, catalog, reservation, lane directory, TTL index, group,
+  //     cursor, task, dead letter, dedup, subscription, checkpoint or
+  //     message record whose key or value does not decode (a completion
+  //     cursor above its scan cursor is a cursor value that does not
+  //     decode), including a key that does not parse under its queue's
+  //     layout, and a lane head (TTL watermark) or fence with a bad value;
+  //   - a partition or priority out of its queue's range;
+  //   - a record of a queue id that is not in the catalog (and not being
+  //     dropped); a cursor, task or dead letter of a group, or a checkpoint
+  //     of a subscription, that its queue does not have;
+  //   - a queue id or group id at or above its counter, or used twice;
+  //   - a group's scan cursor beyond the end of its lane (with a TTL:
+  //     beyond the later of the lane end and the TTL cutoff);
+  //   - a message at or above its partition's id reservation, or in a
+  //     partition without one, or in a lane missing from the lane directory;
+  //   - a TTL index record that does not match the catalog, or a queue with
+  //     a TTL and no such record.
+  // Memory: proportional to the number of queues, their partitions, groups
+  // and subscriptions, not to messages. Errors (the walk itself failed):
+  // FailedPrecondition (closing), Internal (storage), DataLoss (LevelDB
+  // found a corrupt block).
   virtual absl::StatusOr<VerifyReport> Verify() = 0;
 
   // The Db's lease manager (lease.h), driven by Options::clock. Owned by
