@@ -67,6 +67,8 @@ class DbImpl final : public Db {
   LeaseManager* leases() override { return leases_.get(); }
   LeaseManagerImpl* lease_impl() { return leases_.get(); }
   absl::StatusOr<SweepStats> CompactExpired() override;
+  absl::StatusOr<SweepStats> CompactAll() override;  // lib/inspect.cc
+  absl::StatusOr<VerifyReport> Verify() override;    // lib/verify.cc
 
   // ---- For QueueImpl and ScannerImpl ----
 

@@ -58,6 +58,12 @@ class QueueImpl final : public Queue {
                                           MessageListener* listener) override;
   absl::Status Unsubscribe(std::string_view name) override;
   absl::StatusOr<std::vector<std::string>> ListSubscriptions() override;
+  // Inspection (lib/inspect.cc).
+  absl::StatusOr<uint64_t> ApproximateBytes() override;
+  absl::StatusOr<QueueStats> Stats() override;
+  absl::StatusOr<GroupInfo> InspectGroup(std::string_view name) override;
+  absl::StatusOr<SubscriptionStats> InspectSubscription(
+      std::string_view name) override;
 
   // Stops every subscription of the queue and writes its checkpoints (at
   // the Db's close).

@@ -27,6 +27,30 @@ struct SweepStats {
                          // more per lane (the first one kept).
 };
 
+// One problem Db::Verify found.
+struct VerifyProblem {
+  // The LevelDB key of the record, in lowercase hex (doc/format.md has the
+  // grammar of every key).
+  std::string key_hex;
+  // What is wrong, in words ("unknown record tag 0x7f", "cursor beyond the
+  // lane end", ...).
+  std::string description;
+};
+
+// What Db::Verify found.
+struct VerifyReport {
+  int64_t keys = 0;      // Keys examined: every key of the Db.
+  int64_t queues = 0;    // Queues in the catalog.
+  int64_t messages = 0;  // Message records (not counting fences and heads).
+  // Every problem found, in key order; at most kMaxListedProblems of them
+  // (problem_count counts them all).
+  std::vector<VerifyProblem> problems;
+  int64_t problem_count = 0;
+  static constexpr size_t kMaxListedProblems = 1000;
+
+  bool ok() const { return problem_count == 0; }
+};
+
 // An open Db. Create with Db::Open; close by destroying it. Destruction
 // waits for calls already in progress on other threads (calls that start
 // once it has begun fail with FailedPrecondition, and using the Db or a
@@ -105,6 +129,41 @@ class Db {
   // (closing, or refusing writes after a failed one), Internal / DataLoss
   // (storage).
   virtual absl::StatusOr<SweepStats> CompactExpired() = 0;
+
+  // Runs a TTL sweep (CompactExpired), then compacts LevelDB's whole key
+  // range, so that space of deleted records (expired messages, dropped
+  // queues, completed task records) is returned and reads skip no
+  // tombstones. Takes time proportional to the Db's size; reads and
+  // writes go on meanwhile. Returns the sweep's figures. Errors as for
+  // CompactExpired.
+  virtual absl::StatusOr<SweepStats> CompactAll() = 0;
+
+  // Walks every key and value of the Db (on a snapshot; reads and writes go
+  // on meanwhile), checks each against its grammar (doc/format.md) and the
+  // records it refers to, and reports (does not repair) what is wrong:
+  //   - an empty key, or an unknown record tag;
+  //   - a metadata, catalog, reservation, lane directory, TTL index, group,
+  //     cursor, task, dead letter, dedup, subscription, checkpoint or
+  //     message record whose key or value does not decode (a completion
+  //     cursor above its scan cursor is a cursor value that does not
+  //     decode), including a key that does not parse under its queue's
+  //     layout, and a lane head (TTL watermark) or fence with a bad value;
+  //   - a partition or priority out of its queue's range;
+  //   - a record of a queue id that is not in the catalog (and not being
+  //     dropped); a cursor, task or dead letter of a group, or a checkpoint
+  //     of a subscription, that its queue does not have;
+  //   - a queue id or group id at or above its counter, or used twice;
+  //   - a group's scan cursor beyond the end of its lane (with a TTL:
+  //     beyond the later of the lane end and the TTL cutoff);
+  //   - a message at or above its partition's id reservation, or in a
+  //     partition without one, or in a lane missing from the lane directory;
+  //   - a TTL index record that does not match the catalog, or a queue with
+  //     a TTL and no such record.
+  // Memory: proportional to the number of queues, their partitions, groups
+  // and subscriptions, not to messages. Errors (the walk itself failed):
+  // FailedPrecondition (closing), Internal (storage), DataLoss (LevelDB
+  // found a corrupt block).
+  virtual absl::StatusOr<VerifyReport> Verify() = 0;
 
   // The Db's lease manager (lease.h), driven by Options::clock. Owned by
   // the Db; its leases end (without running) when the Db is destroyed.

@@ -30,6 +30,52 @@ struct QueueInfo {
   absl::Time created;
 };
 
+// One partition of a queue, as Queue::Stats reports it.
+struct PartitionStats {
+  uint32_t partition = 0;
+  // Lanes (layout.h) of the partition in the lane directory.
+  uint64_t lanes = 0;
+  // The smallest and the largest id of a live message (not past the TTL),
+  // over the partition's lanes; meaningful only if messages > 0.
+  MessageId first;
+  MessageId last;
+  // Live messages, counted key by key up to 100000 per partition: past it
+  // messages_exact is false and messages is a lower bound.
+  uint64_t messages = 0;
+  bool messages_exact = true;
+  // LevelDB's estimate of the disk space of the partition's keys (see
+  // Queue::ApproximateBytes).
+  uint64_t approximate_bytes = 0;
+};
+
+// What Queue::Stats reports.
+struct QueueStats {
+  std::vector<PartitionStats> partitions;  // By partition, all of them.
+  uint64_t approximate_bytes = 0;          // The sum over the partitions.
+};
+
+// A consumer group as stored (Queue::InspectGroup), whether or not it is
+// loaded in this process.
+struct GroupInfo {
+  std::string name;
+  // Fixed at creation (GroupOptions).
+  std::vector<std::string> topics;  // Sorted; empty: every topic.
+  bool ordered = false;
+  // "<queue>.dead.<group>" (ConsumerGroup::dead_letter_queue).
+  std::string dead_letter_queue;
+  // One stored cursor pair per lane the group has read (group.h: every
+  // message below `scan` was handed out, every message below `completion`
+  // is done), in lane order: partition, priority from the highest, topic.
+  struct LaneCursor {
+    uint32_t partition = 0;
+    int priority = 0;
+    std::string topic;  // Topic layout only.
+    MessageId scan;
+    MessageId completion;
+  };
+  std::vector<LaneCursor> cursors;
+};
+
 // A queue. Obtained from Db::CreateQueue or Db::OpenQueue and owned by the
 // Db: valid until the Db is destroyed, also after DropQueue (every call on a
 // dropped queue then fails with NotFound).
@@ -120,6 +166,39 @@ class Queue {
 
   // The names of the queue's subscriptions (live or not), in byte order.
   virtual absl::StatusOr<std::vector<std::string>> ListSubscriptions() = 0;
+
+  // ---- Inspection (the hq tool's `ls` and `stat`). None of these writes.
+
+  // LevelDB's estimate of the disk space used by the queue's messages:
+  // from table file metadata, O(log of the number of files), no key read.
+  // Data still in LevelDB's memtable (written since the last flush or
+  // Open) is not counted, and deleted messages count until a compaction
+  // drops them. Errors: NotFound (dropped), FailedPrecondition (closing).
+  virtual absl::StatusOr<uint64_t> ApproximateBytes() = 0;
+
+  // Per partition: lanes, first and last live id, message count (counted
+  // key by key, up to 100000 per partition) and approximate bytes. Reads
+  // the lane directory, two seeks per lane and the counted keys.
+  // Errors: NotFound (dropped), FailedPrecondition (closing), DataLoss
+  // (a malformed record), Internal (storage).
+  virtual absl::StatusOr<QueueStats> Stats() = 0;
+
+  // The group `name` as stored: its fixed options and its cursors, without
+  // loading it (Group() loads it). Reads the group's cursor records.
+  // Errors: InvalidArgument (bad name), NotFound (no such group, or the
+  // queue was dropped), DataLoss (a malformed record).
+  virtual absl::StatusOr<GroupInfo> InspectGroup(std::string_view name) = 0;
+
+  // The subscription `name` as stored, without subscribing: `lanes` holds
+  // the written checkpoints (next == written), `lag` counts the messages in
+  // scope past them (lanes without a checkpoint from the subscription's
+  // start), up to 100000 as in SubscriptionStats; the other fields are 0.
+  // For a subscription live in this process, its unwritten progress is
+  // not seen: Subscription::Stats() has it. Errors: InvalidArgument (bad
+  // name), NotFound (no such subscription, or the queue was dropped),
+  // DataLoss (a malformed record).
+  virtual absl::StatusOr<SubscriptionStats> InspectSubscription(
+      std::string_view name) = 0;
 };
 
 }  // namespace hq

@@ -1,0 +1,553 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// The hq command-line tool ($HQ_CLI, tools/hq) run as a separate process
+// against real Db directories made by the library (test/sample_db.h).
+// The sample's messages carry ids of the simulated clock (2026-01-01);
+// the tool runs on the real clock.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/time/clock.h"
+#include "catch2/catch.hpp"
+#include "hq/hq.h"
+#include "leveldb/db.h"
+#include "lib/format.h"
+#include "lib/layout_codec.h"
+#include "lib/queue_impl.h"
+#include "test/sample_db.h"
+#include "test/test_util.h"
+
+namespace hq::test {
+namespace {
+
+const char* Tool() {
+  const char* path = std::getenv("HQ_CLI");
+  REQUIRE(path != nullptr);
+  return path;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+// Runs hq with `args` (and `env_db`, if not empty, as $HQ_DB; else HQ_DB
+// unset), feeding `input` to its stdin. Waits for it to exit.
+Result Run(const std::vector<std::string>& args, const std::string& input = "",
+           const std::string& env_db = "") {
+  TempDir io;
+  const std::string in_path = io.Sub("in"), out_path = io.Sub("out"),
+                    err_path = io.Sub("err");
+  {
+    std::ofstream in(in_path, std::ios::binary);
+    in << input;
+  }
+  const char* tool = Tool();
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const int in = open(in_path.c_str(), O_RDONLY);
+    const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    if (env_db.empty()) {
+      unsetenv("HQ_DB");
+    } else {
+      setenv("HQ_DB", env_db.c_str(), 1);
+    }
+    std::vector<char*> argv{const_cast<char*>(tool)};
+    for (const std::string& a : args)
+      argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  Result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = Slurp(out_path);
+  r.err = Slurp(err_path);
+  return r;
+}
+
+size_t Occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t pos = text.find(what); pos != std::string::npos;
+       pos = text.find(what, pos + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+// A Db directory holding the sample (test/sample_db.h), closed.
+class Sample {
+ public:
+  Sample() : f_(Storage::kDisk, NoBackgroundSweeps()) {
+    PopulateSample(f_.db());
+    Queue* q = ValueOrDie(f_.db()->OpenQueue("q"));
+    for (const ScannedMessage& m : ScanAll(q)) ids_[m.payload] = m.id;
+    f_.Close();
+  }
+  const std::string& path() const { return f_.path(); }
+  std::string db_flag() const { return "--db=" + f_.path(); }
+  MessageId id(const std::string& payload) { return ids_.at(payload); }
+  DbFixture& fixture() { return f_; }
+
+ private:
+  DbFixture f_;
+  std::map<std::string, MessageId> ids_;
+};
+
+TEST_CASE("hq ls lists the queues as a table and as JSON") {
+  Sample s;
+  Result r = Run({s.db_flag(), "ls"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(absl::StrContains(r.out, "QUEUE"));
+  CHECK(absl::StrContains(r.out, "q.dead.g"));
+  CHECK(absl::StrContains(r.out, "topic"));
+  CHECK(absl::StrContains(r.out, "1h"));  // t's TTL.
+  // Columns line up: every row starts its LAYOUT cell where the header does.
+  const size_t col = r.out.find("LAYOUT");
+  std::istringstream lines(r.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    REQUIRE(line.size() > col);
+    CHECK((line.substr(col, 4) == "time" || line.substr(col, 5) == "topic" ||
+           line.substr(col, 6) == "LAYOUT"));
+  }
+
+  r = Run({"ls", "--json"}, "", s.path());  // The Db from $HQ_DB.
+  REQUIRE(r.code == 0);
+  CHECK(absl::StartsWith(r.out, "{\"db\":"));
+  CHECK(absl::StrContains(r.out,
+                          "{\"name\":\"q\",\"partitions\":2,\"priorities\":2,"
+                          "\"layout\":\"time\",\"ttl_ms\":null"));
+  CHECK(absl::StrContains(r.out,
+                          "\"name\":\"t\",\"partitions\":3,"
+                          "\"priorities\":1,\"layout\":\"topic\","
+                          "\"ttl_ms\":3600000"));
+  CHECK(absl::StrContains(r.out, "\"groups\":1,\"subscriptions\":1"));
+  CHECK(Occurrences(r.out, "\"approximate_bytes\":") == 3);
+}
+
+TEST_CASE("hq stat shows partitions, groups and subscriptions") {
+  Sample s;
+  Result r = Run({s.db_flag(), "stat", "q"});
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  CHECK(absl::StrContains(r.out, "queue q: 2 partitions, 2 priorities"));
+  CHECK(absl::StrContains(r.out, "FIRST"));
+  CHECK(absl::StrContains(r.out, s.id("m0").ToString()));  // First of p0.
+  CHECK(absl::StrContains(r.out, s.id("m9").ToString()));  // Last of p1.
+  CHECK(absl::StrContains(r.out, "IN_FLIGHT"));
+  CHECK(absl::StrContains(r.out, "COMPLETION"));
+  CHECK(absl::StrContains(r.out, "CHECKPOINT"));
+
+  r = Run({s.db_flag(), "stat", "q", "--json"});
+  REQUIRE(r.code == 0);
+  CHECK(absl::StrContains(r.out, "{\"partition\":0,\"lanes\":1,\"first\":\"" +
+                                     s.id("m0").ToString() + "\",\"last\":\"" +
+                                     s.id("late2").ToString() +
+                                     "\",\"messages\":8,"));
+  CHECK(absl::StrContains(r.out, "{\"partition\":1,\"lanes\":1,\"first\":\"" +
+                                     s.id("m1").ToString() + "\",\"last\":\"" +
+                                     s.id("m9").ToString() +
+                                     "\",\"messages\":5,"));
+  CHECK(absl::StrContains(r.out,
+                          "\"groups\":[{\"name\":\"g\",\"ordered\":"
+                          "false,\"topics\":[]"));
+  CHECK(absl::StrContains(r.out, "\"dead_letter_queue\":\"q.dead.g\""));
+  CHECK(Occurrences(r.out, "\"scan\":") == 2);  // Two lanes' cursors.
+  CHECK(absl::StrContains(r.out,
+                          "\"subscriptions\":[{\"name\":\"s\","
+                          "\"lag\":3,\"lag_exact\":true"));
+  CHECK(Occurrences(r.out, "\"checkpoint\":") == 2);
+
+  r = Run({s.db_flag(), "groups", "--json"});
+  REQUIRE(r.code == 0);
+  CHECK(absl::StrContains(r.out, "{\"queue\":\"q\",\"name\":\"g\""));
+  CHECK(Occurrences(r.out, "\"name\":") == 1);
+  r = Run({s.db_flag(), "groups", "q"});
+  REQUIRE(r.code == 0);
+  CHECK(absl::StrContains(r.out, "BACKLOG"));
+  r = Run({s.db_flag(), "groups", "t"});
+  REQUIRE(r.code == 0);
+  CHECK(r.out == "no consumer groups\n");
+}
+
+TEST_CASE("hq scan filters by partition, topic, id and time") {
+  Sample s;
+  auto payloads = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {s.db_flag(), "scan", "q", "--json"});
+    const Result r = Run(args);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    std::vector<std::string> out;
+    for (size_t pos = r.out.find("\"payload\":\""); pos != std::string::npos;
+         pos = r.out.find("\"payload\":\"", pos + 1)) {
+      const size_t start = pos + 11;
+      out.push_back(r.out.substr(start, r.out.find('"', start) - start));
+    }
+    return out;
+  };
+  using V = std::vector<std::string>;
+  CHECK(payloads({}).size() == 13);
+  CHECK(payloads({"--partitions=1"}) == V{"m1", "m3", "m5", "m7", "m9"});
+  CHECK(payloads({"--topics=a", "--lane_order"}) ==
+        V{"m0", "m2", "m4", "m6", "m8"});
+  CHECK(payloads({"--partitions=0", "--from=" + s.id("m6").ToString()}) ==
+        V{"m6", "m8", "late0", "late1", "late2"});
+  CHECK(payloads({"--partitions=0", "--to=" + s.id("m4").ToString()}) ==
+        V{"m0", "m2"});
+  CHECK(payloads({"--partitions=0", "--limit=2"}) == V{"m0", "m2"});
+  CHECK(payloads({"--until=2025-06-01T00:00:00Z"}).empty());
+  CHECK(payloads({"--since=2025-06-01T00:00:00Z"}).size() == 13);
+  CHECK(payloads({"--since=1m"}).empty());  // Written in simulated 2026-01.
+
+  Result r = Run({s.db_flag(), "scan", "q", "--partitions=1"});
+  REQUIRE(r.code == 0);
+  CHECK(absl::StartsWith(r.out, "PARTITION  PRIORITY  ID"));
+  CHECK(absl::StrContains(r.out, "k3"));
+  CHECK(Occurrences(r.out, "\n") == 6);
+}
+
+TEST_CASE("hq reports bad arguments with exit code 2 and a usage line") {
+  Sample s;
+  struct Case {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {{s.db_flag()}, "no subcommand"},
+      {{s.db_flag(), "frobnicate"}, "unknown subcommand 'frobnicate'"},
+      {{s.db_flag(), "stat"}, "missing arguments: hq stat QUEUE"},
+      {{s.db_flag(), "ls", "extra"}, "too many arguments: hq ls"},
+      {{s.db_flag(), "dead", "q"}, "missing arguments: hq dead QUEUE GROUP"},
+      {{s.db_flag(), "--bogus", "ls"}, "unknown flag --bogus"},
+      {{s.db_flag(), "scan", "q", "--limit=many"}, "--limit=many"},
+      {{s.db_flag(), "scan", "q", "--from=yesterday"},
+       "--from: 'yesterday' is not a message id"},
+      {{s.db_flag(), "scan", "q", "--since=someday"},
+       "--since: 'someday' is neither"},
+      {{s.db_flag(), "scan", "q", "--partitions=0,x"},
+       "--partitions: 'x' is not a partition number"},
+      {{s.db_flag(), "scan", "q", "--partitions=7"}, "7 is out of range"},
+      {{s.db_flag(), "scan", "q", "--follow", "--limit=3"},
+       "--follow cannot be combined"},
+      {{s.db_flag(), "scan", "q", "--poll"}, "--poll needs a value"},
+      {{"ls"}, "no database given: pass --db=DIR or set HQ_DB"},
+  };
+  for (const Case& c : cases) {
+    const Result r = Run(c.args);
+    INFO(c.message << "\n" << r.err);
+    CHECK(r.code == 2);
+    CHECK(absl::StrContains(r.err, c.message));
+    CHECK(absl::StrContains(r.err, "usage: hq"));
+    CHECK(r.out.empty());
+  }
+  Result r = Run({"help"});
+  CHECK(r.code == 0);
+  for (const char* cmd :
+       {"ls", "stat QUEUE", "put QUEUE", "scan QUEUE", "groups [QUEUE]",
+        "dead QUEUE GROUP", "compact", "verify"}) {
+    CHECK(absl::StrContains(r.out, cmd));
+  }
+  CHECK(Run({"--help"}).out == r.out);
+
+  // Failures of the operation itself: exit code 1, no usage line.
+  r = Run({s.db_flag(), "stat", "nope"});
+  CHECK(r.code == 1);
+  CHECK(r.err == "hq: no queue named 'nope'\n");
+  r = Run({s.db_flag(), "dead", "q", "nope"});
+  CHECK(r.code == 1);
+  CHECK(absl::StrContains(r.err, "has no consumer group 'nope'"));
+  TempDir empty;
+  r = Run({"--db=" + empty.Sub("none"), "ls"});
+  CHECK(r.code == 1);
+  CHECK(r.err == "hq: no hq database at " + empty.Sub("none") + "\n");
+  CHECK_FALSE(std::filesystem::exists(empty.Sub("none")));  // Not created.
+}
+
+TEST_CASE("hq refuses a Db another process has open") {
+  Sample s;
+  s.fixture().Reopen();  // This test process holds it.
+  Result r = Run({s.db_flag(), "ls"});
+  CHECK(r.code == 4);
+  CHECK(absl::StrContains(r.err, "hq: hq database directory '" + s.path() +
+                                     "' is in use by another process"));
+  CHECK(r.out.empty());
+  r = Run({s.db_flag(), "verify", "--lock_wait=100ms"});
+  CHECK(r.code == 4);
+  s.fixture().Close();
+  r = Run({s.db_flag(), "ls"});
+  CHECK(r.code == 0);
+}
+
+TEST_CASE("hq put writes stdin lines or files as messages") {
+  Sample s;
+  Result r = Run({s.db_flag(), "put", "t", "--topic=news", "--key=k1",
+                  "--priority=0", "--json"},
+                 "first line\nsecond \"line\"\n\nlast");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(Occurrences(r.out, "\"id\":") == 4);
+  TempDir files;
+  {
+    std::ofstream(files.Sub("a"), std::ios::binary) << "file\none";
+    std::ofstream(files.Sub("b"), std::ios::binary) << std::string(
+        "b\xff"
+        "b",
+        3);
+  }
+  r = Run({s.db_flag(), "put", "q", files.Sub("a"), files.Sub("b"),
+           "--partition=1", "--priority=1", "--delay=1h"});
+  REQUIRE(r.code == 0);
+  CHECK(r.out == "put 2 messages to q\n");
+  r = Run({s.db_flag(), "put", "q", files.Sub("missing")});
+  CHECK(r.code == 1);
+  CHECK(absl::StrContains(r.err, "cannot read '" + files.Sub("missing")));
+  r = Run({s.db_flag(), "put", "q", "--priority=9"}, "x\n");
+  CHECK(r.code == 1);
+  CHECK(absl::StrContains(r.err, "priority"));
+
+  s.fixture().Reopen();
+  Queue* t = ValueOrDie(s.fixture().db()->OpenQueue("t"));
+  std::vector<std::string> news;
+  for (const ScannedMessage& m : ScanAll(t, {.topics = {"news"}})) {
+    CHECK(m.key == "k1");
+    news.push_back(m.payload);
+  }
+  CHECK(news ==
+        std::vector<std::string>{"first line", "second \"line\"", "", "last"});
+  Queue* q = ValueOrDie(s.fixture().db()->OpenQueue("q"));
+  std::vector<ScannedMessage> high;
+  for (const ScannedMessage& m : ScanAll(q, {.partitions = {1}})) {
+    if (m.priority == 1) high.push_back(m);
+  }
+  REQUIRE(high.size() == 2);
+  CHECK(high[0].payload == "file\none");
+  CHECK(high[1].payload == std::string("b\xff"
+                                       "b",
+                                       3));
+  // Payloads that are not UTF-8 come out of scan --json as base64.
+  s.fixture().Close();
+  r = Run({s.db_flag(), "scan", "q", "--partitions=1", "--json"});
+  CHECK(absl::StrContains(r.out, "\"payload\":\"file\\none\""));
+  CHECK(absl::StrContains(r.out, "\"payload_base64\":\"Yv9i\""));
+  CHECK(Occurrences(r.out, "\"not_before\":") == 2);
+}
+
+TEST_CASE("hq dead lists dead letters and --requeue puts them back") {
+  Sample s;
+  Result r = Run({s.db_flag(), "dead", "q", "g", "--json"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  // The released task. (The one in flight when the sample closed is
+  // delivered again: the tool loads groups with the default max_attempts.)
+  CHECK(Occurrences(r.out, "\"original_id\":") == 1);
+  CHECK(absl::StrContains(r.out, "\"reason\":\"released\""));
+  const size_t at = r.out.find("\"payload\":\"");
+  REQUIRE(at != std::string::npos);
+  const std::string payload =
+      r.out.substr(at + 11, r.out.find('"', at + 11) - at - 11);
+  r = Run({s.db_flag(), "dead", "q", "g"});
+  REQUIRE(r.code == 0);
+  CHECK(absl::StrContains(r.out, "released"));
+
+  r = Run({s.db_flag(), "dead", "q", "g", "--requeue"});
+  REQUIRE(r.code == 0);
+  CHECK(absl::StrContains(r.out, "requeued 1 dead letter to q"));
+  r = Run({s.db_flag(), "dead", "q", "g"});
+  REQUIRE(r.code == 0);
+  CHECK(r.out == "no dead letters in group g of q\n");
+
+  s.fixture().Reopen();
+  Queue* q = ValueOrDie(s.fixture().db()->OpenQueue("q"));
+  size_t copies = 0;
+  for (const ScannedMessage& m : ScanAll(q)) copies += m.payload == payload;
+  CHECK(copies == 2);  // The original and the requeued message.
+}
+
+// A running `hq scan --follow` with a pipe from its stdout.
+class Follower {
+ public:
+  explicit Follower(const std::vector<std::string>& args) {
+    const char* tool = Tool();
+    int out[2];
+    REQUIRE(pipe(out) == 0);
+    pid_ = fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      dup2(out[1], 1);
+      close(out[0]);
+      close(out[1]);
+      std::vector<char*> argv{const_cast<char*>(tool)};
+      for (const std::string& a : args)
+        argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    close(out[1]);
+    out_ = fdopen(out[0], "r");
+  }
+  ~Follower() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    fclose(out_);
+  }
+  // The next line; "" at EOF.
+  std::string ReadLine() {
+    std::string line;
+    int c;
+    while ((c = fgetc(out_)) != EOF && c != '\n') {
+      line.push_back(static_cast<char>(c));
+    }
+    return line;
+  }
+  // Sends `sig` and returns the exit code.
+  int Stop(int sig) {
+    kill(pid_, sig);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+ private:
+  pid_t pid_ = -1;
+  FILE* out_ = nullptr;
+};
+
+TEST_CASE("hq scan --follow shows what is written while it polls") {
+  Sample s;
+  Follower f({s.db_flag(), "scan", "q", "--partitions=1", "--follow",
+              "--poll=20ms", "--json"});
+  for (const char* p : {"m1", "m3", "m5", "m7", "m9"}) {
+    const std::string line = f.ReadLine();
+    INFO(line);
+    CHECK(absl::StrContains(line, std::string("\"payload\":\"") + p + "\""));
+  }
+  // The follower holds the Db only while it polls: another process (here,
+  // hq put, which waits for the lock) gets in between.
+  Result r = Run({s.db_flag(), "put", "q", "--partition=1", "--lock_wait=30s"},
+                 "new1\n");
+  REQUIRE(r.code == 0);
+  std::string line = f.ReadLine();
+  CHECK(absl::StrContains(line, "\"payload\":\"new1\""));
+  // So does the library, retrying its Open.
+  {
+    std::unique_ptr<Db> db;
+    const absl::Time give_up = absl::Now() + absl::Seconds(30);
+    while (db == nullptr) {
+      auto opened = Db::Open(s.path(), NoBackgroundSweeps());
+      if (opened.ok()) {
+        db = std::move(opened).value();
+      } else {
+        REQUIRE(absl::IsFailedPrecondition(opened.status()));
+        REQUIRE(absl::Now() < give_up);  // A liveness bound only.
+        absl::SleepFor(absl::Milliseconds(5));
+      }
+    }
+    Queue* q = ValueOrDie(db->OpenQueue("q"));
+    ValueOrDie(q->Put({.payload = "new2", .partition = 1}));
+    ValueOrDie(q->Put({.payload = "other partition", .partition = 0}));
+  }
+  line = f.ReadLine();
+  CHECK(absl::StrContains(line, "\"payload\":\"new2\""));
+  CHECK(f.Stop(SIGINT) == 0);
+
+  // --follow_for ends it by itself; SIGTERM stops it cleanly too.
+  Result timed = Run({s.db_flag(), "scan", "q", "--partitions=1", "--follow",
+                      "--follow_for=100ms"});
+  CHECK(timed.code == 0);
+  CHECK(Occurrences(timed.out, "new") == 2);
+  Follower term({s.db_flag(), "scan", "q", "--follow"});
+  int lines = 0;
+  while (term.ReadLine() != "-- following q (Ctrl-C to stop) --") {
+    REQUIRE(++lines <= 16);  // 16 messages of q, one line each.
+  }
+  CHECK(lines == 16);
+  CHECK(term.Stop(SIGTERM) == 0);
+}
+
+TEST_CASE("hq verify passes a clean Db and names a corrupted record") {
+  Sample s;
+  Result r = Run({s.db_flag(), "verify"});
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  CHECK(absl::StrContains(r.out, "3 queues, 20 messages: no problems"));
+
+  // Damage one message value through raw LevelDB.
+  std::string key;
+  {
+    leveldb::DB* raw = nullptr;
+    REQUIRE(leveldb::DB::Open(leveldb::Options(), s.path(), &raw).ok());
+    std::unique_ptr<leveldb::DB> owned(raw);
+    std::string v;
+    REQUIRE(raw->Get({}, format::CatalogKey("q"), &v).ok());
+    format::QueueRecord rec;
+    HQ_REQUIRE_OK(format::DecodeQueueRecord(v, &rec));
+    LayoutCodec::For(Layout::kTime)
+        .AppendMessageKey(&key, rec.id, 1, 0, "b", s.id("m3"));
+    REQUIRE(raw->Get({}, key, &v).ok());
+    REQUIRE(raw->Put({}, key, "\x05garbage").ok());
+  }
+  const std::string hex = absl::BytesToHexString(key);
+  r = Run({s.db_flag(), "verify"});
+  CHECK(r.code == 3);
+  CHECK(absl::StrContains(r.out, hex + "  malformed message value"));
+  CHECK(absl::StrContains(r.out, ": 1 problem\n"));
+  r = Run({s.db_flag(), "verify", "--json"});
+  CHECK(r.code == 3);
+  CHECK(absl::StrContains(r.out, "\"ok\":false"));
+  CHECK(absl::StrContains(r.out, "{\"key_hex\":\"" + hex +
+                                     "\",\"description\":\"malformed message "
+                                     "value\"}"));
+}
+
+TEST_CASE("hq compact sweeps expired messages and compacts") {
+  Sample s;
+  // t's messages have simulated 2026-01-01 ids and a 1 h TTL: expired by
+  // the tool's real clock.
+  Result r = Run({s.db_flag(), "compact", "--json"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(absl::StrContains(r.out, "\"expired_deleted\":6"));
+  r = Run({s.db_flag(), "compact"});
+  REQUIRE(r.code == 0);
+  CHECK(absl::StartsWith(r.out, "TTL sweep: 0 expired messages deleted"));
+  r = Run({s.db_flag(), "verify"});
+  CHECK(r.code == 0);
+}
+
+}  // namespace
+}  // namespace hq::test

@@ -1,0 +1,1057 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// hq: inspect and operate an hq database from the shell.
+//
+//   hq [--db=DIR] [--json] SUBCOMMAND [ARGS] [FLAGS]
+//
+// The database is --db, or $HQ_DB. Subcommands:
+//   ls                   queues: partitions, priorities, layout, TTL, size
+//   stat QUEUE           partitions (first/last id, count, bytes), consumer
+//                        groups (cursors, backlog, in flight, dead) and
+//                        subscriptions (checkpoints, lag)
+//   create QUEUE         creates a queue (--num_partitions, --num_priorities,
+//                        --ttl, --layout)
+//   put QUEUE [FILE...]  one message per line of stdin, or per FILE
+//                        (--topic, --key, --partition, --priority, --delay)
+//   scan QUEUE           messages (--partitions, --topics, --from, --to,
+//                        --since, --until, --limit, --follow)
+//   groups [QUEUE]       consumer groups and their figures
+//   dead QUEUE GROUP     dead letters of a group (--requeue puts them back)
+//   compact              TTL sweep, then a full LevelDB compaction
+//   verify               checks every key and record (Db::Verify)
+//   help                 this list
+//
+// Output: aligned tables, or with --json one JSON document on stdout
+// (scan --follow --json: one JSON object per line). Exit codes: 0 done;
+// 1 the operation failed (no database, no such queue, storage error);
+// 2 usage error; 3 verify found problems; 4 the database is open in
+// another process (hq embeds the engine: one process opens a Db at a
+// time; --lock_wait retries).
+
+#include "hq/hq.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "tools/output.h"
+
+ABSL_FLAG(std::string, db, "", "The database directory (default: $HQ_DB).");
+ABSL_FLAG(bool, json, false, "Print one JSON document instead of tables.");
+ABSL_FLAG(absl::Duration, lock_wait, absl::ZeroDuration(),
+          "If another process has the database open, retry this long.");
+// put
+ABSL_FLAG(std::string, topic, "", "put: the messages' topic.");
+ABSL_FLAG(std::string, key, "", "put: the messages' partitioning key.");
+ABSL_FLAG(int32_t, partition, -1,
+          "put: the messages' partition (default: by key, topic or "
+          "round-robin).");
+ABSL_FLAG(int32_t, priority, 0, "put: the messages' priority.");
+ABSL_FLAG(absl::Duration, delay, absl::ZeroDuration(),
+          "put: delayed delivery to consumer groups.");
+// scan
+ABSL_FLAG(std::string, partitions, "",
+          "scan: comma-separated partitions (default: all).");
+ABSL_FLAG(std::string, topics, "",
+          "scan: comma-separated topics (default: all).");
+ABSL_FLAG(std::string, from, "", "scan: first id (ms-seq, or ms), inclusive.");
+ABSL_FLAG(std::string, to, "", "scan: end id (ms-seq, or ms), exclusive.");
+ABSL_FLAG(std::string, since, "",
+          "scan: messages written at or after this time (RFC 3339, or a "
+          "duration such as 10m meaning that long ago).");
+ABSL_FLAG(std::string, until, "",
+          "scan: messages written before this time (as --since).");
+ABSL_FLAG(int64_t, limit, 0,
+          "scan, dead: at most this many messages (0: no limit).");
+ABSL_FLAG(bool, follow, false,
+          "scan: after the existing messages, wait for new ones until "
+          "SIGINT/SIGTERM (or --follow_for). Releases the database between "
+          "polls, so it sees what other processes write while it is closed.");
+ABSL_FLAG(absl::Duration, follow_for, absl::ZeroDuration(),
+          "scan --follow: stop after this long (0: until a signal).");
+ABSL_FLAG(absl::Duration, poll, absl::Milliseconds(200),
+          "scan --follow: how often to look for new messages.");
+ABSL_FLAG(int32_t, width, 80,
+          "Tables: cut payloads, keys and topics to this many characters "
+          "(0: no limit).");
+ABSL_FLAG(bool, lane_order, false,
+          "scan: lane by lane instead of merged in id order.");
+// stat
+ABSL_FLAG(int32_t, lanes, 50,
+          "stat: list at most this many cursors and checkpoints per group "
+          "or subscription (0: all).");
+// dead
+ABSL_FLAG(bool, requeue, false,
+          "dead: put the dead letters back into the group's queue.");
+// create
+ABSL_FLAG(int32_t, num_partitions, 1, "create: partitions (1..65535).");
+ABSL_FLAG(int32_t, num_priorities, 1, "create: priority levels (1..256).");
+ABSL_FLAG(absl::Duration, ttl, absl::InfiniteDuration(),
+          "create: message time to live (default: forever).");
+ABSL_FLAG(std::string, layout, "time", "create: rowkey layout, time or topic.");
+
+namespace hq::tool {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitProblems = 3;
+constexpr int kExitLocked = 4;
+
+constexpr char kUsage[] =
+    "usage: hq [--db=DIR] [--json] SUBCOMMAND [ARGS] [FLAGS]\n"
+    "\n"
+    "The database is --db=DIR, or $HQ_DB. Subcommands:\n"
+    "  ls                   queues: partitions, priorities, layout, TTL, size\n"
+    "  stat QUEUE           partitions, consumer groups, subscriptions\n"
+    "  create QUEUE         create a queue [--num_partitions=N "
+    "--num_priorities=N\n"
+    "                       --ttl=DURATION --layout=time|topic]\n"
+    "  put QUEUE [FILE...]  one message per stdin line, or per FILE\n"
+    "                       [--topic=T --key=K --partition=P --priority=N\n"
+    "                       --delay=DURATION]\n"
+    "  scan QUEUE           messages [--partitions=0,1 --topics=a,b "
+    "--from=ID\n"
+    "                       --to=ID --since=TIME --until=TIME --limit=N\n"
+    "                       --lane_order --follow --follow_for=DURATION]\n"
+    "  groups [QUEUE]       consumer groups: backlog, in flight, dead letters\n"
+    "  dead QUEUE GROUP     dead letters of a group [--requeue --limit=N]\n"
+    "  compact              TTL sweep, then a full compaction\n"
+    "  verify               check every key and record; exit 3 on problems\n"
+    "  help                 this text\n"
+    "\n"
+    "Common flags: --json (one JSON document), --lock_wait=DURATION (retry\n"
+    "while another process has the database open), --width=N (table cell\n"
+    "width). Exit codes: 0 ok, 1 error, 2 usage, 3 verify found problems,\n"
+    "4 database in use by another process.\n";
+
+// Set by SIGINT/SIGTERM: scan --follow stops.
+volatile sig_atomic_t g_stop = 0;
+void OnSignal(int) { g_stop = 1; }
+
+// A failure with its exit code. Thrown only within this file (by the
+// subcommands and their helpers) and caught in main, which prints it: the
+// tool's way to leave from deep inside a subcommand with the right code.
+struct Failure {
+  int code;
+  std::string message;
+};
+
+Failure Usage(std::string message) { return {kExitUsage, std::move(message)}; }
+
+Failure FromStatus(const absl::Status& s) {
+  if (absl::IsFailedPrecondition(s) &&
+      absl::StrContains(s.message(), "in use by another process")) {
+    return {kExitLocked, std::string(s.message())};
+  }
+  return {kExitError, std::string(s.message())};
+}
+
+#define HQ_TRY(expr)                                          \
+  do {                                                        \
+    const ::absl::Status hq_try_ = (expr);                    \
+    if (!hq_try_.ok()) throw ::hq::tool::FromStatus(hq_try_); \
+  } while (0)
+
+template <typename T>
+T Must(absl::StatusOr<T> v) {
+  if (!v.ok()) throw FromStatus(v.status());
+  return std::move(v).value();
+}
+
+std::string Sv(absl::string_view s) { return std::string(s.data(), s.size()); }
+
+std::string TimeText(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone());
+}
+
+std::string FormatTtl(absl::Duration ttl) {
+  return ttl == absl::InfiniteDuration() ? "-" : absl::FormatDuration(ttl);
+}
+
+std::string Cell(std::string_view bytes) {
+  return Printable(
+      bytes, static_cast<size_t>(std::max(0, absl::GetFlag(FLAGS_width))));
+}
+
+std::string Count(uint64_t n, bool exact) {
+  return exact ? std::to_string(n) : absl::StrCat(">=", n);
+}
+
+void PrintJson(const Json& j) { std::printf("%s\n", j.str().c_str()); }
+
+// ---------------------------------------------------------------- opening
+
+std::string DbPath() {
+  std::string path = absl::GetFlag(FLAGS_db);
+  if (path.empty()) {
+    const char* env = std::getenv("HQ_DB");
+    if (env != nullptr) path = env;
+  }
+  if (path.empty()) {
+    throw Usage("no database given: pass --db=DIR or set HQ_DB");
+  }
+  return path;
+}
+
+// Opens the Db (never creating one unless `create`), retrying while
+// another process holds it for up to --lock_wait.
+std::unique_ptr<Db> OpenDb(bool create = false) {
+  const std::string path = DbPath();
+  Options options;
+  options.create_if_missing = create;
+  options.ttl_sweep_interval = absl::ZeroDuration();  // compact sweeps.
+  // LevelDB creates the directory even when it then finds no database.
+  if (!create && !std::filesystem::exists(path + "/CURRENT")) {
+    throw Failure{kExitError, absl::StrCat("no hq database at ", path)};
+  }
+  const absl::Time give_up = absl::Now() + absl::GetFlag(FLAGS_lock_wait);
+  while (true) {
+    absl::StatusOr<std::unique_ptr<Db>> db = Db::Open(path, options);
+    if (db.ok()) return std::move(db).value();
+    if (absl::IsNotFound(db.status())) {
+      throw Failure{kExitError, absl::StrCat("no hq database at ", path)};
+    }
+    Failure f = FromStatus(db.status());
+    if (f.code != kExitLocked || absl::Now() >= give_up || g_stop) throw f;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+}
+
+Queue* OpenQueue(Db* db, const std::string& name) {
+  return Must(db->OpenQueue(name));
+}
+
+// --------------------------------------------------------- flag parsing
+
+std::vector<uint32_t> ParsePartitions(const std::string& text) {
+  std::vector<uint32_t> out;
+  if (text.empty()) return out;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    uint32_t p;
+    if (!absl::SimpleAtoi(part, &p)) {
+      throw Usage(absl::StrCat("--partitions: '", Sv(part),
+                               "' is not a partition number"));
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<std::string> ParseTopics(const std::string& text) {
+  std::vector<std::string> out;
+  if (text.empty()) return out;
+  for (absl::string_view t : absl::StrSplit(text, ',')) out.push_back(Sv(t));
+  return out;
+}
+
+MessageId ParseId(const char* flag, const std::string& text) {
+  if (std::optional<MessageId> id = MessageId::Parse(text)) return *id;
+  uint64_t ms;
+  if (absl::SimpleAtoi(text, &ms) && ms <= MessageId::kMaxMs) {
+    return MessageId{ms, 0};
+  }
+  throw Usage(absl::StrCat("--", flag, ": '", text,
+                           "' is not a message id (ms-seq, or ms)"));
+}
+
+absl::Time ParseTime(const char* flag, const std::string& text) {
+  absl::Time t;
+  std::string err;
+  if (absl::ParseTime(absl::RFC3339_full, text, &t, &err)) return t;
+  absl::Duration ago;
+  if (absl::ParseDuration(text, &ago) && ago >= absl::ZeroDuration()) {
+    return absl::Now() - ago;
+  }
+  throw Usage(absl::StrCat("--", flag, ": '", text,
+                           "' is neither an RFC 3339 time "
+                           "(2026-01-01T12:00:00Z) nor a duration (10m)"));
+}
+
+void Need(const std::vector<std::string>& args, size_t n,
+          const char* synopsis) {
+  if (args.size() != n) {
+    throw Usage(absl::StrCat(
+        args.size() < n ? "missing arguments" : "too many arguments", ": hq ",
+        synopsis));
+  }
+}
+
+// ------------------------------------------------------------------- ls
+
+int Ls(const std::vector<std::string>& args) {
+  Need(args, 0, "ls");
+  std::unique_ptr<Db> db = OpenDb();
+  const std::vector<std::string> names = Must(db->ListQueues());
+  Json j;
+  j.BeginObject().Key("db").String(db->path()).Key("queues").BeginArray();
+  Table t({"QUEUE", "PARTITIONS", "PRIORITIES", "LAYOUT", "TTL", "GROUPS",
+           "SUBSCRIPTIONS", "SIZE", "CREATED"});
+  for (const std::string& name : names) {
+    Queue* q = OpenQueue(db.get(), name);
+    const QueueInfo info = q->info();
+    const uint64_t bytes = Must(q->ApproximateBytes());
+    const size_t groups = Must(q->ListGroups()).size();
+    const size_t subs = Must(q->ListSubscriptions()).size();
+    const QueueOptions& o = info.options;
+    t.Add({Cell(name), std::to_string(o.partitions),
+           std::to_string(o.priorities), std::string(LayoutName(o.layout)),
+           FormatTtl(o.ttl), std::to_string(groups), std::to_string(subs),
+           HumanBytes(bytes), TimeText(info.created)});
+    j.BeginObject().Bytes("name", name);
+    j.Key("partitions").Uint(o.partitions);
+    j.Key("priorities").Int(o.priorities);
+    j.Key("layout").String(LayoutName(o.layout));
+    j.Key("ttl_ms");
+    if (o.ttl == absl::InfiniteDuration()) {
+      j.Null();
+    } else {
+      j.Int(absl::ToInt64Milliseconds(o.ttl));
+    }
+    j.Key("max_payload_bytes").Uint(o.max_payload_bytes);
+    j.Key("groups").Uint(groups).Key("subscriptions").Uint(subs);
+    j.Key("approximate_bytes").Uint(bytes);
+    j.Key("created").String(TimeText(info.created));
+    j.EndObject();
+  }
+  j.EndArray().EndObject();
+  if (absl::GetFlag(FLAGS_json)) {
+    PrintJson(j);
+  } else if (names.empty()) {
+    std::printf("no queues in %s\n", db->path().c_str());
+  } else {
+    t.Print(stdout);
+  }
+  return kExitOk;
+}
+
+// --------------------------------------------------------------- groups
+
+// Loads the existing group `name` with the options it was created with.
+ConsumerGroup* LoadGroup(Queue* q, const GroupInfo& info) {
+  return Must(
+      q->Group(info.name, {.topics = info.topics, .ordered = info.ordered}));
+}
+
+void GroupJson(Json& j, const GroupInfo& info, const GroupStats& st) {
+  j.Key("name").String(info.name).Key("ordered").Bool(info.ordered);
+  j.Key("topics").BeginArray();
+  for (const std::string& topic : info.topics) {
+    if (IsUtf8(topic)) j.String(topic);
+  }
+  j.EndArray();
+  j.Key("backlog").Uint(st.backlog).Key("backlog_exact").Bool(st.backlog_exact);
+  j.Key("in_flight").Uint(st.in_flight).Key("redelivery").Uint(st.redelivery);
+  j.Key("delayed").Uint(st.delayed).Key("dead_letters").Uint(st.dead_letters);
+  j.Key("oldest_in_flight_ms")
+      .Int(absl::ToInt64Milliseconds(st.oldest_in_flight));
+  j.Key("dead_letter_queue").String(info.dead_letter_queue);
+}
+
+std::vector<std::string> GroupRow(const std::string& queue,
+                                  const GroupInfo& info, const GroupStats& st) {
+  std::vector<std::string> topics;
+  for (const std::string& t : info.topics) topics.push_back(Cell(t));
+  return {Cell(queue),
+          Cell(info.name),
+          info.ordered ? "yes" : "no",
+          topics.empty() ? "*" : absl::StrJoin(topics, ","),
+          Count(st.backlog, st.backlog_exact),
+          std::to_string(st.in_flight),
+          std::to_string(st.redelivery),
+          std::to_string(st.delayed),
+          std::to_string(st.dead_letters)};
+}
+
+int Groups(const std::vector<std::string>& args) {
+  if (args.size() > 1) throw Usage("too many arguments: hq groups [QUEUE]");
+  std::unique_ptr<Db> db = OpenDb();
+  std::vector<std::string> queues =
+      args.empty() ? Must(db->ListQueues()) : args;
+  Table t({"QUEUE", "GROUP", "ORDERED", "TOPICS", "BACKLOG", "IN_FLIGHT",
+           "REDELIVERY", "DELAYED", "DEAD"});
+  Json j;
+  j.BeginObject().Key("groups").BeginArray();
+  for (const std::string& name : queues) {
+    Queue* q = OpenQueue(db.get(), name);
+    for (const std::string& g : Must(q->ListGroups())) {
+      const GroupInfo info = Must(q->InspectGroup(g));
+      const GroupStats st = Must(LoadGroup(q, info)->Stats());
+      t.Add(GroupRow(name, info, st));
+      j.BeginObject().Key("queue").String(name);
+      GroupJson(j, info, st);
+      j.EndObject();
+    }
+  }
+  j.EndArray().EndObject();
+  if (absl::GetFlag(FLAGS_json)) {
+    PrintJson(j);
+  } else if (t.empty()) {
+    std::printf("no consumer groups\n");
+  } else {
+    t.Print(stdout);
+  }
+  return kExitOk;
+}
+
+// ----------------------------------------------------------------- stat
+
+int Stat(const std::vector<std::string>& args) {
+  Need(args, 1, "stat QUEUE");
+  const bool json = absl::GetFlag(FLAGS_json);
+  const size_t max_lanes =
+      absl::GetFlag(FLAGS_lanes) <= 0
+          ? SIZE_MAX
+          : static_cast<size_t>(absl::GetFlag(FLAGS_lanes));
+  std::unique_ptr<Db> db = OpenDb();
+  Queue* q = OpenQueue(db.get(), args[0]);
+  const QueueInfo info = q->info();
+  const QueueOptions& o = info.options;
+  const QueueStats qs = Must(q->Stats());
+  Json j;
+  j.BeginObject().Key("queue").BeginObject().Bytes("name", info.name);
+  j.Key("partitions").Uint(o.partitions).Key("priorities").Int(o.priorities);
+  j.Key("layout").String(LayoutName(o.layout)).Key("ttl_ms");
+  if (o.ttl == absl::InfiniteDuration()) {
+    j.Null();
+  } else {
+    j.Int(absl::ToInt64Milliseconds(o.ttl));
+  }
+  j.Key("max_payload_bytes").Uint(o.max_payload_bytes);
+  j.Key("created").String(TimeText(info.created));
+  j.Key("approximate_bytes").Uint(qs.approximate_bytes).EndObject();
+  if (!json) {
+    std::printf(
+        "queue %s: %u partitions, %d priorities, %s layout, TTL %s, max "
+        "payload %u B, created %s, %s\n\n",
+        Cell(info.name).c_str(), o.partitions, o.priorities,
+        std::string(LayoutName(o.layout)).c_str(), FormatTtl(o.ttl).c_str(),
+        o.max_payload_bytes, TimeText(info.created).c_str(),
+        HumanBytes(qs.approximate_bytes).c_str());
+  }
+  Table pt({"PARTITION", "LANES", "FIRST", "LAST", "MESSAGES", "SIZE"});
+  j.Key("partitions").BeginArray();
+  for (const PartitionStats& p : qs.partitions) {
+    const bool any = p.messages > 0;
+    pt.Add({std::to_string(p.partition), std::to_string(p.lanes),
+            any ? p.first.ToString() : "-", any ? p.last.ToString() : "-",
+            Count(p.messages, p.messages_exact),
+            HumanBytes(p.approximate_bytes)});
+    j.BeginObject().Key("partition").Uint(p.partition);
+    j.Key("lanes").Uint(p.lanes);
+    j.Key("first");
+    any ? j.String(p.first.ToString()) : j.Null();
+    j.Key("last");
+    any ? j.String(p.last.ToString()) : j.Null();
+    j.Key("messages").Uint(p.messages);
+    j.Key("messages_exact").Bool(p.messages_exact);
+    j.Key("approximate_bytes").Uint(p.approximate_bytes).EndObject();
+  }
+  j.EndArray();
+  if (!json) pt.Print(stdout);
+
+  // Consumer groups.
+  Table gt({"QUEUE", "GROUP", "ORDERED", "TOPICS", "BACKLOG", "IN_FLIGHT",
+            "REDELIVERY", "DELAYED", "DEAD"});
+  Table ct({"GROUP", "PARTITION", "PRIORITY", "TOPIC", "SCAN", "COMPLETION"});
+  size_t cursors_left_out = 0;
+  j.Key("groups").BeginArray();
+  for (const std::string& g : Must(q->ListGroups())) {
+    const GroupInfo gi = Must(q->InspectGroup(g));
+    const GroupStats st = Must(LoadGroup(q, gi)->Stats());
+    gt.Add(GroupRow(info.name, gi, st));
+    j.BeginObject();
+    GroupJson(j, gi, st);
+    j.Key("cursors").BeginArray();
+    for (size_t i = 0; i < gi.cursors.size(); ++i) {
+      const GroupInfo::LaneCursor& c = gi.cursors[i];
+      if (i < max_lanes) {
+        ct.Add({Cell(g), std::to_string(c.partition),
+                std::to_string(c.priority), Cell(c.topic), c.scan.ToString(),
+                c.completion.ToString()});
+      } else {
+        ++cursors_left_out;
+      }
+      j.BeginObject().Key("partition").Uint(c.partition);
+      j.Key("priority").Int(c.priority).Bytes("topic", c.topic);
+      j.Key("scan").String(c.scan.ToString());
+      j.Key("completion").String(c.completion.ToString()).EndObject();
+    }
+    j.EndArray().EndObject();
+  }
+  j.EndArray();
+  if (!json) {
+    std::printf("\n");
+    if (gt.empty()) {
+      std::printf("no consumer groups\n");
+    } else {
+      gt.Print(stdout);
+      std::printf("\n");
+      ct.Print(stdout);
+      if (cursors_left_out > 0) {
+        std::printf("(%zu more cursors; --lanes=0 lists all)\n",
+                    cursors_left_out);
+      }
+    }
+  }
+
+  // Subscriptions.
+  Table st({"SUBSCRIPTION", "LANES", "LAG"});
+  Table cpt({"SUBSCRIPTION", "PARTITION", "PRIORITY", "TOPIC", "CHECKPOINT"});
+  size_t checkpoints_left_out = 0;
+  j.Key("subscriptions").BeginArray();
+  for (const std::string& s : Must(q->ListSubscriptions())) {
+    const SubscriptionStats ss = Must(q->InspectSubscription(s));
+    st.Add({Cell(s), std::to_string(ss.lanes.size()),
+            Count(ss.lag, ss.lag_exact)});
+    j.BeginObject().Bytes("name", s);
+    j.Key("lag").Uint(ss.lag).Key("lag_exact").Bool(ss.lag_exact);
+    j.Key("checkpoints").BeginArray();
+    for (size_t i = 0; i < ss.lanes.size(); ++i) {
+      const LaneCheckpoint& c = ss.lanes[i];
+      if (i < max_lanes) {
+        cpt.Add({Cell(s), std::to_string(c.partition),
+                 std::to_string(c.priority), Cell(c.topic),
+                 c.written.ToString()});
+      } else {
+        ++checkpoints_left_out;
+      }
+      j.BeginObject().Key("partition").Uint(c.partition);
+      j.Key("priority").Int(c.priority).Bytes("topic", c.topic);
+      j.Key("checkpoint").String(c.written.ToString()).EndObject();
+    }
+    j.EndArray().EndObject();
+  }
+  j.EndArray().EndObject();
+  if (json) {
+    PrintJson(j);
+  } else {
+    std::printf("\n");
+    if (st.empty()) {
+      std::printf("no subscriptions\n");
+    } else {
+      st.Print(stdout);
+      std::printf("\n");
+      cpt.Print(stdout);
+      if (checkpoints_left_out > 0) {
+        std::printf("(%zu more checkpoints; --lanes=0 lists all)\n",
+                    checkpoints_left_out);
+      }
+    }
+  }
+  return kExitOk;
+}
+
+// --------------------------------------------------------------- create
+
+int Create(const std::vector<std::string>& args) {
+  Need(args, 1, "create QUEUE");
+  std::optional<Layout> layout = ParseLayout(absl::GetFlag(FLAGS_layout));
+  if (!layout) {
+    throw Usage(absl::StrCat("--layout: '", absl::GetFlag(FLAGS_layout),
+                             "' is not a layout (time or topic)"));
+  }
+  const int32_t partitions = absl::GetFlag(FLAGS_num_partitions);
+  if (partitions < 1) throw Usage("--num_partitions must be 1..65535");
+  std::unique_ptr<Db> db = OpenDb(/*create=*/true);
+  Queue* q = Must(db->CreateQueue(
+      args[0], {.partitions = static_cast<uint32_t>(partitions),
+                .priorities = absl::GetFlag(FLAGS_num_priorities),
+                .ttl = absl::GetFlag(FLAGS_ttl),
+                .layout = *layout}));
+  if (absl::GetFlag(FLAGS_json)) {
+    Json j;
+    j.BeginObject().Key("created").String(q->name()).EndObject();
+    PrintJson(j);
+  } else {
+    std::printf("created queue %s\n", q->name().c_str());
+  }
+  return kExitOk;
+}
+
+// ------------------------------------------------------------------ put
+
+bool ReadFile(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  *out = ss.str();
+  return !in.bad();
+}
+
+int Put(const std::vector<std::string>& args) {
+  if (args.empty()) throw Usage("missing arguments: hq put QUEUE [FILE...]");
+  const int32_t partition = absl::GetFlag(FLAGS_partition);
+  if (partition < -1) throw Usage("--partition must be >= 0");
+  const absl::Duration delay = absl::GetFlag(FLAGS_delay);
+  if (delay < absl::ZeroDuration()) throw Usage("--delay must be >= 0");
+  // Read everything first: a bad file changes nothing.
+  std::vector<std::string> payloads;
+  if (args.size() > 1) {
+    for (size_t i = 1; i < args.size(); ++i) {
+      std::string data;
+      if (!ReadFile(args[i], &data)) {
+        throw Failure{kExitError, absl::StrCat("cannot read '", args[i],
+                                               "': ", std::strerror(errno))};
+      }
+      payloads.push_back(std::move(data));
+    }
+  } else {
+    std::string line;
+    while (std::getline(std::cin, line)) payloads.push_back(line);
+  }
+  std::unique_ptr<Db> db = OpenDb();
+  Queue* q = OpenQueue(db.get(), args[0]);
+  const std::string topic = absl::GetFlag(FLAGS_topic);
+  const std::string key = absl::GetFlag(FLAGS_key);
+  std::vector<PutResult> results;
+  constexpr size_t kBatch = 1000;
+  for (size_t start = 0; start < payloads.size(); start += kBatch) {
+    const size_t end = std::min(payloads.size(), start + kBatch);
+    std::vector<Message> batch;
+    for (size_t i = start; i < end; ++i) {
+      Message m{.topic = topic, .payload = payloads[i], .key = key};
+      if (partition >= 0) m.partition = static_cast<uint32_t>(partition);
+      m.priority = absl::GetFlag(FLAGS_priority);
+      m.delay = delay;
+      batch.push_back(m);
+    }
+    std::vector<PutResult> part;
+    // The last batch is synced, and with it everything before.
+    HQ_TRY(q->PutBatch(batch, &part, {.sync = end == payloads.size()}));
+    results.insert(results.end(), part.begin(), part.end());
+  }
+  if (absl::GetFlag(FLAGS_json)) {
+    Json j;
+    j.BeginObject().Key("queue").String(q->name()).Key("results").BeginArray();
+    for (const PutResult& r : results) {
+      j.BeginObject().Key("partition").Uint(r.partition);
+      j.Key("id").String(r.id.ToString()).EndObject();
+    }
+    j.EndArray().EndObject();
+    PrintJson(j);
+  } else {
+    std::printf("put %zu message%s to %s\n", results.size(),
+                results.size() == 1 ? "" : "s", q->name().c_str());
+  }
+  return kExitOk;
+}
+
+// ----------------------------------------------------------------- scan
+
+void MessageJson(Json& j, const MessageView& m) {
+  j.BeginObject().Key("partition").Uint(m.partition);
+  j.Key("priority").Int(m.priority).Key("id").String(m.id.ToString());
+  j.Key("time").String(TimeText(m.id.time()));
+  j.Bytes("topic", m.topic).Bytes("key", m.key).Bytes("payload", m.payload);
+  if (m.not_before != absl::InfinitePast()) {
+    j.Key("not_before").String(TimeText(m.not_before));
+  }
+  j.EndObject();
+}
+
+std::vector<std::string> MessageRow(const MessageView& m) {
+  return {std::to_string(m.partition),
+          std::to_string(m.priority),
+          m.id.ToString(),
+          TimeText(m.id.time()),
+          Cell(m.topic),
+          Cell(m.key),
+          Cell(m.payload)};
+}
+
+const std::vector<std::string> kMessageHeader = {
+    "PARTITION", "PRIORITY", "ID", "TIME", "TOPIC", "KEY", "PAYLOAD"};
+
+int Scan(const std::vector<std::string>& args) {
+  Need(args, 1, "scan QUEUE");
+  const bool json = absl::GetFlag(FLAGS_json);
+  const bool follow = absl::GetFlag(FLAGS_follow);
+  const int64_t limit = absl::GetFlag(FLAGS_limit);
+  if (limit < 0) throw Usage("--limit must be >= 0");
+  ScanOptions base;
+  base.partitions = ParsePartitions(absl::GetFlag(FLAGS_partitions));
+  base.topics = ParseTopics(absl::GetFlag(FLAGS_topics));
+  base.order = absl::GetFlag(FLAGS_lane_order) ? ScanOptions::Order::kLane
+                                               : ScanOptions::Order::kMerged;
+  if (!absl::GetFlag(FLAGS_from).empty()) {
+    base.from = ParseId("from", absl::GetFlag(FLAGS_from));
+  }
+  if (!absl::GetFlag(FLAGS_to).empty()) {
+    base.to = ParseId("to", absl::GetFlag(FLAGS_to));
+  }
+  if (!absl::GetFlag(FLAGS_since).empty()) {
+    base.from = std::max(base.from, MessageId::AtTime(ParseTime(
+                                        "since", absl::GetFlag(FLAGS_since))));
+  }
+  if (!absl::GetFlag(FLAGS_until).empty()) {
+    base.to = std::min(base.to, MessageId::AtTime(ParseTime(
+                                    "until", absl::GetFlag(FLAGS_until))));
+  }
+  if (base.to < base.from) throw Usage("the range is empty: --to < --from");
+  if (follow && (base.to != MessageId::Max() || limit > 0)) {
+    throw Usage("--follow cannot be combined with --to, --until or --limit");
+  }
+  std::unique_ptr<Db> db = OpenDb();
+  Queue* q = OpenQueue(db.get(), args[0]);
+  const std::string name = q->name();
+  const uint32_t partitions = q->options().partitions;
+  for (uint32_t p : base.partitions) {
+    if (p >= partitions) {
+      throw Usage(
+          absl::StrFormat("--partitions: queue %s has partitions "
+                          "0..%d; %d is out of range",
+                          name, partitions - 1, p));
+    }
+  }
+  // The next id to show per partition (--follow).
+  std::vector<MessageId> next(partitions, base.from);
+  Table t(kMessageHeader);
+  Json j;
+  if (!follow) j.BeginObject().Key("messages").BeginArray();
+  int64_t shown = 0;
+  auto emit = [&](const MessageView& m) {
+    next[m.partition] = std::max(next[m.partition], m.id.Next());
+    ++shown;
+    if (follow) {
+      if (json) {
+        Json line;
+        MessageJson(line, m);
+        PrintJson(line);
+      } else {
+        // No alignment across polls: one tab-free line per message.
+        std::printf("%s\n", absl::StrJoin(MessageRow(m), "  ").c_str());
+      }
+      std::fflush(stdout);
+    } else if (json) {
+      MessageJson(j, m);
+    } else {
+      t.Add(MessageRow(m));
+    }
+  };
+  {
+    std::unique_ptr<Scanner> s = Must(q->NewScanner(base));
+    while ((limit == 0 || shown < limit) && s->Next()) emit(s->message());
+    HQ_TRY(s->status());
+  }
+  if (!follow) {
+    j.EndArray().EndObject();
+    if (json) {
+      PrintJson(j);
+    } else if (t.empty()) {
+      std::printf("no messages\n");
+    } else {
+      t.Print(stdout);
+    }
+    return kExitOk;
+  }
+  // Follow: the database is released between polls, so other processes
+  // can open it meanwhile (it is locked while open).
+  if (!json) {
+    std::printf("-- following %s (Ctrl-C to stop) --\n", name.c_str());
+    std::fflush(stdout);
+  }
+  const absl::Duration follow_for = absl::GetFlag(FLAGS_follow_for);
+  const absl::Time end = follow_for > absl::ZeroDuration()
+                             ? absl::Now() + follow_for
+                             : absl::InfiniteFuture();
+  const absl::Duration poll =
+      std::max(absl::GetFlag(FLAGS_poll), absl::Milliseconds(1));
+  db.reset();
+  std::vector<uint32_t> scope = base.partitions;
+  if (scope.empty()) {
+    for (uint32_t p = 0; p < partitions; ++p) scope.push_back(p);
+  }
+  while (!g_stop && absl::Now() < end) {
+    const absl::Time wake = std::min(end, absl::Now() + poll);
+    while (!g_stop && absl::Now() < wake) {
+      absl::SleepFor(std::min(absl::Milliseconds(20), wake - absl::Now()));
+    }
+    if (g_stop) break;
+    Options options;
+    options.create_if_missing = false;
+    options.ttl_sweep_interval = absl::ZeroDuration();
+    absl::StatusOr<std::unique_ptr<Db>> opened = Db::Open(DbPath(), options);
+    if (!opened.ok()) {
+      const Failure f = FromStatus(opened.status());
+      if (f.code == kExitLocked) continue;  // Someone is writing: later.
+      throw f;
+    }
+    q = Must((*opened)->OpenQueue(name));
+    for (uint32_t p : scope) {
+      ScanOptions o = base;
+      o.partitions = {p};
+      o.from = next[p];
+      o.order = ScanOptions::Order::kMerged;
+      std::unique_ptr<Scanner> s = Must(q->NewScanner(o));
+      while (s->Next()) emit(s->message());
+      HQ_TRY(s->status());
+    }
+  }
+  return kExitOk;
+}
+
+// ----------------------------------------------------------------- dead
+
+const char* ReasonName(DeadLetterReason r) {
+  switch (r) {
+    case DeadLetterReason::kLeaseExpired:
+      return "lease_expired";
+    case DeadLetterReason::kReleased:
+      return "released";
+    case DeadLetterReason::kInterrupted:
+      return "interrupted";
+  }
+  return "unknown";
+}
+
+int Dead(const std::vector<std::string>& args) {
+  Need(args, 2, "dead QUEUE GROUP");
+  const int64_t limit = absl::GetFlag(FLAGS_limit);
+  if (limit < 0) throw Usage("--limit must be >= 0");
+  const bool requeue = absl::GetFlag(FLAGS_requeue);
+  std::unique_ptr<Db> db = OpenDb();
+  Queue* q = OpenQueue(db.get(), args[0]);
+  const GroupInfo info = Must(q->InspectGroup(args[1]));
+  ConsumerGroup* g = LoadGroup(q, info);
+  Table t({"PARTITION", "ID", "ORIGINAL", "PRIORITY", "ATTEMPTS", "REASON",
+           "DEAD_AT", "TOPIC", "KEY", "PAYLOAD"});
+  Json j;
+  j.BeginObject().Key("queue").String(q->name()).Key("group").String(info.name);
+  j.Key("dead_letter_queue").String(info.dead_letter_queue);
+  j.Key("dead_letters").BeginArray();
+  Json requeued;
+  requeued.BeginArray();
+  int64_t n = 0;
+  std::optional<DeadLetter> after;
+  while (limit == 0 || n < limit) {
+    const size_t want =
+        limit == 0 ? 1000
+                   : static_cast<size_t>(std::min<int64_t>(1000, limit - n));
+    // Requeued letters leave the list: page from the start then.
+    const std::vector<DeadLetter> page =
+        Must(g->ListDeadLetters(want, after && !requeue ? &*after : nullptr));
+    if (page.empty()) break;
+    for (const DeadLetter& d : page) {
+      t.Add({std::to_string(d.partition), d.id.ToString(),
+             absl::StrCat(d.original_partition, "/", d.original_id.ToString()),
+             std::to_string(d.priority), std::to_string(d.attempts),
+             ReasonName(d.reason), TimeText(d.dead_at), Cell(d.topic),
+             Cell(d.key), Cell(d.payload)});
+      j.BeginObject().Key("partition").Uint(d.partition);
+      j.Key("id").String(d.id.ToString());
+      j.Key("original_partition").Uint(d.original_partition);
+      j.Key("original_id").String(d.original_id.ToString());
+      j.Key("priority").Int(d.priority).Key("attempts").Uint(d.attempts);
+      j.Key("reason").String(ReasonName(d.reason));
+      j.Key("dead_at").String(TimeText(d.dead_at));
+      j.Bytes("topic", d.topic).Bytes("key", d.key).Bytes("payload", d.payload);
+      j.EndObject();
+    }
+    n += static_cast<int64_t>(page.size());
+    after = page.back();
+    if (requeue) {
+      std::vector<PutResult> results;
+      HQ_TRY(g->Requeue(page, &results));
+      for (const PutResult& r : results) {
+        requeued.BeginObject().Key("partition").Uint(r.partition);
+        requeued.Key("id").String(r.id.ToString()).EndObject();
+      }
+    }
+  }
+  requeued.EndArray();
+  j.EndArray();
+  if (requeue) j.Key("requeued").Uint(static_cast<uint64_t>(n));
+  j.EndObject();
+  if (absl::GetFlag(FLAGS_json)) {
+    PrintJson(j);
+    return kExitOk;
+  }
+  if (t.empty()) {
+    std::printf("no dead letters in group %s of %s\n", info.name.c_str(),
+                q->name().c_str());
+    return kExitOk;
+  }
+  t.Print(stdout);
+  if (requeue) {
+    std::printf("requeued %lld dead letter%s to %s\n",
+                static_cast<long long>(n), n == 1 ? "" : "s",
+                q->name().c_str());
+  }
+  return kExitOk;
+}
+
+// ------------------------------------------------------ compact, verify
+
+int Compact(const std::vector<std::string>& args) {
+  Need(args, 0, "compact");
+  std::unique_ptr<Db> db = OpenDb();
+  const SweepStats st = Must(db->CompactAll());
+  if (absl::GetFlag(FLAGS_json)) {
+    Json j;
+    j.BeginObject().Key("queues_with_ttl").Int(st.queues);
+    j.Key("lanes").Int(st.lanes).Key("expired_deleted").Int(st.deleted);
+    j.Key("keys_examined").Int(st.examined).EndObject();
+    PrintJson(j);
+  } else {
+    std::printf(
+        "TTL sweep: %lld expired messages deleted (%lld queues with a TTL, "
+        "%lld lanes); database compacted\n",
+        static_cast<long long>(st.deleted), static_cast<long long>(st.queues),
+        static_cast<long long>(st.lanes));
+  }
+  return kExitOk;
+}
+
+int Verify(const std::vector<std::string>& args) {
+  Need(args, 0, "verify");
+  std::unique_ptr<Db> db = OpenDb();
+  const VerifyReport r = Must(db->Verify());
+  if (absl::GetFlag(FLAGS_json)) {
+    Json j;
+    j.BeginObject().Key("ok").Bool(r.ok()).Key("keys").Int(r.keys);
+    j.Key("queues").Int(r.queues).Key("messages").Int(r.messages);
+    j.Key("problem_count").Int(r.problem_count).Key("problems").BeginArray();
+    for (const VerifyProblem& p : r.problems) {
+      j.BeginObject().Key("key_hex").String(p.key_hex);
+      j.Key("description").String(p.description).EndObject();
+    }
+    j.EndArray().EndObject();
+    PrintJson(j);
+  } else {
+    if (!r.problems.empty()) {
+      Table t({"KEY", "PROBLEM"});
+      for (const VerifyProblem& p : r.problems) {
+        t.Add({p.key_hex, Cell(p.description)});
+      }
+      t.Print(stdout);
+    }
+    std::printf("%lld keys, %lld queues, %lld messages: %s\n",
+                static_cast<long long>(r.keys),
+                static_cast<long long>(r.queues),
+                static_cast<long long>(r.messages),
+                r.ok() ? "no problems"
+                       : absl::StrCat(r.problem_count, " problem",
+                                      r.problem_count == 1 ? "" : "s")
+                             .c_str());
+  }
+  return r.ok() ? kExitOk : kExitProblems;
+}
+
+// ----------------------------------------------------------------- main
+
+// Checks argv's flags before absl parses them, so that an unknown flag or
+// a bad value is a usage error (exit 2) with the usage line, not absl's
+// exit 1. Returns true if help was asked for.
+bool CheckFlags(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() < 2 || arg[0] != '-') continue;
+    arg.remove_prefix(arg[1] == '-' ? 2 : 1);
+    const size_t eq = arg.find('=');
+    const std::string name(arg.substr(0, eq));
+    if (name == "help" || name == "h" || name == "helpfull") return true;
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    bool negated = false;
+    if (flag == nullptr && absl::StartsWith(name, "no")) {
+      flag = absl::FindCommandLineFlag(name.substr(2));
+      negated = flag != nullptr && flag->IsOfType<bool>();
+      if (!negated) flag = nullptr;
+    }
+    if (flag == nullptr) throw Usage(absl::StrCat("unknown flag --", name));
+    std::string value;
+    if (eq != std::string_view::npos) {
+      if (negated) throw Usage(absl::StrCat("--", name, " takes no value"));
+      value = std::string(arg.substr(eq + 1));
+    } else if (flag->IsOfType<bool>()) {
+      continue;
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      throw Usage(absl::StrCat("--", name, " needs a value"));
+    }
+    std::string error;
+    if (!flag->ParseFrom(value, &error)) {
+      throw Usage(absl::StrCat("--", name, "=", value, ": ", error));
+    }
+  }
+  return false;
+}
+
+int Main(int argc, char** argv) {
+  if (CheckFlags(argc, argv)) {
+    std::fputs(kUsage, stdout);
+    return kExitOk;
+  }
+  std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  if (rest.size() < 2) throw Usage("no subcommand");
+  const std::string cmd = rest[1];
+  const std::vector<std::string> args(rest.begin() + 2, rest.end());
+  if (cmd == "help") {
+    std::fputs(kUsage, stdout);
+    return kExitOk;
+  }
+  if (cmd == "ls") return Ls(args);
+  if (cmd == "stat") return Stat(args);
+  if (cmd == "create") return Create(args);
+  if (cmd == "put") return Put(args);
+  if (cmd == "scan") return Scan(args);
+  if (cmd == "groups") return Groups(args);
+  if (cmd == "dead") return Dead(args);
+  if (cmd == "compact") return Compact(args);
+  if (cmd == "verify") return Verify(args);
+  throw Usage(absl::StrCat("unknown subcommand '", cmd, "'"));
+}
+
+}  // namespace
+}  // namespace hq::tool
+
+int main(int argc, char** argv) {
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = hq::tool::OnSignal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  try {
+    return hq::tool::Main(argc, argv);
+  } catch (const hq::tool::Failure& f) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "hq: %s\n", f.message.c_str());
+    if (f.code == hq::tool::kExitUsage) {
+      std::fprintf(stderr,
+                   "usage: hq [--db=DIR] [--json] SUBCOMMAND [ARGS] [FLAGS] "
+                   "(hq help lists the subcommands)\n");
+    }
+    return f.code;
+  }
+}
