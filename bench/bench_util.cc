@@ -2,6 +2,7 @@
 
 #include "bench/bench_util.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -176,11 +177,9 @@ absl::Status OpenFreshRawDb(const Options& o, const std::string& path,
   return absl::OkStatus();
 }
 
-int64_t ResidentKb() {
-  std::ifstream statm("/proc/self/statm");
-  int64_t size = 0, resident = 0;
-  statm >> size >> resident;
-  return resident * (sysconf(_SC_PAGESIZE) / 1024);
+int64_t HeapKb() {
+  const struct mallinfo2 m = mallinfo2();
+  return static_cast<int64_t>((m.uordblks + m.hblkhd) / 1024);
 }
 
 uint64_t DirectoryBytes(const std::string& dir) {

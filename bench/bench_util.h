@@ -92,8 +92,12 @@ double CompactionScore(const std::string& sstables);
 // not changed for a second. Gives up after ten minutes.
 void WaitForCompactions(leveldb::DB* db);
 
-// Resident memory of this process, from /proc/self/statm.
-int64_t ResidentKb();
+// Heap bytes in use, in KiB (glibc mallinfo2, all arenas: allocated chunks
+// and mmap'ed blocks). Unlike resident memory it neither counts the pages
+// of LevelDB's memory-mapped table files (resident while in the page cache)
+// nor memory freed but kept by malloc, so a difference of two readings is
+// what the code between them holds.
+int64_t HeapKb();
 
 // Bytes of the files under `dir` (recursively).
 uint64_t DirectoryBytes(const std::string& dir);

@@ -39,14 +39,14 @@
 //   reopen           Closes the hq Db and times Db::Open (one op), after an
 //                    untimed close and open that turns the log into tables,
 //                    so the timed Open reads what a restart reads. Also
-//                    prints `reopen rss_kb : N`, the growth of the process's
-//                    resident memory across that Open. Run it before and
+//                    prints `reopen heap_kb : N`, the growth of the process's
+//                    heap in use across that Open. Run it before and
 //                    after create_queues to see Open's cost per queue:
 //                    --benchmarks=put,reopen,create_queues,reopen
 //   leases           hq's LeaseManager with --num live leases (deadlines
 //                    1-2 h away, so none fires): lease_create, lease_renew
 //                    and lease_cancel lines (one op = one call), the memory
-//                    per live lease (resident growth / --num), and
+//                    per live lease (heap growth / --num), and
 //                    lease_walk_all: one pass over the same deadlines, what
 //                    a poll-every-lease thread (HBase's Leases) pays on
 //                    every wake, against hq's one heap peek.
@@ -98,7 +98,7 @@
 //                    put_dedup_duplicates puts the same --num messages
 //                    again: every one is found a duplicate and nothing is
 //                    written (one op = one message). Also prints
-//                    `put_dedup rss_kb : N`, the growth of resident memory
+//                    `put_dedup heap_kb : N`, the growth of the heap in use
 //                    across both (the index lives in LevelDB, not in
 //                    memory).
 //   subscribe        Push delivery: a fresh queue with one subscription
@@ -149,8 +149,8 @@
 //                    op); many_topics_read_topic[L], whole-topic scans of
 //                    random topics (one op = one topic read; up to 1000 or
 //                    5 s); many_topics_claim[L], one consumer draining the
-//                    queue (one op = one message); `many_topics rss_kb[L]`,
-//                    resident growth after the put, the group load and the
+//                    queue (one op = one message); `many_topics heap_kb[L]`,
+//                    heap growth after the put, the group load and the
 //                    claims. Then the ratios
 //                    topic/time of put, read_topic and claim.
 //   layout_lab       The rowkey-layout lab (bench/layout_lab.h): --num
@@ -170,6 +170,12 @@
 //                    fillseq_leveldb wrote, SeekToFirst to the end, reading
 //                    every key and value. REQUIRES: fillseq_leveldb earlier
 //                    in --benchmarks.
+//
+// Memory: every `heap_kb` line (and the lease memory line) is a growth of
+// the heap in use (malloc'ed and not freed; HeapKb in bench/bench_util.h),
+// not of resident memory, which counts the pages of LevelDB's memory-mapped
+// table files while they sit in the page cache, and memory malloc keeps
+// after a free.
 //
 // After the workloads, for every pair that ran, one line each:
 //
@@ -1050,7 +1056,7 @@ class Benchmark {
 
   ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> PutDedup(Histogram* hist) {
     HQ_RETURN_IF_ERROR(OpenFreshHq());
-    const int64_t rss_before = ResidentKb();
+    const int64_t heap_before = HeapKb();
     int64_t duplicates = 0;
     HQ_ASSIGN_OR_RETURN(Result first,
                         TimedPuts(ShapeFromFlags(), hist, true, &duplicates));
@@ -1067,8 +1073,8 @@ class Benchmark {
                           duplicates, config_.num));
     }
     PrintLine(absl::StrCat(kPutDedup, "_duplicates"), again);
-    std::printf("put_dedup rss_kb : %lld\n",
-                static_cast<long long>(ResidentKb() - rss_before));
+    std::printf("put_dedup heap_kb : %lld\n",
+                static_cast<long long>(HeapKb() - heap_before));
     return first;
   }
 
@@ -1283,12 +1289,12 @@ class Benchmark {
   ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> Reopen() {
     HQ_RETURN_IF_ERROR(ReopenHq());  // Untimed: log -> tables.
     CloseHq();
-    const int64_t rss_before = ResidentKb();
+    const int64_t heap_before = HeapKb();
     const SteadyClock::time_point start = SteadyClock::now();
     HQ_ASSIGN_OR_RETURN(hq_db_, Db::Open(hq_path_, hq_options_));
     const double seconds = MicrosSince(start) / 1e6;
-    std::printf("reopen rss_kb : %lld\n",
-                static_cast<long long>(ResidentKb() - rss_before));
+    std::printf("reopen heap_kb : %lld\n",
+                static_cast<long long>(HeapKb() - heap_before));
     HQ_ASSIGN_OR_RETURN(queue_, hq_db_->OpenQueue(kQueueName));
     return Result{seconds, 1, 0};
   }
@@ -1691,7 +1697,7 @@ class Benchmark {
       };
       const std::string path = root_ + "/many-" + ln;
       HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DestroyDB(path, {}), path));
-      const int64_t rss_before = ResidentKb();
+      const int64_t heap_before = HeapKb();
       QueueOptions qo = queue_options_;
       qo.layout = layout;
       HQ_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, Db::Open(path, hq_options_));
@@ -1724,7 +1730,7 @@ class Benchmark {
                        num * static_cast<int64_t>(config_.value_size)};
       PrintLine(line("put"), put);
       results[absl::StrCat("put", ln)] = put;
-      const int64_t rss_put = ResidentKb() - rss_before;
+      const int64_t heap_put = HeapKb() - heap_before;
       WaitForCompactions(static_cast<DbImpl*>(db.get())->leveldb());
 
       // Reopen: Db::Open, then the first Group call (it reads the lane
@@ -1737,7 +1743,7 @@ class Benchmark {
       start = SteadyClock::now();
       HQ_ASSIGN_OR_RETURN(ConsumerGroup * group, q->Group("g"));
       PrintLine(line("group_load"), Result{MicrosSince(start) / 1e6, 1, 0});
-      const int64_t rss_load = ResidentKb() - rss_before;
+      const int64_t heap_load = HeapKb() - heap_before;
 
       // Whole-topic reads of random topics: up to 1000 of them, or as many
       // as 5 s allow.
@@ -1777,11 +1783,11 @@ class Benchmark {
       PrintLine(line("claim"), claim);
       results[absl::StrCat("claim", ln)] = claim;
       std::printf(
-          "many_topics rss_kb[%s] : after put %lld; after group load %lld; "
+          "many_topics heap_kb[%s] : after put %lld; after group load %lld; "
           "after claim %lld\n",
-          ln.c_str(), static_cast<long long>(rss_put),
-          static_cast<long long>(rss_load),
-          static_cast<long long>(ResidentKb() - rss_before));
+          ln.c_str(), static_cast<long long>(heap_put),
+          static_cast<long long>(heap_load),
+          static_cast<long long>(HeapKb() - heap_before));
       std::fflush(stdout);
     }
     for (const char* what : {"put", "read", "claim"}) {
@@ -1862,7 +1868,7 @@ class Benchmark {
     std::mt19937_64 rng(42);
     auto far = [&] { return absl::Hours(1) + absl::Seconds(rng() % 3600); };
     std::vector<LeaseId> ids(static_cast<size_t>(num));
-    const int64_t rss_before = ResidentKb();
+    const int64_t heap_before = HeapKb();
     {
       LeaseManagerImpl leases(Clock::Default());
       SteadyClock::time_point start = SteadyClock::now();
@@ -1871,9 +1877,9 @@ class Benchmark {
                             leases.Create(far(), [] {}));
       }
       PrintLine("lease_create", Result{MicrosSince(start) / 1e6, num, 0});
-      const int64_t rss_full = ResidentKb();
-      std::printf("lease memory : %.1f bytes/lease (resident growth)\n",
-                  static_cast<double>(rss_full - rss_before) * 1024.0 /
+      const int64_t heap_full = HeapKb();
+      std::printf("lease memory : %.1f bytes/lease (heap growth)\n",
+                  static_cast<double>(heap_full - heap_before) * 1024.0 /
                       static_cast<double>(num));
       std::shuffle(ids.begin(), ids.end(), rng);
       start = SteadyClock::now();
