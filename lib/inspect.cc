@@ -133,19 +133,29 @@ absl::StatusOr<QueueStats> QueueImpl::Stats() {
   return stats;
 }
 
+absl::StatusOr<std::string> QueueImpl::ReadNamedRecord(const std::string& key,
+                                                       std::string_view kind,
+                                                       std::string_view name) {
+  std::string value;
+  const leveldb::Status s =
+      db_->leveldb()->Get(leveldb::ReadOptions(), key, &value);
+  if (s.IsNotFound()) {
+    return absl::NotFoundError(absl::StrCat("queue '", name_, "' has no ",
+                                            Av(kind), " '", Av(name), "'"));
+  }
+  HQ_RETURN_IF_ERROR(
+      FromLevelDb(s, absl::StrCat("reading a ", Av(kind), " record")));
+  return value;
+}
+
 absl::StatusOr<GroupInfo> QueueImpl::InspectGroup(std::string_view name) {
   HQ_RETURN_IF_ERROR(format::ValidateGroupName(name));
   if (dropped()) return DroppedError();
   DbImpl::OpScope op(db_);
   HQ_RETURN_IF_ERROR(op.status());
-  std::string value;
-  leveldb::Status s = db_->leveldb()->Get(
-      leveldb::ReadOptions(), format::GroupKey(record_.id, name), &value);
-  if (s.IsNotFound()) {
-    return absl::NotFoundError(absl::StrCat(
-        "queue '", name_, "' has no consumer group '", Av(name), "'"));
-  }
-  HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading a consumer group record"));
+  HQ_ASSIGN_OR_RETURN(const std::string value,
+                      ReadNamedRecord(format::GroupKey(record_.id, name),
+                                      "consumer group", name));
   format::GroupRecord record;
   HQ_RETURN_IF_ERROR(format::DecodeGroupRecord(value, &record));
   GroupInfo info;
@@ -187,14 +197,9 @@ absl::StatusOr<SubscriptionStats> QueueImpl::InspectSubscription(
   if (dropped()) return DroppedError();
   DbImpl::OpScope op(db_);
   HQ_RETURN_IF_ERROR(op.status());
-  std::string value;
-  leveldb::Status s = db_->leveldb()->Get(
-      leveldb::ReadOptions(), format::SubKey(record_.id, name), &value);
-  if (s.IsNotFound()) {
-    return absl::NotFoundError(absl::StrCat(
-        "queue '", name_, "' has no subscription '", Av(name), "'"));
-  }
-  HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading a subscription record"));
+  HQ_ASSIGN_OR_RETURN(
+      const std::string value,
+      ReadNamedRecord(format::SubKey(record_.id, name), "subscription", name));
   format::SubRecord record;
   HQ_RETURN_IF_ERROR(format::DecodeSubRecord(value, &record));
   const bool has_topic = codec_.lane_has_topic();

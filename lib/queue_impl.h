@@ -62,6 +62,11 @@ class QueueImpl final : public Queue {
   absl::StatusOr<uint64_t> ApproximateBytes() override;
   absl::StatusOr<QueueStats> Stats() override;
   absl::StatusOr<GroupInfo> InspectGroup(std::string_view name) override;
+  // The value of the group or subscription record at `key`; NotFound names
+  // the queue, `kind` ("consumer group", "subscription") and `name`.
+  absl::StatusOr<std::string> ReadNamedRecord(const std::string& key,
+                                              std::string_view kind,
+                                              std::string_view name);
   absl::StatusOr<SubscriptionStats> InspectSubscription(
       std::string_view name) override;
 
