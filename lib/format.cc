@@ -142,7 +142,9 @@ absl::Status DecodeGroupRecord(std::string_view in, GroupRecord* r) {
   r->topics.clear();
   for (uint32_t i = 0; i < n; ++i) {
     std::string_view t;
-    if (!coding::GetLengthPrefixed(&in, &t) || t.size() > kMaxTopicBytes) {
+    // Sorted and unique, as written.
+    if (!coding::GetLengthPrefixed(&in, &t) || t.size() > kMaxTopicBytes ||
+        (i > 0 && t <= r->topics.back())) {
       return absl::DataLossError("malformed consumer group record");
     }
     r->topics.emplace_back(t);
@@ -218,14 +220,18 @@ absl::Status DecodeSubRecord(std::string_view in, SubRecord* r) {
   r->partitions.clear();
   for (uint32_t i = 0; i < n; ++i) {
     uint16_t p;
-    if (!coding::GetFixed16(&in, &p)) return bad;
+    // Sorted and unique, as written.
+    if (!coding::GetFixed16(&in, &p) || (i > 0 && p <= r->partitions.back())) {
+      return bad;
+    }
     r->partitions.push_back(p);
   }
   if (!coding::GetVarint32(&in, &n) || n > 1024) return bad;
   r->topics.clear();
   for (uint32_t i = 0; i < n; ++i) {
     std::string_view t;
-    if (!coding::GetLengthPrefixed(&in, &t) || t.size() > kMaxTopicBytes) {
+    if (!coding::GetLengthPrefixed(&in, &t) || t.size() > kMaxTopicBytes ||
+        (i > 0 && t <= r->topics.back())) {
       return bad;
     }
     r->topics.emplace_back(t);
@@ -293,7 +299,10 @@ bool DecodeDead(std::string_view in, DeadValue* d) {
       !coding::GetVarint32(&in, &d->attempts) ||
       !coding::GetVarint64(&in, &d->dead_ms) ||
       !coding::GetLengthPrefixed(&in, &topic) || !in.empty() ||
-      d->dead_ms > static_cast<uint64_t>(INT64_MAX)) {
+      d->dead_ms > static_cast<uint64_t>(INT64_MAX) ||
+      d->reason < static_cast<uint8_t>(DeadLetterReason::kLeaseExpired) ||
+      d->reason > static_cast<uint8_t>(DeadLetterReason::kInterrupted) ||
+      topic.size() > kMaxTopicBytes) {
     return false;
   }
   d->original_partition = partition;

@@ -149,7 +149,10 @@ bool LayoutCodec::ParseLanePrefix(std::string_view prefix, bool has_topic,
     return rest.empty();
   }
   uint16_t len;
-  if (!coding::GetFixed16(&rest, &len) || rest.size() != len) return false;
+  if (!coding::GetFixed16(&rest, &len) || rest.size() != len ||
+      len > format::kMaxTopicBytes) {
+    return false;
+  }
   *topic = rest;
   return true;
 }

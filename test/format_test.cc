@@ -127,5 +127,66 @@ TEST_CASE("queue options outside their limits are InvalidArgument") {
   CHECK(bad([](QueueOptions& o) { o.max_payload_bytes = (64u << 20) + 1; }));
 }
 
+// Found by test/fuzz/records_fuzz.cc: the decoders accepted values the
+// format forbids (topic and partition lists out of order or repeated, a
+// dead letter's reason outside DeadLetterReason, a topic over the limit).
+// A group's unsorted topic list made the stored filter never match the
+// options; a subscription's broke the binary searches of its scope.
+TEST_CASE("fuzz: records with lists out of order or repeated are DataLoss") {
+  GroupRecord g;
+  g.id = 3;
+  g.topics = {"a", "b"};
+  GroupRecord g_out;
+  HQ_REQUIRE_OK(DecodeGroupRecord(EncodeGroupRecord(g), &g_out));
+  CHECK(g_out.topics == g.topics);
+  g.topics = GENERATE(std::vector<std::string>{"b", "a"},
+                      std::vector<std::string>{"a", "a"});
+  CHECK(absl::IsDataLoss(DecodeGroupRecord(EncodeGroupRecord(g), &g_out)));
+
+  SubRecord r;
+  r.id = 4;
+  r.partitions = {0, 5};
+  r.topics = {"x", "y"};
+  SubRecord r_out;
+  HQ_REQUIRE_OK(DecodeSubRecord(EncodeSubRecord(r), &r_out));
+  CHECK(r_out.partitions == r.partitions);
+  CHECK(r_out.topics == r.topics);
+  SubRecord bad = r;
+  bad.partitions = {5, 0};
+  CHECK(absl::IsDataLoss(DecodeSubRecord(EncodeSubRecord(bad), &r_out)));
+  bad.partitions = {5, 5};
+  CHECK(absl::IsDataLoss(DecodeSubRecord(EncodeSubRecord(bad), &r_out)));
+  bad = r;
+  bad.topics = {"y", "x"};
+  CHECK(absl::IsDataLoss(DecodeSubRecord(EncodeSubRecord(bad), &r_out)));
+  bad.topics = {"x", "x"};
+  CHECK(absl::IsDataLoss(DecodeSubRecord(EncodeSubRecord(bad), &r_out)));
+}
+
+TEST_CASE("fuzz: dead values with an unknown reason or a long topic fail") {
+  DeadValue d;
+  d.original_partition = 1;
+  d.original_id = MessageId{1767225600000, 2};
+  d.priority = 3;
+  d.attempts = 4;
+  d.dead_ms = 1767225600500;
+  d.topic.push_back('t');  // Not = "t": GCC 12 -Wrestrict false positive.
+  DeadValue out;
+  for (DeadLetterReason r :
+       {DeadLetterReason::kLeaseExpired, DeadLetterReason::kReleased,
+        DeadLetterReason::kInterrupted}) {
+    d.reason = static_cast<uint8_t>(r);
+    REQUIRE(DecodeDead(EncodeDead(d), &out));
+    CHECK(out.reason == d.reason);
+  }
+  d.reason = GENERATE(0, 4, 255);
+  CHECK_FALSE(DecodeDead(EncodeDead(d), &out));
+  d.reason = 1;
+  d.topic = std::string(kMaxTopicBytes, 'x');
+  CHECK(DecodeDead(EncodeDead(d), &out));
+  d.topic = std::string(kMaxTopicBytes + 1, 'x');
+  CHECK_FALSE(DecodeDead(EncodeDead(d), &out));
+}
+
 }  // namespace
 }  // namespace hq::format

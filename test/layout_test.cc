@@ -170,5 +170,28 @@ TEST_CASE("MessageId helpers") {
   CHECK_FALSE(ParseLayout("Time").has_value());
 }
 
+// Found by test/fuzz/keys_fuzz.cc: a lane prefix (as read back from the lane
+// directory, cursor and checkpoint keys) with a topic over the 1024-byte
+// limit parsed as a lane no message can have.
+TEST_CASE("fuzz: lane prefixes with a topic over the limit are rejected") {
+  const LayoutCodec& codec = LayoutCodec::For(Layout::kTopic);
+  uint32_t partition;
+  int priority;
+  std::string_view topic;
+  std::string prefix;
+  codec.AppendLanePrefix(&prefix, 1, 2, 3,
+                         std::string(format::kMaxTopicBytes, 't'));
+  REQUIRE(LayoutCodec::ParseLanePrefix(prefix, true, &partition, &priority,
+                                       &topic));
+  CHECK(partition == 2);
+  CHECK(priority == 3);
+  CHECK(topic.size() == format::kMaxTopicBytes);
+  prefix.clear();
+  codec.AppendLanePrefix(&prefix, 1, 2, 3,
+                         std::string(format::kMaxTopicBytes + 1, 't'));
+  CHECK_FALSE(LayoutCodec::ParseLanePrefix(prefix, true, &partition,
+                                           &priority, &topic));
+}
+
 }  // namespace
 }  // namespace hq
