@@ -213,6 +213,9 @@ class DbImpl final : public Db {
   Clock* const clock_;
   std::unique_ptr<leveldb::Cache> cache_;
   std::unique_ptr<const leveldb::FilterPolicy> filter_;
+  // Options::env, wrapped so that log files are synced when LevelDB closes
+  // them (lib/db_impl.cc says why). Outlives db_.
+  std::unique_ptr<leveldb::Env> env_;
   std::unique_ptr<leveldb::DB> db_;
   std::unique_ptr<LeaseManagerImpl> leases_;
 

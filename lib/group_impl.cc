@@ -1355,11 +1355,10 @@ absl::Status GroupImpl::FlushDying() {
   if (!s.ok()) {
     // The tasks are marked done in memory but not on disk: stop here.
     if (!queue_->dropped() && broken_.ok()) {
-      broken_ = absl::Status(
-          s.code(), absl::StrCat("consumer group '", name_,
-                                 "' could not write dead letters (reopen "
-                                 "the Db): ",
-                                 s.message()));
+      broken_ = absl::FailedPreconditionError(
+          absl::StrCat("consumer group '", name_,
+                       "' could not write dead letters (reopen the Db): ",
+                       s.ToString()));
     }
     return s;
   }

@@ -36,15 +36,17 @@ namespace hq {
 
 // For objects that stop after a storage failure (consumer groups,
 // subscriptions): if `s` is an error other than NotFound and `*sticky` is
-// still OK, sets `*sticky` to it, saying that `kind` '`name`' stopped (the
-// message is built only then: this runs on every call). Returns `s`.
+// still OK, sets `*sticky` to a FailedPrecondition saying that `kind`
+// '`name`' stopped and why (the message is built only then: this runs on
+// every call). Returns `s`: the failing call reports the failure's own code
+// (Internal, DataLoss), later calls FailedPrecondition until the Db is
+// reopened, as db.h promises for writes after a failed one.
 inline absl::Status RecordStickyError(absl::Status* sticky, const char* kind,
                                       const std::string& name, absl::Status s) {
   if (!s.ok() && !absl::IsNotFound(s) && sticky->ok()) {
-    *sticky = absl::Status(
-        s.code(), absl::StrCat(kind, " '", name,
-                               "' stopped after an error (reopen the Db): ",
-                               s.message()));
+    *sticky = absl::FailedPreconditionError(absl::StrCat(
+        kind, " '", name,
+        "' stopped after an error (reopen the Db): ", s.ToString()));
   }
   return s;
 }

@@ -238,6 +238,12 @@ struct ConsumerInfo {
 // Extend are not written: after a restart a task whose lease had expired
 // waits no backoff. Released tasks keep their retry time across restarts.
 //
+// Storage failures. A call whose write fails returns Internal (or DataLoss)
+// and the group stops: its in-memory state may be ahead of the disk, so
+// every later call on it returns FailedPrecondition ("reopen the Db"),
+// naming the first error, until the Db is reopened (db.h). Nothing written
+// before is lost; the failed call's write may or may not have happened.
+//
 // Thread safety: all methods may be called concurrently from any threads.
 // Calls on one group are serialized (claims read under the group's lock, so
 // competing consumers never receive the same task).

@@ -40,6 +40,9 @@ struct Options {
   //        but may be lost on a power cut or kernel crash.
   // true:  each write is fsync'ed before it is acknowledged and survives a
   //        power cut. Concurrent writers share one fsync (group commit).
+  // After a power cut what is left is a prefix of the writes in commit
+  // order: a synced write survives with every write before it, and no
+  // write survives while an earlier one is lost.
   // Default: false.
   bool sync_writes = false;
 

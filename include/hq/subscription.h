@@ -149,7 +149,12 @@ class Subscription {
   virtual const std::string& name() const = 0;
   virtual absl::StatusOr<SubscriptionStats> Stats() = 0;
   // Writes the checkpoints now (one write), also when the interval has not
-  // passed.
+  // passed. Errors: NotFound (the queue was dropped); FailedPrecondition
+  // (the Db is closing); Internal / DataLoss (the write failed). After a
+  // failed write (this one, or one made during delivery) the subscription
+  // stops delivering, and Checkpoint and Stats return FailedPrecondition
+  // ("reopen the Db") until the Db is reopened; it then resumes from its
+  // last written checkpoints.
   virtual absl::Status Checkpoint() = 0;
 };
 
