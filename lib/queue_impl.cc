@@ -493,6 +493,7 @@ QueueImpl::LaneEnds(const format::SubRecord& scope) {
 }
 
 absl::Status QueueImpl::Unsubscribe(std::string_view name) {
+  HQ_RETURN_IF_ERROR(format::ValidateGroupName(name));
   DbImpl::OpScope op(db_);
   HQ_RETURN_IF_ERROR(op.status());
   std::unique_ptr<SubscriptionImpl> sub;

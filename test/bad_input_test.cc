@@ -173,5 +173,226 @@ TEST_CASE("bad input gets a clear status and changes nothing") {
   CHECK(ScanAll(ValueOrDie(f.db()->OpenQueue("q"))) == before);
 }
 
+// The listener of the subscriptions the table below makes: takes anything.
+class NullListener : public MessageListener {
+ public:
+  absl::Status OnMessage(const MessageView&) override {
+    return absl::OkStatus();
+  }
+};
+
+TEST_CASE("bad input to groups, subscriptions, leases and inspection") {
+  const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);
+  INFO(test::StorageName(storage));
+  DbFixture f(storage);
+  Db* db = f.db();
+  Queue* q = ValueOrDie(db->CreateQueue("q", {.partitions = 4}));
+  Queue* time_q = ValueOrDie(db->CreateQueue("tq", {.partitions = 2}));
+  for (int i = 0; i < 10; ++i) {
+    HQ_REQUIRE_OK(q->Put({.topic = "t", .payload = "keep"}).status());
+  }
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  ConsumerGroup* ordered = ValueOrDie(time_q->Group("o", {.ordered = true}));
+  NullListener listener;
+  HQ_REQUIRE_OK(q->Subscribe({.name = "s"}, &listener).status());
+  // A task held by g, and one g never handed out.
+  std::vector<Task> held = ValueOrDie(g->Claim({.max = 1}));
+  REQUIRE(held.size() == 1);
+  Task foreign = held[0];
+  foreign.id = MessageId{1, 1};
+  const auto before = ScanAll(q);
+  const GroupStats stats_before = ValueOrDie(g->Stats());
+
+  const std::string big_topic(1025, 't');
+  const std::string long_name(129, 'n');
+  using C = absl::StatusCode;
+  std::vector<BadCase> cases = {
+      // Message fields beyond the table above.
+      {"negative delay", C::kInvalidArgument, "delay",
+       [&] { return q->Put({.delay = absl::Seconds(-1)}).status(); }},
+      {"infinite delay", C::kInvalidArgument, "delay",
+       [&] { return q->Put({.delay = absl::InfiniteDuration()}).status(); }},
+      {"dedup key over limit", C::kInvalidArgument, "dedup",
+       [&] {
+         const std::string k(1025, 'd');
+         return q->Put({.dedup_key = k}).status();
+       }},
+      // Options of Db::Open not in the table above.
+      {"delivery threads", C::kInvalidArgument, "delivery_threads",
+       [&] {
+         Options o = f.options();
+         o.delivery_threads = 0;
+         return Db::Open(f.path() + "-x", o).status();
+       }},
+      {"ttl sweep batch", C::kInvalidArgument, "ttl_sweep_batch",
+       [&] {
+         Options o = f.options();
+         o.ttl_sweep_batch = 0;
+         return Db::Open(f.path() + "-x", o).status();
+       }},
+      {"scanner lease", C::kInvalidArgument, "scanner_lease",
+       [&] {
+         Options o = f.options();
+         o.scanner_lease = absl::ZeroDuration();
+         return Db::Open(f.path() + "-x", o).status();
+       }},
+      // Queue::Group
+      {"group bad name", C::kInvalidArgument, "character",
+       [&] { return q->Group("a/b").status(); }},
+      {"group long name", C::kInvalidArgument, "longer than",
+       [&] { return q->Group(long_name).status(); }},
+      {"group lease", C::kInvalidArgument, "lease",
+       [&] {
+         return q->Group("g2", {.lease = absl::ZeroDuration()}).status();
+       }},
+      {"group max attempts", C::kInvalidArgument, "max_attempts",
+       [&] { return q->Group("g2", {.max_attempts = 0}).status(); }},
+      {"group backoff", C::kInvalidArgument, "backoff",
+       [&] {
+         return q
+             ->Group("g2", {.backoff_base = absl::Minutes(10),
+                            .backoff_cap = absl::Minutes(1)})
+             .status();
+       }},
+      {"group jitter", C::kInvalidArgument, "jitter",
+       [&] { return q->Group("g2", {.backoff_jitter = 2}).status(); }},
+      {"group topic over limit", C::kInvalidArgument, "topic",
+       [&] { return q->Group("g2", {.topics = {big_topic}}).status(); }},
+      {"group other topics", C::kInvalidArgument, "topic",
+       [&] { return q->Group("g", {.topics = {"x"}}).status(); }},
+      // Claim
+      {"claim max 0", C::kInvalidArgument, "max",
+       [&] { return g->Claim({.max = 0}).status(); }},
+      {"claim max over limit", C::kInvalidArgument, "max",
+       [&] { return g->Claim({.max = 10001}).status(); }},
+      {"claim negative lease", C::kInvalidArgument, "lease",
+       [&] { return g->Claim({.lease = absl::Seconds(-1)}).status(); }},
+      {"claim partition out of range", C::kInvalidArgument, "partition",
+       [&] { return g->Claim({.partitions = {4}}).status(); }},
+      {"claim topic over limit", C::kInvalidArgument, "topic",
+       [&] { return g->Claim({.topics = {big_topic}}).status(); }},
+      {"claim negative wait", C::kInvalidArgument, "wait",
+       [&] { return g->Claim({.wait = absl::Seconds(-1)}).status(); }},
+      {"ordered claim without consumer", C::kInvalidArgument, "consumer",
+       [&] { return ordered->Claim({}).status(); }},
+      {"ordered claim with topics in the time layout", C::kInvalidArgument,
+       "topic",
+       [&] {
+         return ordered->Claim({.topics = {"t"}, .consumer = "c"}).status();
+       }},
+      // Complete, Release, Extend
+      {"complete duplicates", C::kInvalidArgument, "",
+       [&] {
+         std::vector<Task> twice = {held[0], held[0]};
+         return g->Complete(twice);
+       }},
+      {"complete not held", C::kFailedPrecondition, "",
+       [&] { return g->Complete(std::span<const Task>(&foreign, 1)); }},
+      {"release negative delay", C::kInvalidArgument, "",
+       [&] { return g->Release(held[0], absl::Seconds(-1)); }},
+      {"release not held", C::kFailedPrecondition, "",
+       [&] { return g->Release(foreign, absl::ZeroDuration()); }},
+      {"extend zero lease", C::kInvalidArgument, "lease",
+       [&] {
+         Task t = held[0];
+         return g->Extend(&t, absl::ZeroDuration());
+       }},
+      {"extend not held", C::kFailedPrecondition, "",
+       [&] { return g->Extend(&foreign, absl::Seconds(1)); }},
+      // Leave, dead letters
+      {"leave unordered", C::kFailedPrecondition, "ordered",
+       [&] { return g->Leave("c"); }},
+      {"leave unknown consumer", C::kNotFound, "",
+       [&] { return ordered->Leave("nobody"); }},
+      {"list dead letters max 0", C::kInvalidArgument, "max",
+       [&] { return g->ListDeadLetters(0).status(); }},
+      {"requeue unknown letter", C::kNotFound, "",
+       [&] {
+         DeadLetter d;
+         d.partition = 0;
+         d.id = MessageId{1, 0};
+         return g->Requeue(std::span<const DeadLetter>(&d, 1), nullptr);
+       }},
+      // Subscribe, Unsubscribe
+      {"subscribe without name", C::kInvalidArgument, "empty",
+       [&] { return q->Subscribe({}, &listener).status(); }},
+      {"subscribe without listener", C::kInvalidArgument, "listener",
+       [&] { return q->Subscribe({.name = "s2"}, nullptr).status(); }},
+      {"subscribe partition out of range", C::kInvalidArgument, "partition",
+       [&] {
+         return q->Subscribe({.name = "s2", .partitions = {4}}, &listener)
+             .status();
+       }},
+      {"subscribe topic over limit", C::kInvalidArgument, "topic",
+       [&] {
+         return q->Subscribe({.name = "s2", .topics = {big_topic}}, &listener)
+             .status();
+       }},
+      {"subscribe checkpoint_messages 0", C::kInvalidArgument,
+       "checkpoint_messages",
+       [&] {
+         return q
+             ->Subscribe({.name = "s2", .checkpoint_messages = 0}, &listener)
+             .status();
+       }},
+      {"subscribe buffer_messages 0", C::kInvalidArgument, "buffer_messages",
+       [&] {
+         return q->Subscribe({.name = "s2", .buffer_messages = 0}, &listener)
+             .status();
+       }},
+      {"subscribe retry base above cap", C::kInvalidArgument, "retry",
+       [&] {
+         return q
+             ->Subscribe({.name = "s2",
+                          .retry_base = absl::Seconds(10),
+                          .retry_cap = absl::Seconds(1)},
+                         &listener)
+             .status();
+       }},
+      {"subscribe again with other topics", C::kInvalidArgument, "",
+       [&] {
+         return q->Subscribe({.name = "s", .topics = {"x"}}, &listener)
+             .status();
+       }},
+      {"unsubscribe unknown", C::kNotFound, "",
+       [&] { return q->Unsubscribe("nope"); }},
+      {"unsubscribe bad name", C::kInvalidArgument, "",
+       [&] { return q->Unsubscribe("a b"); }},
+      // Inspection
+      {"inspect unknown group", C::kNotFound, "no consumer group 'nope'",
+       [&] { return q->InspectGroup("nope").status(); }},
+      {"inspect group bad name", C::kInvalidArgument, "",
+       [&] { return q->InspectGroup("").status(); }},
+      {"inspect unknown subscription", C::kNotFound, "no subscription 'nope'",
+       [&] { return q->InspectSubscription("nope").status(); }},
+      // Leases
+      {"lease negative duration", C::kInvalidArgument, "",
+       [&] { return db->leases()->Create(absl::Seconds(-1), [] {}).status(); }},
+      {"lease without action", C::kInvalidArgument, "",
+       [&] {
+         return db->leases()->Create(absl::Seconds(1), nullptr).status();
+       }},
+      {"renew unknown lease", C::kNotFound, "",
+       [&] { return db->leases()->Renew(987654321, absl::Seconds(1)); }},
+      {"cancel unknown lease", C::kNotFound, "",
+       [&] { return db->leases()->Cancel(987654321); }},
+  };
+  for (const BadCase& c : cases) {
+    INFO(c.what);
+    const absl::Status s = c.call();
+    INFO(s.ToString());
+    CHECK(s.code() == c.code);
+    CHECK(absl::StrContains(s.message(), c.message_has));
+  }
+  // Nothing changed: the messages, the group's state, the held task.
+  CHECK(ScanAll(q) == before);
+  const GroupStats stats_after = ValueOrDie(g->Stats());
+  CHECK(stats_after.in_flight == stats_before.in_flight);
+  CHECK(stats_after.backlog == stats_before.backlog);
+  HQ_REQUIRE_OK(g->Complete(held));
+  CHECK(ValueOrDie(q->ListGroups()) == std::vector<std::string>{"g"});
+  CHECK(ValueOrDie(q->ListSubscriptions()) == std::vector<std::string>{"s"});
+}
+
 }  // namespace
 }  // namespace hq

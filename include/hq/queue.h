@@ -159,7 +159,8 @@ class Queue {
 
   // Stops the subscription `name` if it is live (waiting for a listener
   // call in progress to return) and deletes its state: a later Subscribe
-  // with the name starts anew. Errors: NotFound (no such subscription);
+  // with the name starts anew. Errors: InvalidArgument (not a valid
+  // subscription name); NotFound (no such subscription);
   // FailedPrecondition (called from a listener of that subscription, which
   // would wait for itself, or while another Unsubscribe of it runs).
   virtual absl::Status Unsubscribe(std::string_view name) = 0;
