@@ -14,7 +14,8 @@
 //     complete some tasks, release some (at once, or after 20 ms) and keep
 //     the others until their lease expires;
 //   - subscription "s" delivers every message to a listener that fails one
-//     delivery in 50 (so that it is retried) and reports the others.
+//     delivery in 50 (so that it is retried), reports the others, and
+//     takes 1..11 ms over one in 50.
 // Every line on stdout is written with one write(2) (atomic on a pipe) AFTER
 // the call it reports returned OK, so a line is only printed for what the
 // library acknowledged:
@@ -197,6 +198,11 @@ class Reporter : public hq::MessageListener {
     // Never called concurrently for one subscription: rng_ needs no lock.
     if (rng_() % 50 == 0) return absl::UnavailableError("try again");
     WriteLine(absl::StrCat("M ", m.partition, " ", m.priority, " ", Id(m.id)));
+    // Now and then a slow message, so that the buffer fills behind it and a
+    // checkpoint is written while messages wait in it.
+    if (rng_() % 50 == 0) {
+      absl::SleepFor(absl::Microseconds(1000 + rng_() % 10000));
+    }
     return absl::OkStatus();
   }
 
