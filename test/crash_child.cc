@@ -5,7 +5,8 @@
 //
 //   crash_child DIR RUN SEED
 //
-// Opens DIR (sync_writes off; some writes ask for sync), creates queue "q"
+// Opens DIR (sync_writes off; some writes ask for sync; in half the runs
+// with a clock up to 2 s behind the wall clock), creates queue "q"
 // (kQueueOptions below) if missing, then, until it is killed:
 //   - 3 producer threads write Puts (sync and not) and PutBatches of 1..6
 //     messages, to explicit, key-hashed and round-robin partitions, with
@@ -191,6 +192,17 @@ void Consume(hq::ConsumerGroup* g, std::mutex* mu, uint64_t seed) {
   }
 }
 
+// The wall clock, set back by a fixed offset: a run whose clock reads
+// earlier than the ids written by the run before it.
+class BehindClock : public hq::Clock {
+ public:
+  explicit BehindClock(absl::Duration behind) : behind_(behind) {}
+  absl::Time Now() const override { return absl::Now() - behind_; }
+
+ private:
+  const absl::Duration behind_;
+};
+
 class Reporter : public hq::MessageListener {
  public:
   explicit Reporter(uint64_t seed) : rng_(seed) {}
@@ -222,7 +234,11 @@ int main(int argc, char** argv) {
   const uint64_t seed = std::strtoull(argv[3], nullptr, 10);
   std::mt19937_64 rng(seed);
 
-  auto db = hq::Db::Open(dir, {});
+  // Half the runs have a clock up to 2 s behind: ids must still go on
+  // from the ids written before (message.h).
+  BehindClock clock(rng() % 2 ? absl::Milliseconds(rng() % 2000)
+                              : absl::ZeroDuration());
+  auto db = hq::Db::Open(dir, {.clock = &clock});
   if (!db.ok()) Fail("Open", db.status());
   hq::Queue* q;
   if (auto opened = (*db)->OpenQueue("q"); opened.ok()) {

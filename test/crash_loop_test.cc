@@ -108,6 +108,14 @@ struct Model {
   int64_t drained_tasks = 0, drained_messages = 0;
 };
 
+// REQUIRE for the checks made per message and per line: it formats
+// `what` only when `cond` fails (INFO and REQUIRE cost a string each pass,
+// which a long run repeats hundreds of millions of times).
+#define MODEL_REQUIRE(cond, what)               \
+  do {                                          \
+    if (!(cond)) FAIL(#cond << "\n  " << what); \
+  } while (0)
+
 uint64_t EnvNumber(const char* name, uint64_t otherwise) {
   const char* v = std::getenv(name);
   uint64_t n = 0;
@@ -117,15 +125,14 @@ uint64_t EnvNumber(const char* name, uint64_t otherwise) {
 
 MessageId ParseId(std::string_view s) {
   std::optional<MessageId> id = MessageId::Parse(s);
-  INFO("id " << s);
-  REQUIRE(id.has_value());
+  MODEL_REQUIRE(id.has_value(), "id " << s);
   return *id;
 }
 
 uint32_t ParseU32(std::string_view s) {
   uint32_t n = 0;
-  INFO("number " << s);
-  REQUIRE(absl::SimpleAtoi(absl::string_view(s.data(), s.size()), &n));
+  MODEL_REQUIRE(absl::SimpleAtoi(absl::string_view(s.data(), s.size()), &n),
+                "number " << s);
   return n;
 }
 
@@ -194,52 +201,54 @@ std::map<Lane, std::vector<MessageId>> TakeLines(
   std::map<Lane, std::vector<MessageId>> delivered;
   std::set<Key> intents;
   for (const std::string& line : lines) {
-    INFO("child line: " << line);
     const std::vector<std::string> f = absl::StrSplit(line, ' ');
-    REQUIRE(!f.empty());
-    REQUIRE(f[0] != "ERROR");
+    MODEL_REQUIRE(!f.empty(), "child line: " << line);
+    MODEL_REQUIRE(f[0] != "ERROR", "child line: " << line);
     if (f[0] == "P") {
-      REQUIRE(f.size() == 7);
+      MODEL_REQUIRE(f.size() == 7, "child line: " << line);
       const Key k{ParseU32(f[2]), ParseId(f[4])};
-      REQUIRE(k.first < kPartitions);
+      MODEL_REQUIRE(k.first < kPartitions, "child line: " << line);
       // Ids never repeat, and those assigned after the restart are above
       // every id stored before it.
-      REQUIRE(!m->acked.contains(k));
-      if (m->max_id.contains(k.first)) REQUIRE(k.second > m->max_id[k.first]);
+      MODEL_REQUIRE(!m->acked.contains(k), "child line: " << line);
+      if (m->max_id.contains(k.first))
+        MODEL_REQUIRE(k.second > m->max_id[k.first], "child line: " << line);
       m->acked[k] = {.priority = static_cast<int>(ParseU32(f[3])),
                      .topic = f[5] == "-" ? "" : f[5],
                      .payload = f[6]};
       if (f[1] == "1") ++m->acked_sync;
     } else if (f[0] == "C") {
-      REQUIRE(f.size() == 4);
+      MODEL_REQUIRE(f.size() == 4, "child line: " << line);
       const Key k{ParseU32(f[1]), ParseId(f[2])};
       const uint32_t attempt = ParseU32(f[3]);
       // A completed task is never handed out again; attempts only grow,
       // also across restarts.
-      REQUIRE(!m->completed.contains(k));
-      if (m->attempt.contains(k)) REQUIRE(attempt > m->attempt[k]);
+      MODEL_REQUIRE(!m->completed.contains(k), "child line: " << line);
+      if (m->attempt.contains(k))
+        MODEL_REQUIRE(attempt > m->attempt[k], "child line: " << line);
       m->attempt[k] = attempt;
       ++m->claims;
     } else if (f[0] == "d" || f[0] == "D" || f[0] == "R") {
-      REQUIRE(f.size() == 3);
+      MODEL_REQUIRE(f.size() == 3, "child line: " << line);
       const Key k{ParseU32(f[1]), ParseId(f[2])};
-      REQUIRE(m->attempt.contains(k));  // It was handed out.
+      // It was handed out.
+      MODEL_REQUIRE(m->attempt.contains(k), "child line: " << line);
       if (f[0] == "d") {
         intents.insert(k);
       } else if (f[0] == "D") {
-        REQUIRE(m->completed.insert(k).second);
+        MODEL_REQUIRE(m->completed.insert(k).second, "child line: " << line);
         intents.erase(k);
         ++m->completions;
       } else {
         ++m->releases;
       }
     } else if (f[0] == "M") {
-      REQUIRE(f.size() == 4);
+      MODEL_REQUIRE(f.size() == 4, "child line: " << line);
       const Lane lane{ParseU32(f[1]), static_cast<int>(ParseU32(f[2]))};
       delivered[lane].push_back(ParseId(f[3]));
       ++m->deliveries;
     } else {
-      FAIL("unknown line");
+      FAIL("unknown child line: " << line);
     }
   }
   // A Complete in progress at the kill may or may not have been written.
@@ -305,29 +314,32 @@ void CheckCopy(const std::string& path,
   for (const test::ScannedMessage& s :
        test::ScanAll(q, {.order = ScanOptions::Order::kLane})) {
     const Key k{s.partition, s.id};
-    INFO("stored message " << KeyString(k) << " " << s.payload);
-    REQUIRE(stored.emplace(k, Stored{s.priority, s.topic, s.payload}).second);
-    REQUIRE(payloads.insert(s.payload).second);  // Written once.
+    MODEL_REQUIRE(
+        stored.emplace(k, Stored{s.priority, s.topic, s.payload}).second,
+        "stored message " << KeyString(k) << " " << s.payload);
+    MODEL_REQUIRE(payloads.insert(s.payload).second,  // Written once.
+                  "stored message " << KeyString(k) << " " << s.payload);
     lanes[{s.partition, s.priority}].push_back(s.id);
   }
   for (auto& [lane, ids] : lanes) {
     REQUIRE(std::is_sorted(ids.begin(), ids.end()));
   }
   for (const auto& [k, want] : m->acked) {
-    INFO("acknowledged Put " << KeyString(k) << " " << want.payload);
     auto it = stored.find(k);
-    REQUIRE(it != stored.end());
-    REQUIRE(it->second == want);
+    MODEL_REQUIRE(it != stored.end(),
+                  "acknowledged Put " << KeyString(k) << " " << want.payload);
+    MODEL_REQUIRE(it->second == want,
+                  "acknowledged Put " << KeyString(k) << " " << want.payload);
   }
   for (const auto& [k, before] : m->stored) {
-    INFO("stored at the previous check: " << KeyString(k));
     auto it = stored.find(k);
-    REQUIRE(it != stored.end());
-    REQUIRE(it->second == before);
+    MODEL_REQUIRE(it != stored.end(),
+                  "stored at the previous check: " << KeyString(k));
+    MODEL_REQUIRE(it->second == before,
+                  "stored at the previous check: " << KeyString(k));
   }
   for (const auto& [k, attempt] : m->attempt) {
-    INFO("handed out: " << KeyString(k));
-    REQUIRE(stored.contains(k));
+    MODEL_REQUIRE(stored.contains(k), "handed out: " << KeyString(k));
   }
 
   // ---- The subscription's deliveries in the run that was killed.
@@ -346,13 +358,14 @@ void CheckCopy(const std::string& path,
         std::lower_bound(all.begin(), all.end(), cp) - all.begin();
     // ...which is at or before the first one not yet delivered: no gap.
     for (size_t i = 0; i < start; ++i) {
-      INFO("below the checkpoint " << all[i].ToString());
-      REQUIRE(m->delivered.contains({lane.first, all[i]}));
+      MODEL_REQUIRE(m->delivered.contains({lane.first, all[i]}),
+                    "below the checkpoint " << all[i].ToString());
     }
     for (size_t i = 0; i < ids.size(); ++i) {
-      INFO("delivery " << i << " of the run: " << ids[i].ToString());
-      REQUIRE(start + i < all.size());
-      REQUIRE(ids[i] == all[start + i]);
+      MODEL_REQUIRE(start + i < all.size(),
+                    "delivery " << i << " of the run: " << ids[i].ToString());
+      MODEL_REQUIRE(ids[i] == all[start + i],
+                    "delivery " << i << " of the run: " << ids[i].ToString());
     }
     for (const MessageId& id : ids) m->delivered.insert({lane.first, id});
   }
@@ -370,7 +383,8 @@ void CheckCopy(const std::string& path,
       }
       for (const MessageId& id : lane_of(lane)) {
         if (id >= c.written) break;
-        REQUIRE(m->delivered.contains({lane.first, id}));
+        MODEL_REQUIRE(m->delivered.contains({lane.first, id}),
+                      "undelivered " << id.ToString());
       }
     }
   } else {
@@ -425,8 +439,9 @@ void CheckCopy(const std::string& path,
       for (const MessageId& id : lane_of(lane)) {
         if (id >= c.completion) break;
         const Key k{lane.first, id};
-        INFO("below the completion cursor: " << id.ToString());
-        REQUIRE((m->completed.contains(k) || m->maybe_completed.contains(k)));
+        MODEL_REQUIRE(
+            (m->completed.contains(k) || m->maybe_completed.contains(k)),
+            "below the completion cursor: " << id.ToString());
       }
     }
   } else {
@@ -464,9 +479,9 @@ void CheckCopy(const std::string& path,
     }
     // Every stored message was completed before the kill or drained now.
     for (const auto& [k, s] : stored) {
-      INFO("stored, never completed: " << KeyString(k));
-      REQUIRE((m->completed.contains(k) || m->maybe_completed.contains(k) ||
-               drained.contains(k)));
+      MODEL_REQUIRE((m->completed.contains(k) ||
+                     m->maybe_completed.contains(k) || drained.contains(k)),
+                    "stored, never completed: " << KeyString(k));
     }
     m->drained_tasks += static_cast<int64_t>(drained.size());
   }
@@ -513,6 +528,11 @@ TEST_CASE("crash loop: kill -9 at random moments loses nothing acknowledged") {
     std::filesystem::remove_all(copy);
     std::filesystem::copy(path, copy, std::filesystem::copy_options::recursive);
     CheckCopy(copy, delivered, &m);
+    if ((run + 1) % 50 == 0) {  // Progress of a long run.
+      std::printf("crash loop: %d kills survived, %zu puts acknowledged\n",
+                  run + 1, m.acked.size());
+      std::fflush(stdout);
+    }
   }
   std::printf(
       "crash loop: %d kills survived in %s; checked %zu acknowledged puts "
