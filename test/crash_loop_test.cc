@@ -12,7 +12,9 @@
 //     sync = false survives it too, as DESIGN.md promises); every message
 //     stored at an earlier check is still stored, unchanged;
 //   - MessageIds never repeat, and every id acknowledged after a restart is
-//     above every id stored before it, in its partition;
+//     above every id stored before it, in its partition (in half the
+//     child runs the clock is up to 2 s behind the wall clock, often behind
+//     the ids of the run before);
 //   - the group: a completed task is never handed out again, attempts grow
 //     across restarts, cursors never move back, and every message below a
 //     completion cursor was completed; then a drain of the group (claim
