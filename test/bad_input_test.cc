@@ -24,6 +24,25 @@ struct BadCase {
   std::function<absl::Status()> call;
 };
 
+// Runs each case and checks its code and message.
+void CheckCases(const std::vector<BadCase>& cases) {
+  for (const BadCase& c : cases) {
+    INFO(c.what);
+    const absl::Status s = c.call();
+    INFO(s.ToString());
+    CHECK(s.code() == c.code);
+    CHECK(absl::StrContains(s.message(), c.message_has));
+  }
+}
+
+// Db::Open of a fresh directory beside the fixture's, with the fixture's
+// options changed by `edit`.
+absl::Status OpenWith(DbFixture& f, const std::function<void(Options&)>& edit) {
+  Options o = f.options();
+  edit(o);
+  return Db::Open(f.path() + "-x", o).status();
+}
+
 TEST_CASE("bad input gets a clear status and changes nothing") {
   const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);
   INFO(test::StorageName(storage));
@@ -51,22 +70,14 @@ TEST_CASE("bad input gets a clear status and changes nothing") {
        [&] { return Db::Open("").status(); }},
       {"bloom bits", C::kInvalidArgument, "bloom_bits_per_key",
        [&] {
-         Options o = f.options();
-         o.bloom_bits_per_key = 41;
-         return Db::Open(f.path() + "-x", o).status();
+         return OpenWith(f, [](Options& o) { o.bloom_bits_per_key = 41; });
        }},
       {"write buffer", C::kInvalidArgument, "write_buffer_bytes",
        [&] {
-         Options o = f.options();
-         o.write_buffer_bytes = 1;
-         return Db::Open(f.path() + "-x", o).status();
+         return OpenWith(f, [](Options& o) { o.write_buffer_bytes = 1; });
        }},
       {"max open files", C::kInvalidArgument, "max_open_files",
-       [&] {
-         Options o = f.options();
-         o.max_open_files = 1;
-         return Db::Open(f.path() + "-x", o).status();
-       }},
+       [&] { return OpenWith(f, [](Options& o) { o.max_open_files = 1; }); }},
       {"second opener", C::kFailedPrecondition, "already open",
        [&] { return Db::Open(f.path(), f.options()).status(); }},
       // Catalog
@@ -160,13 +171,7 @@ TEST_CASE("bad input gets a clear status and changes nothing") {
       {"scan dropped queue", C::kNotFound, "dropped",
        [&] { return dropped->NewScanner({}).status(); }},
   };
-  for (const BadCase& c : cases) {
-    INFO(c.what);
-    const absl::Status s = c.call();
-    INFO(s.ToString());
-    CHECK(s.code() == c.code);
-    CHECK(absl::StrContains(s.message(), c.message_has));
-  }
+  CheckCases(cases);
   CHECK(ScanAll(q) == before);
   CHECK(ValueOrDie(db->ListQueues()) == queues_before);
   f.Reopen();
@@ -219,22 +224,13 @@ TEST_CASE("bad input to groups, subscriptions, leases and inspection") {
        }},
       // Options of Db::Open not in the table above.
       {"delivery threads", C::kInvalidArgument, "delivery_threads",
-       [&] {
-         Options o = f.options();
-         o.delivery_threads = 0;
-         return Db::Open(f.path() + "-x", o).status();
-       }},
+       [&] { return OpenWith(f, [](Options& o) { o.delivery_threads = 0; }); }},
       {"ttl sweep batch", C::kInvalidArgument, "ttl_sweep_batch",
-       [&] {
-         Options o = f.options();
-         o.ttl_sweep_batch = 0;
-         return Db::Open(f.path() + "-x", o).status();
-       }},
+       [&] { return OpenWith(f, [](Options& o) { o.ttl_sweep_batch = 0; }); }},
       {"scanner lease", C::kInvalidArgument, "scanner_lease",
        [&] {
-         Options o = f.options();
-         o.scanner_lease = absl::ZeroDuration();
-         return Db::Open(f.path() + "-x", o).status();
+         return OpenWith(
+             f, [](Options& o) { o.scanner_lease = absl::ZeroDuration(); });
        }},
       // Queue::Group
       {"group bad name", C::kInvalidArgument, "character",
@@ -377,13 +373,7 @@ TEST_CASE("bad input to groups, subscriptions, leases and inspection") {
       {"cancel unknown lease", C::kNotFound, "",
        [&] { return db->leases()->Cancel(987654321); }},
   };
-  for (const BadCase& c : cases) {
-    INFO(c.what);
-    const absl::Status s = c.call();
-    INFO(s.ToString());
-    CHECK(s.code() == c.code);
-    CHECK(absl::StrContains(s.message(), c.message_has));
-  }
+  CheckCases(cases);
   // Nothing changed: the messages, the group's state, the held task.
   CHECK(ScanAll(q) == before);
   const GroupStats stats_after = ValueOrDie(g->Stats());
