@@ -395,56 +395,10 @@ TEST_CASE("hq dead lists dead letters and --requeue puts them back") {
 }
 
 // A running `hq scan --follow` with a pipe from its stdout.
-class Follower {
+class Follower : public test::Child {
  public:
-  explicit Follower(const std::vector<std::string>& args) {
-    const char* tool = Tool();
-    int out[2];
-    REQUIRE(pipe(out) == 0);
-    pid_ = fork();
-    REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      dup2(out[1], 1);
-      close(out[0]);
-      close(out[1]);
-      std::vector<char*> argv{const_cast<char*>(tool)};
-      for (const std::string& a : args)
-        argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    close(out[1]);
-    out_ = fdopen(out[0], "r");
-  }
-  ~Follower() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    fclose(out_);
-  }
-  // The next line; "" at EOF.
-  std::string ReadLine() {
-    std::string line;
-    int c;
-    while ((c = fgetc(out_)) != EOF && c != '\n') {
-      line.push_back(static_cast<char>(c));
-    }
-    return line;
-  }
-  // Sends `sig` and returns the exit code.
-  int Stop(int sig) {
-    kill(pid_, sig);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-
- private:
-  pid_t pid_ = -1;
-  FILE* out_ = nullptr;
+  explicit Follower(const std::vector<std::string>& args)
+      : test::Child(Tool(), args) {}
 };
 
 TEST_CASE("hq scan --follow shows what is written while it polls") {

@@ -374,6 +374,13 @@ class Child {
     stdin_fd_ = -1;
   }
   void Kill() { kill(pid_, SIGKILL); }
+  // Sends `sig`, waits for the child to exit and returns its exit code
+  // (128 + the signal's number if a signal ended it).
+  int Stop(int sig) {
+    kill(pid_, sig);
+    const int status = Wait();
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
   // Waits for the child to exit; returns its wait status.
   int Wait() {
     int status = 0;
