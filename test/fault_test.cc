@@ -261,6 +261,14 @@ class FaultDb {
     Crash();
     Reopen();
   }
+  // After a power cut if `crash`, else a clean close.
+  void Restart(bool crash) {
+    if (crash) {
+      CrashAndReopen();
+    } else {
+      Reopen();
+    }
+  }
   void RequireVerified() {
     const VerifyReport report = ValueOrDie(db_->Verify());
     for (const VerifyProblem& p : report.problems) {
@@ -520,11 +528,7 @@ TEST_CASE(
     CHECK(absl::IsInternal(again));
   }
   f.env().ClearFaults();
-  if (crash) {
-    f.CrashAndReopen();
-  } else {
-    f.Reopen();
-  }
+  f.Restart(crash);
 
   // Nothing acknowledged is lost; the failed call wrote all or nothing.
   q = ValueOrDie(f.db()->OpenQueue("q"));
@@ -851,11 +855,7 @@ TEST_CASE("fault: no space during a PutBatch, then free space and go on") {
   f.RequireVerified();
   // Space freed.
   f.env().ClearFaults();
-  if (crash) {
-    f.CrashAndReopen();
-  } else {
-    f.Reopen();
-  }
+  f.Restart(crash);
   q = ValueOrDie(f.db()->OpenQueue("q"));
   const std::map<Place, std::string> stored = Stored(q);
   CHECK(stored == acked);  // The torn batch is not there at all.
