@@ -169,6 +169,14 @@ absl::Status OpenFreshRawDb(const Options& o, const std::string& path,
   raw->db.reset();
   HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DestroyDB(path, leveldb::Options()),
                                  absl::StrCat("destroying ", path)));
+  return ReopenRawDb(o, path, raw);
+}
+
+absl::Status ReopenRawDb(const Options& o, const std::string& path,
+                         RawDb* raw) {
+  raw->db.reset();
+  raw->filter.reset();
+  raw->cache.reset();
   const leveldb::Options lo = LevelDbOptions(o, raw);
   leveldb::DB* db = nullptr;
   HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DB::Open(lo, path, &db),

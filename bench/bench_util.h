@@ -80,6 +80,10 @@ leveldb::Options LevelDbOptions(const Options& o, RawDb* raw);
 absl::Status OpenFreshRawDb(const Options& o, const std::string& path,
                             RawDb* raw);
 
+// Closes `raw` (if open) and opens the raw LevelDB at `path` again with a
+// new, cold block cache (creating it if missing).
+absl::Status ReopenRawDb(const Options& o, const std::string& path, RawDb* raw);
+
 absl::Status FromLevelDb(const leveldb::Status& s, std::string_view what);
 
 // "N * model" from /proc/cpuinfo; its cache size goes to `*cache`.

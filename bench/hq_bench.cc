@@ -839,10 +839,7 @@ class Benchmark {
     // One `ratio A/B : R` line when both workloads ran.
     auto print_ratio = [](const char* name, const std::optional<Result>& a,
                           const std::optional<Result>& b) {
-      if (a && b && b->msgs_per_sec() > 0) {
-        std::printf("ratio %s : %.2f\n", name,
-                    a->msgs_per_sec() / b->msgs_per_sec());
-      }
+      if (a && b) PrintRatio(name, *a, *b);
     };
     print_ratio("put/leveldb_put", put, fill);
     print_ratio("scan/leveldb_scan", scan, scan_leveldb);
@@ -979,28 +976,14 @@ class Benchmark {
     return absl::OkStatus();
   }
   absl::Status ReopenRaw() {
-    CloseRaw();
-    const leveldb::Options lo = LevelDbOptions(hq_options_, &raw_);
-    leveldb::DB* db = nullptr;
-    HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DB::Open(lo, raw_path_, &db),
-                                   absl::StrCat("opening ", raw_path_)));
-    raw_.db.reset(db);
-    WaitForCompactions(db);
+    HQ_RETURN_IF_ERROR(ReopenRawDb(hq_options_, raw_path_, &raw_));
+    WaitForCompactions(raw_.db.get());
     return absl::OkStatus();
   }
 
   // Opens a fresh raw LevelDB.
   absl::Status OpenFreshRaw() {
-    CloseRaw();
-    HQ_RETURN_IF_ERROR(
-        FromLevelDb(leveldb::DestroyDB(raw_path_, leveldb::Options()),
-                    absl::StrCat("destroying ", raw_path_)));
-    const leveldb::Options lo = LevelDbOptions(hq_options_, &raw_);
-    leveldb::DB* db = nullptr;
-    HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DB::Open(lo, raw_path_, &db),
-                                   absl::StrCat("opening ", raw_path_)));
-    raw_.db.reset(db);
-    return absl::OkStatus();
+    return OpenFreshRawDb(hq_options_, raw_path_, &raw_);
   }
 
   void CloseRaw() {

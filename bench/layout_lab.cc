@@ -278,14 +278,8 @@ absl::Status RunLayoutLab(const LayoutLabOptions& lab, const Options& hq,
     PrintLine(absl::StrCat("lab_write[", layout.name, "]"), write);
     WaitForCompactions(raw.db.get());
     // Reopen: a cold block cache.
-    raw.db.reset();
-    raw.cache.reset();
-    raw.filter.reset();
-    leveldb::Options lo = LevelDbOptions(hq, &raw);
-    lo.create_if_missing = false;
-    leveldb::DB* db = nullptr;
-    HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DB::Open(lo, path, &db), path));
-    raw.db.reset(db);
+    HQ_RETURN_IF_ERROR(ReopenRawDb(hq, path, &raw));
+    leveldb::DB* db = raw.db.get();
     HQ_ASSIGN_OR_RETURN(const Result read,
                         Read(data, layout, db, segments, lab.value_size));
     PrintLine(absl::StrCat("lab_read[", layout.name, "]"), read);
