@@ -92,23 +92,11 @@ absl::StatusOr<QueueStats> QueueImpl::Stats() {
     }
     PartitionStats& ps = stats.partitions[partition];
     ++ps.lanes;
-    // The last live message: just before the fence.
-    key = lane;
-    LayoutCodec::AppendMessageId(&key, MessageId::Max());
-    it->Seek(key);
-    if (it->Valid()) {
-      it->Prev();
-    } else {
-      HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading a lane"));
-      it->SeekToLast();
-    }
+    // The last live message.
     MessageId last;
-    if (!it->Valid() ||
-        !LayoutCodec::LaneMessage(View(it->key()), lane, &last) ||
-        last < cutoff) {
-      HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading a lane"));
-      continue;  // No live message.
-    }
+    HQ_ASSIGN_OR_RETURN(const bool found,
+                        LastLaneMessage(it.get(), lane, &last));
+    if (!found || last < cutoff) continue;  // No live message.
     key = lane;
     LayoutCodec::AppendMessageId(&key, cutoff);
     MessageId id;

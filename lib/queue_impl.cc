@@ -453,13 +453,32 @@ absl::StatusOr<bool> QueueImpl::LaneHasMessageFrom(leveldb::Iterator* it,
       std::string_view(it->key().data(), it->key().size()), prefix, &id);
 }
 
+absl::StatusOr<bool> QueueImpl::LastLaneMessage(leveldb::Iterator* it,
+                                                std::string_view prefix,
+                                                MessageId* last) {
+  std::string fence;
+  LayoutCodec::AppendLaneFence(&fence, prefix);
+  it->Seek(fence);
+  if (it->Valid()) {
+    it->Prev();
+  } else {
+    HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading a lane"));
+    it->SeekToLast();
+  }
+  const bool found =
+      it->Valid() &&
+      LayoutCodec::LaneMessage(
+          std::string_view(it->key().data(), it->key().size()), prefix, last);
+  HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading a lane"));
+  return found;
+}
+
 absl::StatusOr<std::vector<std::pair<std::string, MessageId>>>
 QueueImpl::LaneEnds(const format::SubRecord& scope) {
   std::vector<std::pair<std::string, MessageId>> out;
   std::unique_ptr<leveldb::Iterator> msg(
       db_->leveldb()->NewIterator(leveldb::ReadOptions()));
   const bool has_topic = codec_.lane_has_topic();
-  std::string fence;
   HQ_RETURN_IF_ERROR(WalkLanes("", [&](const LaneEntry& e) -> absl::Status {
     if (!scope.partitions.empty() &&
         !std::binary_search(scope.partitions.begin(), scope.partitions.end(),
@@ -471,23 +490,11 @@ QueueImpl::LaneEnds(const format::SubRecord& scope) {
                             std::string(e.topic))) {
       return absl::OkStatus();
     }
-    fence.clear();
-    LayoutCodec::AppendLaneFence(&fence, e.prefix);
-    msg->Seek(fence);
-    if (msg->Valid()) {
-      msg->Prev();
-    } else {
-      HQ_RETURN_IF_ERROR(FromLevelDb(msg->status(), "reading a lane"));
-      msg->SeekToLast();
-    }
     MessageId last;
-    if (msg->Valid() &&
-        LayoutCodec::LaneMessage(
-            std::string_view(msg->key().data(), msg->key().size()), e.prefix,
-            &last)) {
-      out.emplace_back(std::string(e.prefix), last.Next());
-    }
-    return FromLevelDb(msg->status(), "reading a lane");
+    HQ_ASSIGN_OR_RETURN(const bool found,
+                        LastLaneMessage(msg.get(), e.prefix, &last));
+    if (found) out.emplace_back(std::string(e.prefix), last.Next());
+    return absl::OkStatus();
   }));
   return out;
 }

@@ -90,6 +90,11 @@ class QueueImpl final : public Queue {
   absl::Status WalkLanes(
       std::string_view record_prefix,
       const std::function<absl::Status(const LaneEntry&)>& fn);
+  // The id of the last message of the lane `prefix` into `*last`; false if
+  // the lane holds none.
+  static absl::StatusOr<bool> LastLaneMessage(leveldb::Iterator* it,
+                                              std::string_view prefix,
+                                              MessageId* last);
   // Whether the lane `prefix` has a message with id >= `from`.
   static absl::StatusOr<bool> LaneHasMessageFrom(leveldb::Iterator* it,
                                                  std::string_view prefix,
