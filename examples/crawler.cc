@@ -50,10 +50,12 @@
 // Exit status: 0 when the crawl is finished and every check passed, 1 if a
 // check failed, 2 for a bad flag or a storage error, 130 when interrupted.
 
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
@@ -228,9 +230,40 @@ bool Finished(const hq::GroupStats& st) {
          st.delayed == 0;
 }
 
-std::atomic<bool> interrupted{false};
+// Ctrl-C and SIGTERM. They stay blocked in every thread (main blocks them
+// before any thread starts), and the progress loop takes them with
+// sigtimedwait as its sleep: no asynchronous handler, so a stop is seen
+// within one sleep in every build, sanitized ones included.
+sigset_t StopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
 
-void OnSignal(int) { interrupted.store(true); }
+// Sleeps for `d` or until SIGINT or SIGTERM arrives; true if one did.
+bool SleepUnlessStopped(absl::Duration d) {
+  const sigset_t set = StopSignals();
+  const absl::Time end = absl::Now() + d;
+  for (absl::Duration left = d; left > absl::ZeroDuration();
+       left = end - absl::Now()) {
+    const timespec ts = absl::ToTimespec(left);
+    const int sig = sigtimedwait(&set, nullptr, &ts);
+    if (sig == SIGINT || sig == SIGTERM) return true;
+    if (sig < 0 && errno == EAGAIN) return false;
+  }
+  return false;
+}
+
+// Gives the signals their default action again in the calling thread:
+// after the first stop, a second Ctrl-C ends the process at once.
+void UnblockStopSignals() {
+  const sigset_t set = StopSignals();
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+}
+
+std::atomic<bool> interrupted{false};
 
 struct Flags {
   std::string dir;
@@ -267,8 +300,11 @@ class Crawler {
     int64_t last_done = done;
     absl::Status status;
     for (;;) {
-      absl::SleepFor(absl::Milliseconds(20));
-      if (interrupted.load()) break;
+      if (SleepUnlessStopped(absl::Milliseconds(20))) {
+        interrupted.store(true);
+        UnblockStopSignals();
+        break;
+      }
       if (!(status = error()).ok()) break;
       absl::StatusOr<hq::GroupStats> st = group_->Stats();
       if (!st.ok()) {
@@ -785,6 +821,7 @@ int Main(int argc, char** argv) {
   if (!before.ok()) return Fatal(before.status());
   const int64_t done = Sum(before->completed);
   if (Finished(before->stats)) {
+    UnblockStopSignals();  // Nothing to stop cleanly: Ctrl-C ends it.
     std::printf("the crawl in %s is finished (--fresh starts it over)\n",
                 flags.dir.c_str());
     return Summarize(web, *before, flags.dir) == 0 ? 0 : 1;
@@ -803,17 +840,11 @@ int Main(int argc, char** argv) {
   std::fflush(stdout);
   if (auto r = (*log)->Put({.topic = "run"}); !r.ok()) return Fatal(r.status());
 
-  struct sigaction sa = {};
-  sa.sa_handler = OnSignal;
-  sa.sa_flags = SA_RESETHAND;  // A second Ctrl-C ends the process at once.
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-
   const absl::Time start = absl::Now();
   Crawler crawler(flags, web, *frontier, *log, *group);
-  if (absl::Status s = crawler.Run(done, progress_interval); !s.ok()) {
-    return Fatal(s);
-  }
+  absl::Status run = crawler.Run(done, progress_interval);
+  UnblockStopSignals();  // From here on, Ctrl-C ends the process at once.
+  if (!run.ok()) return Fatal(run);
   if (interrupted.load()) {
     std::printf("interrupted with %" PRId64
                 " pages done: run the crawler again on %s to resume\n",
@@ -831,4 +862,10 @@ int Main(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return Main(argc, argv); }
+int main(int argc, char** argv) {
+  // Before any thread starts, so that every thread inherits the mask. A
+  // signal that arrives before the crawl's loop waits there, pending.
+  const sigset_t set = StopSignals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return Main(argc, argv);
+}

@@ -22,6 +22,8 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "catch2/catch.hpp"
 #include "hq/hq.h"
@@ -86,8 +88,8 @@ Result Run(const std::vector<std::string>& args, const std::string& input = "",
     execv(argv[0], argv.data());
     _exit(127);
   }
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
+  const int status =
+      WaitForExit(pid, absl::StrCat("hq ", absl::StrJoin(args, " ")));
   Result r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.out = Slurp(out_path);

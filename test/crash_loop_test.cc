@@ -190,8 +190,8 @@ std::vector<std::string> RunAndKill(const std::string& child,
     buf.append(chunk, static_cast<size_t>(n));
   }
   close(out[0]);
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
+  const int status =
+      test::WaitForExit(pid, absl::StrCat(child, " ", dir, " ", run));
   std::vector<std::string> lines = absl::StrSplit(buf, '\n');
   // Each line is one write(2), so a line is whole; the last piece is "".
   if (!lines.empty() && lines.back().empty()) lines.pop_back();

@@ -204,6 +204,43 @@ TEST_CASE("crawler: a small web, then rerun on the finished crawl") {
   CHECK(Has(fresh, ", in 1 run"));
 }
 
+// SIGINT and SIGTERM are taken synchronously (sigtimedwait in the progress
+// loop), so a stop is seen in every build, sanitized ones included.
+TEST_CASE("crawler: SIGINT or SIGTERM stops it cleanly, then it resumes") {
+  const std::string crawler = PathFromEnv("HQ_CRAWLER");
+  TempDir dir;
+  const Counts expected = Uninterrupted(crawler, dir);
+  const std::string path = dir.Sub("stopped");
+  for (int sig : {SIGINT, SIGTERM}) {
+    Child child(crawler, CrawlerArgs(path));
+    std::string line;
+    int done = -1;
+    char word[5];
+    while (done < 0) {
+      line = child.ReadLine();
+      INFO(line);
+      REQUIRE(!line.empty());  // The crawl did not finish before a stop.
+      if (std::sscanf(line.c_str(), " %d %4s ", &done, word) != 2 ||
+          std::string(word) != "done") {
+        done = -1;
+      }
+    }
+    CHECK(child.Stop(sig) == 130);
+    std::vector<std::string> rest;
+    for (line = child.ReadLine(); !line.empty(); line = child.ReadLine()) {
+      rest.push_back(line);
+    }
+    INFO(Joined(rest));
+    CHECK(Line(rest, "interrupted with ") != nullptr);
+  }
+  int status;
+  std::vector<std::string> out = RunToEnd(crawler, CrawlerArgs(path), &status);
+  INFO(Joined(out));
+  REQUIRE(Exited0(status));
+  REQUIRE(Line(out, "checks passed:") != nullptr);
+  CHECK(Summary(out) == expected);
+}
+
 TEST_CASE("crawler: killed with SIGKILL at three moments, then resumed") {
   const std::string crawler = PathFromEnv("HQ_CRAWLER");
   TempDir dir;

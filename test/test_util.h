@@ -6,11 +6,14 @@
 #ifndef HQ_TEST_TEST_UTIL_H_
 #define HQ_TEST_TEST_UTIL_H_
 
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -19,9 +22,12 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "catch2/catch.hpp"
 #include "hq/hq.h"
 #include "leveldb/env.h"
@@ -319,80 +325,145 @@ inline std::string PathFromEnv(const char* name) {
   return path;
 }
 
+// How long a test waits for a child's next line or for its exit before it
+// kills the child and fails. A liveness bound, not a timing test: generous
+// enough for sanitized builds on a loaded machine.
+inline constexpr absl::Duration kChildDeadline = absl::Seconds(60);
+
+// Waits up to `deadline` for process `pid` to exit and returns its wait
+// status. If it has not exited by then, kills it with SIGKILL, reaps it and
+// fails the test with a message naming `what` (the command).
+inline int WaitForExit(pid_t pid, const std::string& what,
+                       absl::Duration deadline = kChildDeadline) {
+  const absl::Time give_up = absl::Now() + deadline;
+  int status = 0;
+  for (;;) {
+    const pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) return status;
+    REQUIRE((r == 0 || errno == EINTR));
+    if (absl::Now() >= give_up) break;
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  FAIL("child process `" << what << "` did not exit within "
+                         << absl::FormatDuration(deadline)
+                         << "; killed it with SIGKILL");
+  return status;
+}
+
 // A child process (test/hq_test_helper, found through $HQ_TEST_HELPER, or
-// another program) with pipes to its stdin and stdout.
+// another program) with pipes to its stdin and stdout. Every wait on it has
+// a deadline (kChildDeadline by default): a child that hangs is killed and
+// the test fails naming its command, instead of hanging until meson's
+// timeout.
 class Child {
  public:
   explicit Child(const std::vector<std::string>& args)
       : Child(PathFromEnv("HQ_TEST_HELPER"), args) {}
   Child(const std::string& program, const std::vector<std::string>& args) {
-    const char* helper = program.c_str();
+    command_ = program;
+    for (const std::string& a : args) command_ += " " + a;
     int in[2], out[2];
-    REQUIRE(pipe(in) == 0);
-    REQUIRE(pipe(out) == 0);
+    REQUIRE(pipe2(in, O_CLOEXEC) == 0);
+    REQUIRE(pipe2(out, O_CLOEXEC) == 0);
     pid_ = fork();
     REQUIRE(pid_ >= 0);
     if (pid_ == 0) {
-      dup2(in[0], 0);
+      dup2(in[0], 0);  // dup2 clears O_CLOEXEC on the copies.
       dup2(out[1], 1);
-      close(in[0]);
-      close(in[1]);
-      close(out[0]);
-      close(out[1]);
       std::vector<char*> argv;
-      argv.push_back(const_cast<char*>(helper));
+      argv.push_back(const_cast<char*>(program.c_str()));
       for (const std::string& a : args)
         argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);
-      execv(helper, argv.data());
+      execv(program.c_str(), argv.data());
       _exit(127);
     }
     close(in[0]);
     close(out[1]);
     stdin_fd_ = in[1];
-    out_ = fdopen(out[0], "r");
+    out_fd_ = out[0];
   }
   ~Child() {
     CloseStdin();
     if (pid_ > 0) {
       kill(pid_, SIGKILL);
-      Wait();
+      waitpid(pid_, nullptr, 0);  // SIGKILL cannot be ignored.
     }
-    if (out_) fclose(out_);
+    if (out_fd_ >= 0) close(out_fd_);
   }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
 
-  // The next line of the child's stdout without the newline; "" at EOF.
-  std::string ReadLine() {
-    std::string line;
-    int c;
-    while ((c = fgetc(out_)) != EOF && c != '\n')
-      line.push_back(static_cast<char>(c));
-    return line;
+  // The child's command line, for messages.
+  const std::string& command() const { return command_; }
+
+  // The next line of the child's stdout without the newline; at EOF, what
+  // is left of a last unterminated line ("" if none). A line that does not
+  // come within `deadline` fails the test (the child is killed).
+  std::string ReadLine(absl::Duration deadline = kChildDeadline) {
+    const absl::Time give_up = absl::Now() + deadline;
+    for (;;) {
+      const size_t nl = buffer_.find('\n');
+      if (nl != std::string::npos) {
+        std::string line = buffer_.substr(0, nl);
+        buffer_.erase(0, nl + 1);
+        return line;
+      }
+      if (eof_) return std::exchange(buffer_, std::string());
+      const absl::Duration left = give_up - absl::Now();
+      pollfd p{.fd = out_fd_, .events = POLLIN, .revents = 0};
+      const int r =
+          left <= absl::ZeroDuration()
+              ? 0
+              : poll(&p, 1,
+                     static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
+      if (r < 0 && errno == EINTR) continue;
+      REQUIRE(r >= 0);
+      if (r == 0) {
+        Kill();
+        FAIL("child process `" << command_ << "` wrote no line within "
+                               << absl::FormatDuration(deadline)
+                               << "; killed it with SIGKILL");
+      }
+      char chunk[4096];
+      const ssize_t n = read(out_fd_, chunk, sizeof(chunk));
+      if (n < 0 && errno == EINTR) continue;
+      REQUIRE(n >= 0);
+      if (n == 0) eof_ = true;
+      buffer_.append(chunk, static_cast<size_t>(n));
+    }
   }
   void CloseStdin() {
     if (stdin_fd_ >= 0) close(stdin_fd_);
     stdin_fd_ = -1;
   }
-  void Kill() { kill(pid_, SIGKILL); }
+  void Kill() {
+    if (pid_ > 0) kill(pid_, SIGKILL);
+  }
   // Sends `sig`, waits for the child to exit and returns its exit code
   // (128 + the signal's number if a signal ended it).
-  int Stop(int sig) {
-    kill(pid_, sig);
-    const int status = Wait();
+  int Stop(int sig, absl::Duration deadline = kChildDeadline) {
+    if (pid_ > 0) kill(pid_, sig);
+    const int status = Wait(deadline);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
-  // Waits for the child to exit; returns its wait status.
-  int Wait() {
-    int status = 0;
-    if (pid_ > 0) waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return status;
+  // Waits for the child to exit; returns its wait status. A child that has
+  // not exited within `deadline` is killed and fails the test.
+  int Wait(absl::Duration deadline = kChildDeadline) {
+    if (pid_ <= 0) return 0;
+    const pid_t pid = std::exchange(pid_, -1);
+    return WaitForExit(pid, command_, deadline);
   }
 
  private:
+  std::string command_;
   pid_t pid_ = -1;
   int stdin_fd_ = -1;
-  FILE* out_ = nullptr;
+  int out_fd_ = -1;
+  std::string buffer_;  // Read from the child, not yet returned.
+  bool eof_ = false;
 };
 
 }  // namespace hq::test

@@ -30,8 +30,6 @@
 
 #include "hq/hq.h"
 
-#include <signal.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -62,6 +60,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "tools/output.h"
+#include "tools/stop_signals.h"
 
 ABSL_FLAG(std::string, db, "", "The database directory (default: $HQ_DB).");
 ABSL_FLAG(bool, json, false, "Print one JSON document instead of tables.");
@@ -153,10 +152,6 @@ constexpr char kUsage[] =
     "width). Exit codes: 0 ok, 1 error, 2 usage, 3 verify found problems,\n"
     "4 database in use by another process.\n";
 
-// Set by SIGINT/SIGTERM: scan --follow stops.
-volatile sig_atomic_t g_stop = 0;
-void OnSignal(int) { g_stop = 1; }
-
 // A failure with its exit code. Thrown only within this file (by the
 // subcommands and their helpers) and caught in main, which prints it: the
 // tool's way to leave from deep inside a subcommand with the right code.
@@ -241,8 +236,10 @@ std::unique_ptr<Db> OpenDb(bool create = false) {
       throw Failure{kExitError, absl::StrCat("no hq database at ", path)};
     }
     Failure f = FromStatus(db.status());
-    if (f.code != kExitLocked || absl::Now() >= give_up || g_stop) throw f;
-    absl::SleepFor(absl::Milliseconds(50));
+    if (f.code != kExitLocked || absl::Now() >= give_up) throw f;
+    // SIGINT or SIGTERM (scan --follow keeps them for a clean stop) ends
+    // the wait with the lock's failure.
+    if (SleepUnlessStopped(absl::Milliseconds(50))) throw f;
   }
 }
 
@@ -791,12 +788,8 @@ int Scan(const std::vector<std::string>& args) {
   if (scope.empty()) {
     for (uint32_t p = 0; p < partitions; ++p) scope.push_back(p);
   }
-  while (!g_stop && absl::Now() < end) {
-    const absl::Time wake = std::min(end, absl::Now() + poll);
-    while (!g_stop && absl::Now() < wake) {
-      absl::SleepFor(std::min(absl::Milliseconds(20), wake - absl::Now()));
-    }
-    if (g_stop) break;
+  while (absl::Now() < end) {
+    if (SleepUnlessStopped(std::min(poll, end - absl::Now()))) break;
     Options options;
     options.create_if_missing = false;
     options.ttl_sweep_interval = absl::ZeroDuration();
@@ -1021,6 +1014,9 @@ int Main(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return kExitOk;
   }
+  // scan --follow stops cleanly on SIGINT or SIGTERM (exit 0); every other
+  // subcommand ends at once, by the signal's default action.
+  if (!(cmd == "scan" && absl::GetFlag(FLAGS_follow))) UnblockStopSignals();
   if (cmd == "ls") return Ls(args);
   if (cmd == "stat") return Stat(args);
   if (cmd == "create") return Create(args);
@@ -1037,11 +1033,7 @@ int Main(int argc, char** argv) {
 }  // namespace hq::tool
 
 int main(int argc, char** argv) {
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof(sa));
-  sa.sa_handler = hq::tool::OnSignal;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  hq::tool::BlockStopSignals();
   try {
     return hq::tool::Main(argc, argv);
   } catch (const hq::tool::Failure& f) {
