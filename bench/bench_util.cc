@@ -59,7 +59,7 @@ void PrintRatio(const std::string& name, const Result& a, const Result& b) {
 leveldb::Options LevelDbOptions(const Options& o, RawDb* raw) {
   leveldb::Options lo;
   lo.create_if_missing = true;
-  lo.paranoid_checks = o.paranoid_checks;
+  lo.paranoid_checks = true;  // As hq opens LevelDB (db_impl.cc).
   lo.write_buffer_size = o.write_buffer_bytes;
   lo.max_open_files = o.max_open_files;
   if (o.cache_bytes > 0) {

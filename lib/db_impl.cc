@@ -14,8 +14,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "leveldb/env.h"
+#include "lib/checked_read.h"
 #include "lib/coding.h"
 #include "lib/format.h"
+#include "lib/log_recovery.h"
 #include "lib/queue_impl.h"
 #include "lib/status_macros.h"
 #include "lib/strings.h"
@@ -190,12 +192,16 @@ DbImpl::DbImpl(std::string path, const Options& options, std::string lock_key)
 
 absl::Status DbImpl::Init() {
   leveldb::Options lo;
-  env_ = std::make_unique<SyncLogOnCloseEnv>(
+  table_env_ = std::make_unique<TableCheckEnv>(
       options_.env ? options_.env : leveldb::Env::Default());
+  env_ = std::make_unique<SyncLogOnCloseEnv>(table_env_.get());
   lo.env = env_.get();
   lo.create_if_missing = options_.create_if_missing;
   lo.error_if_exists = options_.error_if_exists;
-  lo.paranoid_checks = options_.paranoid_checks;
+  // LevelDB then fails (instead of skipping) on a damaged record it meets
+  // at Open or in a compaction, whose reads it then verifies: damage is
+  // never copied into a new table with a fresh checksum.
+  lo.paranoid_checks = true;
   lo.write_buffer_size = options_.write_buffer_bytes;
   lo.max_open_files = options_.max_open_files;
   if (options_.cache_bytes > 0) {
@@ -206,6 +212,10 @@ absl::Status DbImpl::Init() {
     filter_.reset(leveldb::NewBloomFilterPolicy(options_.bloom_bits_per_key));
     lo.filter_policy = filter_.get();
   }
+  // Before LevelDB sees the directory: never create a Db over one that
+  // lost its CURRENT, and cut damaged logs to a prefix (log_recovery.h).
+  HQ_RETURN_IF_ERROR(CheckNotOrphaned(lo.env, path_));
+  HQ_RETURN_IF_ERROR(RecoverLogs(lo.env, path_, options_.recovery, &recovery_));
   leveldb::DB* raw = nullptr;
   leveldb::Status s = leveldb::DB::Open(lo, path_, &raw);
   if (!s.ok()) {
@@ -232,10 +242,11 @@ absl::Status DbImpl::Init() {
 
   // Format record: written on creation, checked on every open.
   std::string value;
-  s = db_->Get(leveldb::ReadOptions(), format::MetaKey("format"), &value);
+  s = CheckedGet(db_.get(), CheckedReadOptions(), format::MetaKey("format"),
+                 &value);
   if (s.IsNotFound()) {
     std::unique_ptr<leveldb::Iterator> it(
-        db_->NewIterator(leveldb::ReadOptions()));
+        NewCheckedIterator(db_.get(), CheckedReadOptions()));
     it->SeekToFirst();
     if (it->Valid()) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -268,8 +279,8 @@ absl::Status DbImpl::Init() {
         "'%s' has hq format version %d; this hq reads version %d", path_,
         version, format::kFormatVersion));
   }
-  s = db_->Get(leveldb::ReadOptions(), format::MetaKey("next_queue_id"),
-               &value);
+  s = CheckedGet(db_.get(), CheckedReadOptions(),
+                 format::MetaKey("next_queue_id"), &value);
   HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading next_queue_id"));
   in = value;
   {
@@ -456,8 +467,8 @@ absl::StatusOr<QueueImpl*> DbImpl::FindQueueLocked(std::string_view name) {
     return it->second.get();
   }
   std::string value;
-  leveldb::Status s =
-      db_->Get(leveldb::ReadOptions(), format::CatalogKey(name), &value);
+  leveldb::Status s = CheckedGet(db_.get(), CheckedReadOptions(),
+                                 format::CatalogKey(name), &value);
   if (s.IsNotFound()) {
     return absl::NotFoundError(absl::StrCat("no queue named '", Av(name), "'"));
   }
@@ -600,7 +611,7 @@ absl::Status DbImpl::DeleteQueueData(uint32_t queue_id) {
         format::QueuePrefix(format::kSubTag, queue_id),
         format::QueuePrefix(format::kCheckpointTag, queue_id)}) {
     std::unique_ptr<leveldb::Iterator> it(
-        db_->NewIterator(leveldb::ReadOptions()));
+        NewCheckedIterator(db_.get(), CheckedReadOptions()));
     leveldb::WriteBatch b;
     size_t n = 0;
     for (it->Seek(prefix); it->Valid() && ToStd(it->key()).starts_with(prefix);
@@ -630,7 +641,7 @@ absl::Status DbImpl::FinishPendingDrops() {
   std::vector<uint32_t> pending;
   {
     std::unique_ptr<leveldb::Iterator> it(
-        db_->NewIterator(leveldb::ReadOptions()));
+        NewCheckedIterator(db_.get(), CheckedReadOptions()));
     const std::string prefix = format::DropPrefix();
     for (it->Seek(prefix); it->Valid() && ToStd(it->key()).starts_with(prefix);
          it->Next()) {
@@ -653,7 +664,7 @@ absl::StatusOr<std::vector<std::string>> DbImpl::ListQueues() {
   HQ_RETURN_IF_ERROR(op.status());
   std::vector<std::string> names;
   std::unique_ptr<leveldb::Iterator> it(
-      db_->NewIterator(leveldb::ReadOptions()));
+      NewCheckedIterator(db_.get(), CheckedReadOptions()));
   const std::string prefix = format::CatalogPrefix();
   for (it->Seek(prefix); it->Valid() && ToStd(it->key()).starts_with(prefix);
        it->Next()) {
@@ -675,7 +686,7 @@ absl::StatusOr<SweepStats> DbImpl::CompactExpired() {
   std::vector<std::pair<uint32_t, std::string>> queues;
   {
     std::unique_ptr<leveldb::Iterator> it(
-        db_->NewIterator(leveldb::ReadOptions()));
+        NewCheckedIterator(db_.get(), CheckedReadOptions()));
     const std::string prefix = format::TtlPrefix();
     for (it->Seek(prefix); it->Valid() && ToStd(it->key()).starts_with(prefix);
          it->Next()) {
@@ -699,8 +710,8 @@ absl::StatusOr<SweepStats> DbImpl::CompactExpired() {
 absl::Status DbImpl::SweepQueue(uint32_t queue_id, std::string_view name,
                                 absl::Time now, SweepStats* stats) {
   std::string value;
-  leveldb::Status s =
-      db_->Get(leveldb::ReadOptions(), format::CatalogKey(name), &value);
+  leveldb::Status s = CheckedGet(db_.get(), CheckedReadOptions(),
+                                 format::CatalogKey(name), &value);
   if (s.IsNotFound()) return absl::OkStatus();  // Dropped meanwhile.
   HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading the queue catalog"));
   format::QueueRecord record;
@@ -713,9 +724,9 @@ absl::Status DbImpl::SweepQueue(uint32_t queue_id, std::string_view name,
   const MessageId cutoff = MessageId::AtTime(now - record.options.ttl);
   const size_t batch_limit = static_cast<size_t>(options_.ttl_sweep_batch);
   std::unique_ptr<leveldb::Iterator> dir(
-      db_->NewIterator(leveldb::ReadOptions()));
+      NewCheckedIterator(db_.get(), CheckedReadOptions()));
   std::unique_ptr<leveldb::Iterator> it(
-      db_->NewIterator(leveldb::ReadOptions()));
+      NewCheckedIterator(db_.get(), CheckedReadOptions()));
   const std::string dir_prefix = format::LaneDirPrefix(queue_id);
   for (dir->Seek(dir_prefix);
        dir->Valid() && ToStd(dir->key()).starts_with(dir_prefix); dir->Next()) {
@@ -726,7 +737,7 @@ absl::Status DbImpl::SweepQueue(uint32_t queue_id, std::string_view name,
     lane.append(ToStd(dir->key()).substr(1));
     const std::string& swept_key = lane;  // The lane head (format.h).
     MessageId swept = MessageId::Min();
-    s = db_->Get(leveldb::ReadOptions(), swept_key, &value);
+    s = CheckedGet(db_.get(), CheckedReadOptions(), swept_key, &value);
     if (s.ok()) {
       if (value.size() != LayoutCodec::kMessageIdSize) {
         return absl::DataLossError("malformed TTL sweep watermark");
@@ -768,7 +779,7 @@ absl::Status DbImpl::SweepQueue(uint32_t queue_id, std::string_view name,
           for (const auto& [key, partition, id] : dedups) {
             uint32_t p;
             MessageId stored;
-            if (db_->Get(leveldb::ReadOptions(), key, &value).ok() &&
+            if (CheckedGet(db_.get(), CheckedReadOptions(), key, &value).ok() &&
                 format::DecodeDedup(value, &p, &stored) && p == partition &&
                 stored == id) {
               del.Delete(key);
@@ -829,8 +840,8 @@ absl::Status DbImpl::SweepQueue(uint32_t queue_id, std::string_view name,
       dir.reset();
       const leveldb::Slice b(start), e(end);
       db_->CompactRange(&b, &e);
-      dir.reset(db_->NewIterator(leveldb::ReadOptions()));
-      it.reset(db_->NewIterator(leveldb::ReadOptions()));
+      dir.reset(NewCheckedIterator(db_.get(), CheckedReadOptions()));
+      it.reset(NewCheckedIterator(db_.get(), CheckedReadOptions()));
       dir->Seek(resume);  // The loop's Next() moves past this lane.
       if (!dir->Valid()) break;
     }
@@ -912,8 +923,8 @@ absl::StatusOr<uint32_t> DbImpl::CreateWithId(
   MutexLock l(&group_id_mu_);
   if (next_group_id_ == 0) {
     std::string value;
-    leveldb::Status s = db_->Get(leveldb::ReadOptions(),
-                                 format::MetaKey("next_group_id"), &value);
+    leveldb::Status s = CheckedGet(db_.get(), CheckedReadOptions(),
+                                   format::MetaKey("next_group_id"), &value);
     if (s.IsNotFound()) {
       next_group_id_ = 1;
     } else {
@@ -952,8 +963,9 @@ absl::StatusOr<DbImpl::PartitionIds*> DbImpl::LoadPartition(
   const uint64_t k = (uint64_t{queue_id} << 16) | partition;
   if (auto it = ids_.find(k); it != ids_.end()) return &it->second;
   std::string value;
-  leveldb::Status s = db_->Get(leveldb::ReadOptions(),
-                               format::ReserveKey(queue_id, partition), &value);
+  leveldb::Status s =
+      CheckedGet(db_.get(), CheckedReadOptions(),
+                 format::ReserveKey(queue_id, partition), &value);
   PartitionIds ids;
   if (s.ok()) {
     std::string_view in = value;
@@ -1009,7 +1021,8 @@ absl::Status DbImpl::AddToBatch(Writer* w) {
         w->results[i].duplicate = true;
         continue;
       }
-      leveldb::Status s = db_->Get(leveldb::ReadOptions(), dedup, &value);
+      leveldb::Status s =
+          CheckedGet(db_.get(), CheckedReadOptions(), dedup, &value);
       if (s.ok()) {
         PutResult existing;
         if (!format::DecodeDedup(value, &existing.partition, &existing.id)) {

@@ -65,6 +65,7 @@ class DbImpl final : public Db {
   absl::StatusOr<std::vector<std::string>> ListQueues() override;
   const std::string& path() const override { return path_; }
   LeaseManager* leases() override { return leases_.get(); }
+  const RecoveryReport& recovery() const override { return recovery_; }
   LeaseManagerImpl* lease_impl() { return leases_.get(); }
   absl::StatusOr<SweepStats> CompactExpired() override;
   absl::StatusOr<SweepStats> CompactAll() override;  // lib/inspect.cc
@@ -215,6 +216,10 @@ class DbImpl final : public Db {
   std::unique_ptr<const leveldb::FilterPolicy> filter_;
   // Options::env, wrapped so that log files are synced when LevelDB closes
   // them (lib/db_impl.cc says why). Outlives db_.
+  // LevelDB's Env: env_ (syncs logs before closing them) over table_env_
+  // (checks every table block read) over Options::env.
+  RecoveryReport recovery_;  // Set by Init.
+  std::unique_ptr<leveldb::Env> table_env_;
   std::unique_ptr<leveldb::Env> env_;
   std::unique_ptr<leveldb::DB> db_;
   std::unique_ptr<LeaseManagerImpl> leases_;

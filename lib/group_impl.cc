@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "lib/checked_read.h"
 #include "lib/coding.h"
 #include "lib/db_impl.h"
 #include "lib/layout_codec.h"
@@ -131,7 +132,7 @@ absl::Status GroupImpl::Load() {
   Committed(&touched);
   // Dead letters: counted once; they are few unless nobody looks at them.
   std::unique_ptr<leveldb::Iterator> it(
-      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
   const std::string prefix =
       format::GroupRecordPrefix(format::kDeadTag, queue_->id(), record_.id);
   for (it->Seek(prefix); it->Valid() && ToStd(it->key()).starts_with(prefix);
@@ -148,7 +149,7 @@ absl::Status GroupImpl::ForgetDeadIfQueueGone() {
   if (!absl::IsNotFound(dead.status())) return dead.status();
   // The dead-letter queue was dropped: so are its letters.
   std::unique_ptr<leveldb::Iterator> it(
-      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
   const std::string prefix =
       format::GroupRecordPrefix(format::kDeadTag, queue_->id(), record_.id);
   leveldb::WriteBatch batch;
@@ -164,7 +165,7 @@ absl::Status GroupImpl::ForgetDeadIfQueueGone() {
 
 absl::Status GroupImpl::LoadRecords() {
   std::unique_ptr<leveldb::Iterator> it(
-      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
   const std::string prefix =
       format::GroupRecordPrefix(format::kTaskTag, queue_->id(), record_.id);
   const std::string message_prefix = format::MessagePrefix(queue_->id());
@@ -213,7 +214,7 @@ absl::Status GroupImpl::DiscoverLanes() {
   const bool has_topic = queue_->codec().lane_has_topic();
   const MessageId cutoff = queue_->TtlCutoff(db_->clock()->Now());
   std::unique_ptr<leveldb::Iterator> msg(
-      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
   return queue_->WalkLanes(
       format::GroupRecordPrefix(format::kCursorTag, queue_->id(), record_.id),
       [&](const QueueImpl::LaneEntry& e) -> absl::Status {
@@ -296,8 +297,8 @@ absl::StatusOr<GroupImpl::Lane*> GroupImpl::GetLane(
     lane->saved_exists = true;
   } else {
     std::string value;
-    leveldb::Status s =
-        db_->leveldb()->Get(leveldb::ReadOptions(), CursorKey(prefix), &value);
+    leveldb::Status s = CheckedGet(db_->leveldb(), CheckedReadOptions(),
+                                   CursorKey(prefix), &value);
     if (s.ok()) {
       if (!format::DecodeCursor(value, &c)) {
         return absl::DataLossError(absl::StrCat("consumer group '", name_,
@@ -858,7 +859,7 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
     HQ_ASSIGN_OR_RETURN(consumer, Join(o.consumer));
   }
   std::unique_ptr<leveldb::Iterator> it(
-      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
   ClaimPass p{.o = o,
               .now = now,
               .cutoff = queue_->TtlCutoff(now),
@@ -1271,7 +1272,7 @@ absl::Status GroupImpl::FlushDying() {
   if (dying_.empty()) return absl::OkStatus();
   const absl::Time now = db_->clock()->Now();
   std::unique_ptr<leveldb::Iterator> it(
-      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
   std::vector<Task> letters;
   std::vector<format::DeadValue> infos;
   std::vector<Lane*> touched;
@@ -1355,10 +1356,9 @@ absl::Status GroupImpl::FlushDying() {
   if (!s.ok()) {
     // The tasks are marked done in memory but not on disk: stop here.
     if (!queue_->dropped() && broken_.ok()) {
-      broken_ = absl::FailedPreconditionError(
-          absl::StrCat("consumer group '", name_,
-                       "' could not write dead letters (reopen the Db): ",
-                       s.ToString()));
+      broken_ = absl::FailedPreconditionError(absl::StrCat(
+          "consumer group '", name_,
+          "' could not write dead letters (reopen the Db): ", s.ToString()));
     }
     return s;
   }
@@ -1399,7 +1399,7 @@ absl::StatusOr<std::vector<DeadLetter>> GroupImpl::ListDeadLetters(
     seek.push_back('\0');  // Just past `after`.
   }
   std::unique_ptr<leveldb::Iterator> it(
-      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
   std::string message_key, value;
   for (it->Seek(seek);
        it->Valid() && out.size() < max && ToStd(it->key()).starts_with(prefix);
@@ -1429,7 +1429,7 @@ absl::StatusOr<std::vector<DeadLetter>> GroupImpl::ListDeadLetters(
         std::min(d.priority, (*dead)->options().priorities - 1), d.topic,
         letter.id);
     leveldb::Status s =
-        db_->leveldb()->Get(leveldb::ReadOptions(), message_key, &value);
+        CheckedGet(db_->leveldb(), CheckedReadOptions(), message_key, &value);
     if (s.IsNotFound()) {
       // Removed from the dead-letter queue (TTL set by hand, a tool).
       gone.Delete(it->key());
@@ -1490,7 +1490,7 @@ absl::Status GroupImpl::Requeue(std::span<const DeadLetter> letters,
                             letter.id.ToString()));
       }
       leveldb::Status s =
-          db_->leveldb()->Get(leveldb::ReadOptions(), k, &value);
+          CheckedGet(db_->leveldb(), CheckedReadOptions(), k, &value);
       if (s.IsNotFound()) return not_found();
       HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading a dead letter"));
       format::DeadValue d;
@@ -1502,7 +1502,7 @@ absl::Status GroupImpl::Requeue(std::span<const DeadLetter> letters,
           &mk, (*dead)->id(), letter.partition,
           std::min(d.priority, (*dead)->options().priorities - 1), d.topic,
           letter.id);
-      s = db_->leveldb()->Get(leveldb::ReadOptions(), mk, &value);
+      s = CheckedGet(db_->leveldb(), CheckedReadOptions(), mk, &value);
       if (s.IsNotFound()) return not_found();
       HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading a dead letter"));
       std::string_view key, payload;
@@ -1574,7 +1574,7 @@ absl::StatusOr<GroupStats> GroupImpl::Stats() {
   st.redelivery -= st.delayed;
 
   std::unique_ptr<leveldb::Iterator> it(
-      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
   std::string seek;
   std::vector<Lane*> active;
   ForEachActive([&](Lane* lane) { active.push_back(lane); });

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "leveldb/db.h"
+#include "lib/checked_read.h"
 #include "lib/coding.h"
 #include "lib/db_impl.h"
 #include "lib/format.h"
@@ -63,7 +64,7 @@ absl::StatusOr<QueueStats> QueueImpl::Stats() {
     stats.approximate_bytes += stats.partitions[p].approximate_bytes;
   }
   const MessageId cutoff = TtlCutoff(db_->clock()->Now());
-  leveldb::ReadOptions ro;
+  leveldb::ReadOptions ro = CheckedReadOptions();
   ro.fill_cache = false;
   ro.snapshot = db_->leveldb()->GetSnapshot();
   struct Release {
@@ -71,8 +72,9 @@ absl::StatusOr<QueueStats> QueueImpl::Stats() {
     const leveldb::Snapshot* s;
     ~Release() { db->ReleaseSnapshot(s); }
   } release{db_->leveldb(), ro.snapshot};
-  std::unique_ptr<leveldb::Iterator> it(db_->leveldb()->NewIterator(ro));
-  std::unique_ptr<leveldb::Iterator> dir(db_->leveldb()->NewIterator(ro));
+  std::unique_ptr<leveldb::Iterator> it(NewCheckedIterator(db_->leveldb(), ro));
+  std::unique_ptr<leveldb::Iterator> dir(
+      NewCheckedIterator(db_->leveldb(), ro));
   const std::string dir_prefix = format::LaneDirPrefix(record_.id);
   const bool has_topic = codec_.lane_has_topic();
   std::string lane, key;
@@ -126,7 +128,7 @@ absl::StatusOr<std::string> QueueImpl::ReadNamedRecord(const std::string& key,
                                                        std::string_view name) {
   std::string value;
   const leveldb::Status s =
-      db_->leveldb()->Get(leveldb::ReadOptions(), key, &value);
+      CheckedGet(db_->leveldb(), CheckedReadOptions(), key, &value);
   if (s.IsNotFound()) {
     return absl::NotFoundError(absl::StrCat("queue '", name_, "' has no ",
                                             Av(kind), " '", Av(name), "'"));
@@ -154,7 +156,7 @@ absl::StatusOr<GroupInfo> QueueImpl::InspectGroup(std::string_view name) {
   const std::string prefix =
       format::GroupRecordPrefix(format::kCursorTag, record_.id, record.id);
   std::unique_ptr<leveldb::Iterator> it(
-      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
   const bool has_topic = codec_.lane_has_topic();
   std::string lane;
   for (it->Seek(prefix); it->Valid() && View(it->key()).starts_with(prefix);
@@ -193,7 +195,7 @@ absl::StatusOr<SubscriptionStats> QueueImpl::InspectSubscription(
   const bool has_topic = codec_.lane_has_topic();
   const MessageId cutoff = TtlCutoff(db_->clock()->Now());
   std::unique_ptr<leveldb::Iterator> it(
-      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
   SubscriptionStats st;
   std::string seek;
   const std::string cp_prefix =

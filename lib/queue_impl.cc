@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "lib/checked_read.h"
 #include "lib/db_impl.h"
 #include "lib/group_impl.h"
 #include "lib/scanner_impl.h"
@@ -211,7 +212,8 @@ absl::StatusOr<ConsumerGroup*> QueueImpl::Group(std::string_view name,
   format::GroupRecord record;
   std::string value;
   const std::string key = format::GroupKey(record_.id, name);
-  leveldb::Status s = db_->leveldb()->Get(leveldb::ReadOptions(), key, &value);
+  leveldb::Status s =
+      CheckedGet(db_->leveldb(), CheckedReadOptions(), key, &value);
   if (s.ok()) {
     HQ_RETURN_IF_ERROR(format::DecodeGroupRecord(value, &record));
     HQ_RETURN_IF_ERROR(check_fixed(record));
@@ -251,7 +253,7 @@ absl::StatusOr<std::vector<std::string>> QueueImpl::ListNames(
   std::vector<std::string> names;
   const std::string prefix = format::QueuePrefix(tag, record_.id);
   std::unique_ptr<leveldb::Iterator> it(
-      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
        it->Next()) {
     names.emplace_back(it->key().data() + prefix.size(),
@@ -326,7 +328,8 @@ absl::StatusOr<Subscription*> QueueImpl::Subscribe(
   format::SubRecord record;
   std::string value;
   const std::string key = format::SubKey(record_.id, options.name);
-  leveldb::Status s = db_->leveldb()->Get(leveldb::ReadOptions(), key, &value);
+  leveldb::Status s =
+      CheckedGet(db_->leveldb(), CheckedReadOptions(), key, &value);
   if (s.ok()) {
     HQ_RETURN_IF_ERROR(format::DecodeSubRecord(value, &record));
     HQ_RETURN_IF_ERROR(check_fixed(record));
@@ -387,12 +390,13 @@ absl::Status QueueImpl::WalkLanes(
     std::string_view record_prefix,
     const std::function<absl::Status(const LaneEntry&)>& fn) {
   const bool has_topic = codec_.lane_has_topic();
-  leveldb::ReadOptions ro;
+  leveldb::ReadOptions ro = CheckedReadOptions();
   ro.fill_cache = false;
-  std::unique_ptr<leveldb::Iterator> dir(db_->leveldb()->NewIterator(ro));
+  std::unique_ptr<leveldb::Iterator> dir(
+      NewCheckedIterator(db_->leveldb(), ro));
   std::unique_ptr<leveldb::Iterator> rec;
   if (!record_prefix.empty()) {
-    rec.reset(db_->leveldb()->NewIterator(ro));
+    rec.reset(NewCheckedIterator(db_->leveldb(), ro));
     rec->Seek(leveldb::Slice(record_prefix.data(), record_prefix.size()));
   }
   auto view = [](const leveldb::Slice& s) {
@@ -477,7 +481,7 @@ absl::StatusOr<std::vector<std::pair<std::string, MessageId>>>
 QueueImpl::LaneEnds(const format::SubRecord& scope) {
   std::vector<std::pair<std::string, MessageId>> out;
   std::unique_ptr<leveldb::Iterator> msg(
-      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
   const bool has_topic = codec_.lane_has_topic();
   HQ_RETURN_IF_ERROR(WalkLanes("", [&](const LaneEntry& e) -> absl::Status {
     if (!scope.partitions.empty() &&
@@ -531,7 +535,8 @@ absl::Status QueueImpl::Unsubscribe(std::string_view name) {
   const std::string key = format::SubKey(record_.id, name);
   std::string value;
   format::SubRecord record;
-  leveldb::Status ls = db_->leveldb()->Get(leveldb::ReadOptions(), key, &value);
+  leveldb::Status ls =
+      CheckedGet(db_->leveldb(), CheckedReadOptions(), key, &value);
   if (ls.IsNotFound()) {
     s = absl::NotFoundError(absl::StrCat(
         "queue '", name_, "' has no subscription '", Av(name), "'"));
@@ -546,7 +551,7 @@ absl::Status QueueImpl::Unsubscribe(std::string_view name) {
     const std::string prefix = format::GroupRecordPrefix(format::kCheckpointTag,
                                                          record_.id, record.id);
     std::unique_ptr<leveldb::Iterator> it(
-        db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+        NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
     for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
          it->Next()) {
       b.Delete(it->key());

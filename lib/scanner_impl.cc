@@ -30,6 +30,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "lib/checked_read.h"
 #include "lib/coding.h"
 #include "lib/db_impl.h"
 #include "lib/format.h"
@@ -115,9 +116,9 @@ class ScannerImpl final : public Scanner {
     filter_rows_ = !codec_.lane_has_topic() && !topics_.empty();
 
     snapshot_ = db_->leveldb()->GetSnapshot();
-    leveldb::ReadOptions ro;
+    leveldb::ReadOptions ro = CheckedReadOptions();
     ro.snapshot = snapshot_;
-    iter_.reset(db_->leveldb()->NewIterator(ro));
+    iter_.reset(NewCheckedIterator(db_->leveldb(), ro));
 
     if (merged_) {
       while (true) {
@@ -428,9 +429,9 @@ class ScannerImpl final : public Scanner {
   // the partition has no more (then moves to the next partition).
   std::unique_ptr<Lane> NextDirectoryLane(uint32_t p) {
     if (dir_iter_ == nullptr) {
-      leveldb::ReadOptions ro;
+      leveldb::ReadOptions ro = CheckedReadOptions();
       ro.snapshot = snapshot_;
-      dir_iter_.reset(db_->leveldb()->NewIterator(ro));
+      dir_iter_.reset(NewCheckedIterator(db_->leveldb(), ro));
     }
     const std::string dir_prefix = format::LaneDirPrefix(queue_id_, p);
     if (!dir_started_) {
@@ -507,10 +508,11 @@ class ScannerImpl final : public Scanner {
         }
         std::string dir_key;
         format::AppendLaneDirKey(&dir_key, lane->prefix);
-        leveldb::ReadOptions ro;
+        leveldb::ReadOptions ro = CheckedReadOptions();
         ro.snapshot = snapshot_;
         std::string ignored;
-        const leveldb::Status s = db_->leveldb()->Get(ro, dir_key, &ignored);
+        const leveldb::Status s =
+            CheckedGet(db_->leveldb(), ro, dir_key, &ignored);
         if (s.IsNotFound()) continue;  // Never written.
         if (!s.ok()) {
           Fail(FromLevelDb(s, "reading the lane directory"));

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "lib/checked_read.h"
 #include "lib/coding.h"
 #include "lib/db_impl.h"
 #include "lib/layout_codec.h"
@@ -104,8 +105,8 @@ absl::StatusOr<SubscriptionImpl::Lane*> SubscriptionImpl::GetLane(
     lane->written_exists = true;
   } else {
     std::string value;
-    leveldb::Status s = db_->leveldb()->Get(leveldb::ReadOptions(),
-                                            CheckpointKey(prefix), &value);
+    leveldb::Status s = CheckedGet(db_->leveldb(), CheckedReadOptions(),
+                                   CheckpointKey(prefix), &value);
     if (s.ok()) {
       if (!format::DecodeCheckpoint(value, &at)) {
         return absl::DataLossError(absl::StrCat(
@@ -169,7 +170,7 @@ absl::Status SubscriptionImpl::Load() {
   const bool has_topic = queue_->codec().lane_has_topic();
   const MessageId cutoff = queue_->TtlCutoff(db_->clock()->Now());
   std::unique_ptr<leveldb::Iterator> msg(
-      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
   return queue_->WalkLanes(
       format::GroupRecordPrefix(format::kCheckpointTag, queue_->id(),
                                 record_.id),
@@ -221,7 +222,7 @@ absl::Status SubscriptionImpl::Fill() {
   const bool has_topic = queue_->codec().lane_has_topic();
   const MessageId cutoff = queue_->TtlCutoff(db_->clock()->Now());
   std::unique_ptr<leveldb::Iterator> it(
-      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
   std::string seek;
   const size_t lanes = active_.size();
   for (size_t k = 0; k < lanes && !Full(); ++k) {
@@ -526,7 +527,7 @@ absl::StatusOr<SubscriptionStats> SubscriptionImpl::Stats() {
   const bool has_topic = queue_->codec().lane_has_topic();
   // Lanes not in memory are idle: their checkpoints are as written.
   std::unique_ptr<leveldb::Iterator> cp(
-      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
   const std::string cp_prefix = format::GroupRecordPrefix(
       format::kCheckpointTag, queue_->id(), record_.id);
   std::string prefix;
@@ -550,7 +551,7 @@ absl::StatusOr<SubscriptionStats> SubscriptionImpl::Stats() {
   HQ_RETURN_IF_ERROR(FromLevelDb(cp->status(), "reading checkpoints"));
   const MessageId cutoff = queue_->TtlCutoff(db_->clock()->Now());
   std::unique_ptr<leveldb::Iterator> it(
-      db_->leveldb()->NewIterator(leveldb::ReadOptions()));
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
   std::string seek;
   for (const Lane* lane : lanes) {
     LaneCheckpoint c;

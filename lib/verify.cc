@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "leveldb/db.h"
+#include "lib/checked_read.h"
 #include "lib/coding.h"
 #include "lib/db_impl.h"
 #include "lib/format.h"
@@ -52,8 +53,8 @@ class Verifier {
 
   absl::StatusOr<VerifyReport> Run() {
     HQ_RETURN_IF_ERROR(ReadDropMarkers());
-    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ro_));
-    lane_it_.reset(db_->NewIterator(ro_));
+    std::unique_ptr<leveldb::Iterator> it(NewCheckedIterator(db_, ro_));
+    lane_it_.reset(NewCheckedIterator(db_, ro_));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       ++report_.keys;
       key_ = View(it->key());
@@ -89,7 +90,7 @@ class Verifier {
 
   absl::Status ReadDropMarkers() {
     // Records of a queue being dropped are leftovers, not problems.
-    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ro_));
+    std::unique_ptr<leveldb::Iterator> it(NewCheckedIterator(db_, ro_));
     const std::string prefix = format::DropPrefix();
     for (it->Seek(prefix); it->Valid() && View(it->key()).starts_with(prefix);
          it->Next()) {
@@ -491,7 +492,7 @@ class Verifier {
       std::string dir;
       format::AppendLaneDirKey(&dir, lane);
       std::string unused;
-      const leveldb::Status s = db_->Get(ro_, dir, &unused);
+      const leveldb::Status s = CheckedGet(db_, ro_, dir, &unused);
       if (s.IsNotFound())
         Problem("message lane missing from the lane directory");
     }
@@ -543,7 +544,7 @@ class Verifier {
 absl::StatusOr<VerifyReport> DbImpl::Verify() {
   OpScope op(this);
   HQ_RETURN_IF_ERROR(op.status());
-  leveldb::ReadOptions ro;
+  leveldb::ReadOptions ro = CheckedReadOptions();
   ro.fill_cache = false;
   ro.verify_checksums = true;
   ro.snapshot = db_->GetSnapshot();

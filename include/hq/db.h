@@ -37,6 +37,37 @@ struct VerifyProblem {
   std::string description;
 };
 
+// What Db::Open's recovery dropped from LevelDB's write-ahead logs
+// (Options::recovery). Empty when the logs were intact.
+struct RecoveryReport {
+  struct Dropped {
+    std::string file;     // The log, e.g. "000012.log".
+    uint64_t offset = 0;  // Where the dropped part begins: the end of the
+                          // last intact record before the damage.
+    uint64_t bytes = 0;   // Bytes dropped, from offset to the log's end.
+    std::string damage;   // What is wrong at the damage ("checksum
+                          // mismatch"), or "after a damaged earlier log".
+    // Intact records among the dropped bytes: writes that had survived
+    // but are dropped to keep a prefix. 0 with `torn_tail`.
+    int64_t records = 0;
+    // The damage reached the end of the last log with nothing intact
+    // after it: the unwritten tail a power cut leaves, not a hole.
+    bool torn_tail = false;
+    // Where the dropped bytes are kept, relative to the Db's directory
+    // ("dropped/000012.log.hole-at-4096"). hq never deletes them.
+    std::string saved_as;
+  };
+  std::vector<Dropped> dropped;
+
+  // True if no intact record was dropped (nothing, or only a torn tail).
+  bool lost_nothing_intact() const {
+    for (const Dropped& d : dropped) {
+      if (!d.torn_tail) return false;
+    }
+    return true;
+  }
+};
+
 // What Db::Verify found.
 struct VerifyReport {
   int64_t keys = 0;      // Keys examined: every key of the Db.
@@ -168,6 +199,9 @@ class Db {
   // The Db's lease manager (lease.h), driven by Options::clock. Owned by
   // the Db; its leases end (without running) when the Db is destroyed.
   virtual LeaseManager* leases() = 0;
+
+  // What this Open's recovery dropped from damaged logs (Options::recovery).
+  virtual const RecoveryReport& recovery() const = 0;
 };
 
 }  // namespace hq

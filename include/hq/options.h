@@ -56,9 +56,30 @@ struct Options {
   // Default: nullptr, meaning leveldb::Env::Default() (the file system).
   leveldb::Env* env = nullptr;
 
-  // Check stored data aggressively (LevelDB paranoid_checks): a corrupt
-  // record makes reads fail instead of being skipped. Default: false.
-  bool paranoid_checks = false;
+  // What Open does when a write-ahead log is damaged (bit rot, a bad
+  // sector, a power cut that lost a page in the middle of unsynced data).
+  // A record cut short at the very end of a log, which a killed writer
+  // leaves, is never damage: it was not acknowledged as durable, and Open
+  // ignores it in both modes. Either way every read checks what it reads:
+  // a damaged table block fails the read with DataLoss naming its file.
+  enum class Recovery {
+    // Open recovers to the last intact record before the first damage:
+    // that record and every one before it survive, and every later record
+    // of that log and every later log is dropped, so what survives is a
+    // prefix of the writes in commit order, never a hole. Dropped bytes
+    // are kept in the directory's "dropped" folder (never deleted) and
+    // listed by Db::recovery() and Db::Verify.
+    kPointInTime,
+    // If recovering to the point in time would drop an intact record (a
+    // hole: damage with intact records after it, or a later log), Open
+    // fails with DataLoss, naming the log, the offset and what is wrong,
+    // and changes nothing. A torn tail (damage at the end of the last log
+    // with nothing intact after it: the unwritten tail of a power cut) is
+    // cut and kept as under kPointInTime.
+    kAbsoluteConsistency,
+  };
+  // Default: kPointInTime (RocksDB's default WAL recovery mode too).
+  Recovery recovery = Recovery::kPointInTime;
 
   // A Scanner not called for this long expires (HBase's scanner lease): its
   // iterator and snapshot are released at once and its next call fails

@@ -1,0 +1,65 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// Reads that check what they read. Every LevelDB read of hq goes through
+// these:
+//   - CheckedReadOptions(): ReadOptions with verify_checksums set;
+//   - NewCheckedIterator(): an iterator that stops at the first error. A
+//     LevelDB iterator can stay Valid() past a damaged block (its two-level
+//     iterator steps to the next block and keeps the error in status()),
+//     so a loop that checks status() only once Valid() is false would
+//     answer short without an error;
+//   - CheckedGet(): a Get whose "not found" means the key is absent, never
+//     that a table file is missing (LevelDB reports both as NotFound).
+// Errors come back as leveldb::Status::Corruption naming what is damaged
+// (FromLevelDb turns that into absl DataLoss).
+//
+// TableCheckEnv, the Env hq opens LevelDB through, checks the CRC of every
+// table block read and fails the read with a message naming the file.
+
+#ifndef HQ_LIB_CHECKED_READ_H_
+#define HQ_LIB_CHECKED_READ_H_
+
+#include <string>
+
+#include "leveldb/db.h"
+#include "leveldb/env.h"
+#include "leveldb/iterator.h"
+#include "leveldb/options.h"
+
+namespace hq {
+
+// ReadOptions for every hq read: checksums verified.
+inline leveldb::ReadOptions CheckedReadOptions() {
+  leveldb::ReadOptions ro;
+  ro.verify_checksums = true;
+  return ro;
+}
+
+// A new iterator over `db` that is not Valid() once its source reports an
+// error, and whose status() then names the damage and the keys around it.
+// The error is sticky: no later Seek makes it Valid() again. Caller owns
+// the result.
+leveldb::Iterator* NewCheckedIterator(leveldb::DB* db,
+                                      const leveldb::ReadOptions& ro);
+
+// db->Get, except that a table file that cannot be found is Corruption
+// (naming the file), not NotFound.
+leveldb::Status CheckedGet(leveldb::DB* db, const leveldb::ReadOptions& ro,
+                           const leveldb::Slice& key, std::string* value);
+
+// A leveldb::Env wrapper that checks every block read from a table file
+// (.ldb, .sst) against its CRC-32C, and the table's magic number, before
+// LevelDB sees it. A mismatch or a short read fails the read with
+// Corruption: "table file <path>: block at offset O (N bytes): checksum
+// mismatch" (LevelDB's own check names no file). Thread-safe as its base.
+class TableCheckEnv final : public leveldb::EnvWrapper {
+ public:
+  explicit TableCheckEnv(leveldb::Env* base) : leveldb::EnvWrapper(base) {}
+
+  leveldb::Status NewRandomAccessFile(
+      const std::string& name, leveldb::RandomAccessFile** result) override;
+};
+
+}  // namespace hq
+
+#endif  // HQ_LIB_CHECKED_READ_H_
