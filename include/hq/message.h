@@ -123,6 +123,9 @@ struct MessageView {
   std::string_view payload;
   // Its delayed-delivery time; InfinitePast() if it had none.
   absl::Time not_before = absl::InfinitePast();
+  // The dedup key it was written with (Message::dedup_key); empty if none.
+  // Scanners set it; subscription listeners and claimed tasks see it empty.
+  std::string_view dedup_key;
 };
 
 }  // namespace hq
