@@ -315,19 +315,103 @@ TEST_CASE("hq reports bad arguments with exit code 2 and a usage line") {
   CHECK_FALSE(std::filesystem::exists(empty.Sub("none")));  // Not created.
 }
 
-TEST_CASE("hq refuses a Db another process has open") {
+TEST_CASE("hq refuses to change a Db another process has open") {
   Sample s;
   s.fixture().Reopen();  // This test process holds it.
-  Result r = Run({s.db_flag(), "ls"});
-  CHECK(r.code == 4);
-  CHECK(absl::StrContains(r.err, "hq: hq database directory '" + s.path() +
-                                     "' is in use by another process"));
-  CHECK(r.out.empty());
-  r = Run({s.db_flag(), "verify", "--lock_wait=100ms"});
-  CHECK(r.code == 4);
+  const std::string pid = std::to_string(getpid());
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{
+           {s.db_flag(), "put", "q"},
+           {s.db_flag(), "create", "r"},
+           {s.db_flag(), "compact", "--lock_wait=100ms"},
+           {s.db_flag(), "dead", "q", "g", "--requeue"}}) {
+    const Result r = Run(args, "x\n");
+    INFO(absl::StrJoin(args, " "));
+    CHECK(r.code == 4);
+    CHECK(absl::StartsWith(r.err, "hq: hq database directory '" + s.path() +
+                                      "' is in use by another process"));
+    CHECK(absl::EndsWith(r.err, "; its LOCK is held by pid " + pid + "\n"));
+    CHECK(r.out.empty());
+  }
+  Result r = Run({s.db_flag(), "put", "q", "--json"}, "x\n");
+  CHECK(absl::StrContains(r.out, "\"exit_code\":4,"));
+  CHECK(absl::StrContains(r.out, "\"owner_pid\":" + pid + "}}"));
   s.fixture().Close();
-  r = Run({s.db_flag(), "ls"});
+  r = Run({s.db_flag(), "put", "q"}, "x\n");
   CHECK(r.code == 0);
+}
+
+// Names, sizes and modification times of the files in `dir`.
+std::map<std::string, std::pair<uintmax_t, int64_t>> Listing(
+    const std::string& dir) {
+  std::map<std::string, std::pair<uintmax_t, int64_t>> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    out[e.path().filename().string()] = {
+        e.is_directory() ? 0 : e.file_size(),
+        e.last_write_time().time_since_epoch().count()};
+  }
+  return out;
+}
+
+TEST_CASE("issue20: hq reads a Db another process has open from a copy") {
+  Sample s;
+  s.fixture().Reopen();  // This test process is the owner.
+  Queue* q = ValueOrDie(s.fixture().db()->OpenQueue("q"));
+  // Written by the owner and not synced: in its log only.
+  ValueOrDie(q->Put({.payload = "live1", .partition = 1}));
+  const std::string pid = std::to_string(getpid());
+  const std::string parent =
+      std::filesystem::path(s.path()).parent_path().string();
+  const auto files = Listing(s.path());
+  const auto beside = Listing(parent);
+
+  Result r = Run({s.db_flag(), "scan", "q", "--json", "--partitions=1"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(absl::StartsWith(r.out,
+                         "{\"view\":{\"kind\":\"live_copy\","
+                         "\"owner_pid\":" +
+                             pid + ",\"taken\":\""));
+  CHECK(absl::StrContains(r.out,
+                          "\"in_flight_visible\":false},"
+                          "\"messages\":["));
+  CHECK(absl::StrContains(r.out, "\"payload\":\"live1\""));
+  CHECK(r.err.empty());
+
+  r = Run({s.db_flag(), "stat", "q"});
+  REQUIRE(r.code == 0);
+  CHECK(absl::StartsWith(r.err, "hq: live view: " + s.path() +
+                                    " is open in process " + pid +
+                                    "; this is a copy taken at "));
+  CHECK(absl::StrContains(r.out, "queue q: 2 partitions"));
+  for (const char* cmd : {"ls", "groups", "verify"}) {
+    r = Run({s.db_flag(), cmd});
+    INFO(cmd << ": " << r.err);
+    CHECK(r.code == 0);
+  }
+  r = Run({s.db_flag(), "dead", "q", "g", "--json"});
+  CHECK(r.code == 0);
+  CHECK(absl::StrContains(r.out, "\"dead_letters\":[{"));
+
+  // The live directory is as it was, and no copy is left beside it.
+  auto describe = [](const auto& listing) {
+    std::string out;
+    for (const auto& [name, st] : listing)
+      out += absl::StrCat(name, " ", st.first, " ", st.second, "\n");
+    return out;
+  };
+  INFO("before:\n"
+       << describe(files) << "after:\n"
+       << describe(Listing(s.path())));
+  CHECK(Listing(s.path()) == files);
+  CHECK(Listing(parent) == beside);
+  // The owner goes on.
+  ValueOrDie(q->Put({.payload = "live2", .partition = 1}));
+  s.fixture().Close();
+  r = Run({s.db_flag(), "scan", "q", "--partitions=1"});
+  CHECK(absl::StrContains(r.out, "live1"));
+  CHECK(absl::StrContains(r.out, "live2"));
+  CHECK(r.err.empty());  // Not a view now.
 }
 
 TEST_CASE("hq put writes stdin lines or files as messages") {

@@ -62,6 +62,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "tools/live_view.h"
 #include "tools/output.h"
 #include "tools/stop_signals.h"
 
@@ -159,7 +160,8 @@ constexpr char kUsage[] =
     "Common flags: --json (one JSON document), --lock_wait=DURATION (retry\n"
     "while another process has the database open), --width=N (table cell\n"
     "width), --version. With --json, a failure is also a JSON object\n"
-    "{\"error\":{...}} on stdout. Exit codes: 0 ok, 1 error, 2 usage, 3 verify\n"
+    "{\"error\":{...}} on stdout. Exit codes: 0 ok, 1 error, 2 usage, 3 "
+    "verify\n"
     "found problems, 4 database in use by another process.\n";
 
 // A failure with its exit code. Thrown only within this file (by the
@@ -181,7 +183,16 @@ Failure Usage(std::string message) {
 Failure FromStatus(const absl::Status& s) {
   if (absl::IsFailedPrecondition(s) &&
       absl::StrContains(s.message(), "in use by another process")) {
-    return {kExitLocked, std::string(s.message()), s.code()};
+    Failure f{kExitLocked, std::string(s.message()), s.code()};
+    // LevelDB's lock error names no process: LOCK's record lock does.
+    std::string db = absl::GetFlag(FLAGS_db);
+    if (db.empty() && std::getenv("HQ_DB") != nullptr)
+      db = std::getenv("HQ_DB");
+    if (absl::StatusOr<pid_t> pid = LockOwner(db); pid.ok() && *pid > 0) {
+      f.message = absl::StrCat(f.message, "; its LOCK is held by pid ", *pid);
+      f.details.push_back({"owner_pid", *pid});
+    }
+    return f;
   }
   return {kExitError, std::string(s.message()), s.code()};
 }
@@ -217,7 +228,42 @@ std::string Count(uint64_t n, bool exact) {
   return exact ? std::to_string(n) : absl::StrCat(">=", n);
 }
 
-void PrintJson(const Json& j) { std::printf("%s\n", j.str().c_str()); }
+// ------------------------------------------------------------ live view
+
+// Set by Main: the subcommand only reads, so a database that another process
+// holds is read from a LiveCopy (tools/live_view.h) instead of failing.
+bool g_read_only = false;
+
+// The copy read instead of the database, if any; destroyed at exit, after
+// every Db (they live in the subcommands).
+std::optional<LiveCopy> g_live_copy;
+pid_t g_live_owner = 0;
+
+// The "view" member of every JSON document: how old the data is.
+std::string ViewJson() {
+  if (!g_live_copy) return "";
+  Json j;
+  j.BeginObject().Key("kind").String("live_copy");
+  j.Key("owner_pid").Int(g_live_owner);
+  j.Key("taken").String(TimeText(g_live_copy->taken()));
+  j.Key("age_ms").Int(
+      absl::ToInt64Milliseconds(absl::Now() - g_live_copy->taken()));
+  j.Key("took_ms").Int(absl::ToInt64Milliseconds(g_live_copy->took()));
+  j.Key("in_flight_visible").Bool(false).EndObject();
+  return j.str();
+}
+
+// Prints a JSON document; on a live copy, with a first member "view".
+void PrintJson(const Json& j) {
+  const std::string view = ViewJson();
+  const std::string& doc = j.str();
+  if (view.empty() || doc.size() < 2 || doc[0] != '{') {
+    std::printf("%s\n", doc.c_str());
+  } else {
+    std::printf("{\"view\":%s%s%s\n", view.c_str(), doc == "{}" ? "" : ",",
+                doc.c_str() + 1);
+  }
+}
 
 // ---------------------------------------------------------------- opening
 
@@ -249,6 +295,40 @@ void CheckIsDb(const std::string& path) {
   }
 }
 
+// Opens a copy of the database at `path`, which another process holds, and
+// says so on stderr (in JSON: PrintJson's "view").
+std::unique_ptr<Db> OpenLiveCopy(const std::string& path, Options options) {
+  absl::StatusOr<pid_t> owner = LockOwner(path);
+  g_live_owner = owner.ok() ? *owner : 0;
+  g_live_copy.emplace(Must(LiveCopy::Take(path)));
+  options.create_if_missing = false;
+  std::unique_ptr<Db> db = Must(Db::Open(g_live_copy->path(), options));
+  if (!absl::GetFlag(FLAGS_json)) {
+    std::fprintf(stderr,
+                 "hq: live view: %s is open in process %d; this is a copy "
+                 "taken at %s (%s to take): what a restart would recover, "
+                 "so tasks in flight there count as REDELIVERY here, not "
+                 "IN_FLIGHT\n",
+                 path.c_str(), static_cast<int>(g_live_owner),
+                 TimeText(g_live_copy->taken()).c_str(),
+                 absl::FormatDuration(g_live_copy->took()).c_str());
+  }
+  return db;
+}
+
+// Db::Open, but only if no process holds the database's lock: LevelDB's
+// open rotates the info log (LOG to LOG.old) before it tries the lock, which
+// would take the owner's LOG away. A process that takes the lock between
+// the check and the open still gets LevelDB's lock error.
+absl::StatusOr<std::unique_ptr<Db>> OpenUnlessHeld(const std::string& path,
+                                                   const Options& options) {
+  if (absl::StatusOr<pid_t> owner = LockOwner(path); owner.ok() && *owner > 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "hq database directory '", path, "' is in use by another process"));
+  }
+  return Db::Open(path, options);
+}
+
 // Opens the Db (never creating one unless `create`), retrying while
 // another process holds it for up to --lock_wait.
 std::unique_ptr<Db> OpenDb(bool create = false) {
@@ -260,13 +340,16 @@ std::unique_ptr<Db> OpenDb(bool create = false) {
   if (!create) CheckIsDb(path);
   const absl::Time give_up = absl::Now() + absl::GetFlag(FLAGS_lock_wait);
   while (true) {
-    absl::StatusOr<std::unique_ptr<Db>> db = Db::Open(path, options);
+    absl::StatusOr<std::unique_ptr<Db>> db = OpenUnlessHeld(path, options);
     if (db.ok()) return std::move(db).value();
     if (absl::IsNotFound(db.status())) {
       throw Failure{kExitError, absl::StrCat("no hq database at ", path),
                     absl::StatusCode::kNotFound};
     }
     Failure f = FromStatus(db.status());
+    if (f.code == kExitLocked && absl::Now() >= give_up && g_read_only) {
+      return OpenLiveCopy(path, options);
+    }
     if (f.code != kExitLocked || absl::Now() >= give_up) throw f;
     // SIGINT or SIGTERM (scan --follow keeps them for a clean stop) ends
     // the wait with the lock's failure.
@@ -945,7 +1028,8 @@ int Scan(const std::vector<std::string>& args) {
     Options options;
     options.create_if_missing = false;
     options.ttl_sweep_interval = absl::ZeroDuration();
-    absl::StatusOr<std::unique_ptr<Db>> opened = Db::Open(DbPath(), options);
+    absl::StatusOr<std::unique_ptr<Db>> opened =
+        OpenUnlessHeld(DbPath(), options);
     if (!opened.ok()) {
       const Failure f = FromStatus(opened.status());
       if (f.code == kExitLocked) continue;  // Someone is writing: later.
@@ -1355,6 +1439,10 @@ int Main(int argc, char** argv) {
   const Subcommand* c = FindSubcommand(cmd);
   if (c == nullptr) throw Usage(absl::StrCat("unknown subcommand '", cmd, "'"));
   ValidateFlags(*c, cl.flags);
+  g_read_only = cmd == "ls" || cmd == "stat" || cmd == "groups" ||
+                cmd == "verify" ||
+                (cmd == "scan" && !absl::GetFlag(FLAGS_follow)) ||
+                (cmd == "dead" && !absl::GetFlag(FLAGS_requeue));
   // scan --follow stops cleanly on SIGINT or SIGTERM (exit 0); every other
   // subcommand ends at once, by the signal's default action.
   if (!(cmd == "scan" && absl::GetFlag(FLAGS_follow))) UnblockStopSignals();
