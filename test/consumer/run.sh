@@ -15,13 +15,18 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/hq-consumer-$way.XXXXXX")
 [ -n "${HQ_CONSUMER_KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
 say() { echo "run.sh $way: $*"; }
 
+# A sanitized build's libhq needs a sanitized program: the consumer is built
+# with the same -fsanitize (./hq.sh test with HQ_SANITIZE, .ci/run).
+options=$(meson introspect "$build" --buildoptions |
+  /usr/bin/python3 -c 'import json,sys; o={x["name"]:x["value"] for x in json.load(sys.stdin)}; print(o["prefix"], o["libdir"], o["b_sanitize"], sep="\t")')
+IFS=$'\t' read -r prefix libdir sanitize <<<"$options"
+[[ $libdir = /* ]] || libdir=$prefix/$libdir
+san_flags=()
+[ "$sanitize" = none ] || san_flags=(-fsanitize="$sanitize")
+
 stage() {
   meson install -C "$build" --no-rebuild --quiet --destdir "$work/stage" \
     >"$work/install.log" 2>&1 || { cat "$work/install.log"; exit 1; }
-  prefix=$(meson introspect "$build" --buildoptions |
-    /usr/bin/python3 -c 'import json,sys; o={x["name"]:x["value"] for x in json.load(sys.stdin)}; print(o["prefix"] + "\t" + o["libdir"])')
-  libdir=${prefix#*$'\t'} prefix=${prefix%$'\t'*}
-  [[ $libdir = /* ]] || libdir=$prefix/$libdir
   root=$work/stage$prefix
 }
 
@@ -30,12 +35,14 @@ case "$way" in
     stage
     export PKG_CONFIG_PATH=$work/stage$libdir/pkgconfig
     flags=$(pkg-config --define-variable=prefix="$root" --cflags --libs hq)
-    say "g++ -std=c++20 consumer.cc $flags"
-    g++ -std=c++20 -o "$work/consumer" "$src/test/consumer/consumer.cc" $flags
+    say "g++ -std=c++20 ${san_flags[*]} consumer.cc $flags"
+    g++ -std=c++20 "${san_flags[@]}" -o "$work/consumer" \
+      "$src/test/consumer/consumer.cc" $flags
     ;;
   cmake)
     stage
     cmake -S "$src/test/consumer" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$root" \
+      -DCMAKE_CXX_FLAGS="${san_flags[*]}" \
       >"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; exit 1; }
     cmake --build "$work/cmake" >>"$work/cmake.log" 2>&1 ||
       { cat "$work/cmake.log"; exit 1; }
@@ -45,8 +52,11 @@ case "$way" in
     cp -r "$src/test/consumer" "$work/project"
     mkdir "$work/project/subprojects"
     ln -s "$src" "$work/project/subprojects/hq"
+    sub_options=()
+    [ "$sanitize" = none ] ||
+      sub_options=(-Db_sanitize="$sanitize" -Db_lundef=false)
     meson setup "$work/b" "$work/project" --buildtype=plain \
-      -Dhq:default_library=shared >"$work/setup.log" 2>&1 ||
+      -Dhq:default_library=shared "${sub_options[@]}" >"$work/setup.log" 2>&1 ||
       { cat "$work/setup.log"; exit 1; }
     # hq as a subproject adds no tests and needs neither Catch2 nor SQLite.
     meson introspect "$work/b" --tests >"$work/tests.json"
