@@ -76,8 +76,12 @@ int64_t SizeOf(const std::string& path) {
 // A new empty directory for the copy: beside `db_dir`, else in $TMPDIR.
 absl::StatusOr<std::string> MakeCopyDir(const std::string& db_dir) {
   std::vector<std::string> parents;
-  fs::path parent = fs::path(db_dir).lexically_normal().parent_path();
-  parents.push_back(parent.empty() ? "." : parent.string());
+  // Never inside the Db ("--db=." or "DIR/"): the parent of its absolute
+  // path.
+  std::error_code ec;
+  fs::path dir = fs::absolute(db_dir, ec).lexically_normal();
+  if (!dir.has_filename()) dir = dir.parent_path();
+  if (!ec && dir.has_parent_path()) parents.push_back(dir.parent_path());
   const char* tmp = std::getenv("TMPDIR");
   parents.push_back(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp");
   int err = 0;
