@@ -99,6 +99,95 @@ bool IsTable(const std::string& name) {
   return absl::EndsWith(name, ".ldb") || absl::EndsWith(name, ".sst");
 }
 
+// The number in a LevelDB file name ("000204.ldb" -> 204); -1 if none.
+int64_t FileNumber(const std::string& name) {
+  int64_t n = 0;
+  size_t i = 0;
+  for (; i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i) {
+    n = n * 10 + (name[i] - '0');
+  }
+  return i == 0 || i > 18 ? -1 : n;
+}
+
+bool GetVarint(std::string_view* in, uint64_t* v) {
+  *v = 0;
+  for (int shift = 0; shift <= 63 && !in->empty(); shift += 7) {
+    const uint8_t b = static_cast<uint8_t>(in->front());
+    in->remove_prefix(1);
+    *v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+bool SkipSlice(std::string_view* in) {
+  uint64_t len;
+  if (!GetVarint(in, &len) || len > in->size()) return false;
+  in->remove_prefix(len);
+  return true;
+}
+
+// LevelDB's MANIFEST (a log of VersionEdits; leveldb db/log_format.h and
+// db/version_edit.cc): the last next-file-number it records, or -1 if it
+// cannot be read. Tags: 1 comparator (slice), 2 log number, 3 next file
+// number, 4 last sequence, 9 previous log number (varints), 5 compact
+// pointer (level, slice), 6 deleted file (level, number), 7 new file
+// (level, number, size, two slices).
+int64_t NextFileNumber(std::string_view manifest) {
+  constexpr size_t kBlock = 32768, kHeader = 7;
+  std::string record;
+  int64_t next = -1;
+  for (size_t pos = 0; pos + kHeader <= manifest.size();) {
+    const size_t left_in_block = kBlock - pos % kBlock;
+    if (left_in_block < kHeader) {
+      pos += left_in_block;  // Trailer.
+      continue;
+    }
+    const uint8_t* h = reinterpret_cast<const uint8_t*>(manifest.data() + pos);
+    const size_t len = h[4] | (size_t{h[5]} << 8);
+    const int type = h[6];
+    if (pos + kHeader + len > manifest.size()) break;  // A torn tail.
+    const std::string_view data = manifest.substr(pos + kHeader, len);
+    pos += kHeader + len;
+    if (type == 1 || type == 2) record.assign(data);  // Full, first.
+    if (type == 3 || type == 4) record.append(data);  // Middle, last.
+    if (type != 1 && type != 4) continue;
+    std::string_view in = record;
+    uint64_t tag, v;
+    while (!in.empty() && GetVarint(&in, &tag)) {
+      bool ok = true;
+      switch (tag) {
+        case 1:
+          ok = SkipSlice(&in);
+          break;
+        case 2:
+        case 4:
+        case 9:
+          ok = GetVarint(&in, &v);
+          break;
+        case 3:
+          ok = GetVarint(&in, &v);
+          if (ok) next = static_cast<int64_t>(v);
+          break;
+        case 5:
+          ok = GetVarint(&in, &v) && SkipSlice(&in);
+          break;
+        case 6:
+          ok = GetVarint(&in, &v) && GetVarint(&in, &v);
+          break;
+        case 7:
+          ok = GetVarint(&in, &v) && GetVarint(&in, &v) && GetVarint(&in, &v) &&
+               SkipSlice(&in) && SkipSlice(&in);
+          break;
+        default:
+          ok = false;
+      }
+      if (!ok) return -1;
+    }
+  }
+  return next;
+}
+
 // One attempt. NotFound: a file went away under it (try again).
 absl::Status CopyOnce(const std::string& from, const std::string& to,
                       uint64_t* copied_bytes) {
@@ -111,6 +200,14 @@ absl::Status CopyOnce(const std::string& from, const std::string& to,
   // The MANIFEST first: every file it needs is older than it.
   absl::StatusOr<std::string> manifest_data = ReadAll(from + "/" + manifest);
   if (!manifest_data.ok()) return manifest_data.status();
+  // Files numbered from the MANIFEST's next file number on were not yet
+  // allocated when it was written: a table still being built, which the
+  // copy must not share, since the copy's LevelDB hands out the same
+  // numbers and would truncate it through the link.
+  const int64_t next_file = NextFileNumber(*manifest_data);
+  if (next_file < 0) {
+    return absl::NotFoundError(absl::StrCat("cannot read ", manifest));
+  }
   std::error_code ec;
   std::vector<std::string> names;
   for (const fs::directory_entry& e : fs::directory_iterator(from, ec)) {
@@ -120,6 +217,8 @@ absl::Status CopyOnce(const std::string& from, const std::string& to,
   for (const std::string& name : names) {
     const std::string src = from + "/" + name, dst = to + "/" + name;
     if (IsTable(name)) {
+      const int64_t number = FileNumber(name);
+      if (number < 0 || number >= next_file) continue;
       if (link(src.c_str(), dst.c_str()) == 0) continue;
       if (errno == ENOENT) return ErrnoStatus(src, ENOENT);
       // Another file system, or links not allowed: copy it.

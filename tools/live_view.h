@@ -8,9 +8,12 @@
 //
 // LiveCopy takes a crash-consistent copy of the directory without the
 // owner's help and without changing the directory: the table files, which
-// LevelDB never modifies, are hard-linked (copied when linking fails, e.g.
-// across file systems); the current MANIFEST and the write-ahead logs are
-// copied; CURRENT is written. The copy is valid if the MANIFEST named by
+// LevelDB never modifies once written, are hard-linked (copied when linking
+// fails, e.g. across file systems); the current MANIFEST and the write-ahead
+// logs are copied; CURRENT is written. Tables numbered from the MANIFEST's
+// next file number on are left out: one may still be being written, and the
+// copy's LevelDB, handing out those numbers itself, would truncate it
+// through the link. The copy is valid if the MANIFEST named by
 // CURRENT did not change while it was taken (every flush and compaction
 // records itself there before deleting a file, so no file the copied
 // MANIFEST needs can have gone); otherwise it is taken again. Opening the
