@@ -22,7 +22,7 @@ else
 fi
 
 PACKAGES=(g++ meson ninja-build pkg-config cmake libleveldb-dev libabsl-dev
-          catch2 libxxhash-dev libsqlite3-dev python3)
+          catch2 libxxhash-dev libsqlite3-dev python3 help2man)
 
 install_missing() {
   local missing=()

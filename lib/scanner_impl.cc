@@ -201,7 +201,7 @@ class ScannerImpl final : public Scanner {
     view_.partition = lane->partition;
     uint64_t not_before_ms;
     if (!format::DecodeMessageValue(value, &view_.key, &view_.payload,
-                                    &not_before_ms)) {
+                                    &not_before_ms, &view_.dedup_key)) {
       return Fail(absl::DataLossError(
           absl::StrCat("undecodable message value in partition ",
                        lane->partition, " at id ", view_.id.ToString())));

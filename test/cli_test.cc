@@ -7,9 +7,12 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -18,11 +21,13 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "catch2/catch.hpp"
@@ -57,8 +62,10 @@ struct Result {
 
 // Runs hq with `args` (and `env_db`, if not empty, as $HQ_DB; else HQ_DB
 // unset), feeding `input` to its stdin. Waits for it to exit.
+// With `file_size_limit` > 0, hq runs under RLIMIT_FSIZE (and SIGXFSZ
+// ignored): a write past that size fails with EFBIG, as on a full disk.
 Result Run(const std::vector<std::string>& args, const std::string& input = "",
-           const std::string& env_db = "") {
+           const std::string& env_db = "", rlim_t file_size_limit = 0) {
   TempDir io;
   const std::string in_path = io.Sub("in"), out_path = io.Sub("out"),
                     err_path = io.Sub("err");
@@ -76,6 +83,11 @@ Result Run(const std::vector<std::string>& args, const std::string& input = "",
     dup2(in, 0);
     dup2(out, 1);
     dup2(err, 2);
+    if (file_size_limit > 0) {
+      signal(SIGXFSZ, SIG_IGN);
+      const struct rlimit limit = {file_size_limit, file_size_limit};
+      setrlimit(RLIMIT_FSIZE, &limit);
+    }
     if (env_db.empty()) {
       unsetenv("HQ_DB");
     } else {
@@ -185,10 +197,19 @@ TEST_CASE("hq stat shows partitions, groups and subscriptions") {
                           "\"groups\":[{\"name\":\"g\",\"ordered\":"
                           "false,\"topics\":[]"));
   CHECK(absl::StrContains(r.out, "\"dead_letter_queue\":\"q.dead.g\""));
-  CHECK(Occurrences(r.out, "\"scan\":") == 2);  // Two lanes' cursors.
+  // Per partition by default; lanes' cursors only with --lanes.
+  CHECK(Occurrences(r.out, "\"scan\":") == 0);
+  CHECK(absl::StrContains(r.out,
+                          "\"partitions\":[{\"partition\":0,"
+                          "\"lanes\":1,\"min_completion\":"));
   CHECK(absl::StrContains(r.out,
                           "\"subscriptions\":[{\"name\":\"s\","
                           "\"lag\":3,\"lag_exact\":true"));
+  CHECK(Occurrences(r.out, "\"checkpoint\":") == 0);
+  CHECK(absl::StrContains(r.out, "\"min_checkpoint\":"));
+  r = Run({s.db_flag(), "stat", "q", "--json", "--lanes=10"});
+  REQUIRE(r.code == 0);
+  CHECK(Occurrences(r.out, "\"scan\":") == 2);  // Two lanes' cursors.
   CHECK(Occurrences(r.out, "\"checkpoint\":") == 2);
 
   r = Run({s.db_flag(), "groups", "--json"});
@@ -296,19 +317,132 @@ TEST_CASE("hq reports bad arguments with exit code 2 and a usage line") {
   CHECK_FALSE(std::filesystem::exists(empty.Sub("none")));  // Not created.
 }
 
-TEST_CASE("hq refuses a Db another process has open") {
+TEST_CASE("hq refuses to change a Db another process has open") {
   Sample s;
   s.fixture().Reopen();  // This test process holds it.
-  Result r = Run({s.db_flag(), "ls"});
-  CHECK(r.code == 4);
-  CHECK(absl::StrContains(r.err, "hq: hq database directory '" + s.path() +
-                                     "' is in use by another process"));
-  CHECK(r.out.empty());
-  r = Run({s.db_flag(), "verify", "--lock_wait=100ms"});
-  CHECK(r.code == 4);
+  const std::string pid = std::to_string(getpid());
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{
+           {s.db_flag(), "put", "q"},
+           {s.db_flag(), "create", "r"},
+           {s.db_flag(), "compact", "--lock_wait=100ms"},
+           {s.db_flag(), "dead", "q", "g", "--requeue"}}) {
+    const Result r = Run(args, "x\n");
+    INFO(absl::StrJoin(args, " "));
+    CHECK(r.code == 4);
+    CHECK(absl::StartsWith(r.err, "hq: hq database directory '" + s.path() +
+                                      "' is in use by another process"));
+    CHECK(absl::EndsWith(r.err, "; its LOCK is held by pid " + pid + "\n"));
+    CHECK(r.out.empty());
+  }
+  Result r = Run({s.db_flag(), "put", "q", "--json"}, "x\n");
+  CHECK(absl::StrContains(r.out, "\"exit_code\":4,"));
+  CHECK(absl::StrContains(r.out, "\"owner_pid\":" + pid + "}}"));
   s.fixture().Close();
-  r = Run({s.db_flag(), "ls"});
+  r = Run({s.db_flag(), "put", "q"}, "x\n");
   CHECK(r.code == 0);
+}
+
+// Names, sizes and modification times of the files in `dir`.
+std::map<std::string, std::pair<uintmax_t, int64_t>> Listing(
+    const std::string& dir) {
+  std::map<std::string, std::pair<uintmax_t, int64_t>> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    out[e.path().filename().string()] = {
+        e.is_directory() ? 0 : e.file_size(),
+        e.last_write_time().time_since_epoch().count()};
+  }
+  return out;
+}
+
+TEST_CASE("issue20: hq reads a Db another process has open from a copy") {
+  Sample s;
+  s.fixture().Reopen();  // This test process is the owner.
+  Queue* q = ValueOrDie(s.fixture().db()->OpenQueue("q"));
+  // Written by the owner and not synced: in its log only.
+  ValueOrDie(q->Put({.payload = "live1", .partition = 1}));
+  const std::string pid = std::to_string(getpid());
+  const std::string parent =
+      std::filesystem::path(s.path()).parent_path().string();
+  const auto files = Listing(s.path());
+  const auto beside = Listing(parent);
+
+  Result r = Run({s.db_flag(), "scan", "q", "--json", "--partitions=1"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(absl::StartsWith(r.out,
+                         "{\"view\":{\"kind\":\"live_copy\","
+                         "\"owner_pid\":" +
+                             pid + ",\"taken\":\""));
+  CHECK(absl::StrContains(r.out,
+                          "\"in_flight_visible\":false},"
+                          "\"messages\":["));
+  CHECK(absl::StrContains(r.out, "\"payload\":\"live1\""));
+  CHECK(r.err.empty());
+
+  r = Run({s.db_flag(), "stat", "q"});
+  REQUIRE(r.code == 0);
+  CHECK(absl::StartsWith(r.err, "hq: live view: " + s.path() +
+                                    " is open in process " + pid +
+                                    "; this is a copy taken at "));
+  CHECK(absl::StrContains(r.out, "queue q: 2 partitions"));
+  for (const char* cmd : {"ls", "groups", "verify"}) {
+    r = Run({s.db_flag(), cmd});
+    INFO(cmd << ": " << r.err);
+    CHECK(r.code == 0);
+  }
+  r = Run({s.db_flag(), "dead", "q", "g", "--json"});
+  CHECK(r.code == 0);
+  CHECK(absl::StrContains(r.out, "\"dead_letters\":[{"));
+
+  // The live directory is as it was, and no copy is left beside it.
+  auto describe = [](const auto& listing) {
+    std::string out;
+    for (const auto& [name, st] : listing)
+      out += absl::StrCat(name, " ", st.first, " ", st.second, "\n");
+    return out;
+  };
+  INFO("before:\n"
+       << describe(files) << "after:\n"
+       << describe(Listing(s.path())));
+  CHECK(Listing(s.path()) == files);
+  CHECK(Listing(parent) == beside);
+  // The owner goes on.
+  ValueOrDie(q->Put({.payload = "live2", .partition = 1}));
+  s.fixture().Close();
+  r = Run({s.db_flag(), "scan", "q", "--partitions=1"});
+  CHECK(absl::StrContains(r.out, "live1"));
+  CHECK(absl::StrContains(r.out, "live2"));
+  CHECK(r.err.empty());  // Not a view now.
+}
+
+TEST_CASE("issue20: the live view of a Db being written and compacted") {
+  Options options = NoBackgroundSweeps();
+  options.write_buffer_bytes = 64 << 10;  // Flushes and compactions.
+  DbFixture f(Storage::kDisk, options);
+  Queue* q = ValueOrDie(f.db()->CreateQueue("w", {.partitions = 2}));
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> committed{0};
+  std::thread writer([&] {
+    const std::string pad(200, 'x');
+    for (int64_t i = 0; !stop.load(); ++i) {
+      if (!q->Put({.payload = absl::StrCat(i, pad)}).ok()) return;
+      committed.store(i + 1);
+    }
+  });
+  // Every run answers, and sees at least what was written before it began:
+  // the copy is of the Db as of a moment after that.
+  for (int run = 0; run < 8; ++run) {
+    const int64_t before = committed.load();
+    const Result r = Run({"--db=" + f.path(), "scan", "w", "--json"});
+    INFO("run " << run << ": " << r.err);
+    CHECK(r.code == 0);
+    CHECK(absl::StartsWith(r.out, "{\"view\":{\"kind\":\"live_copy\""));
+    CHECK(static_cast<int64_t>(Occurrences(r.out, "\"payload\":")) >= before);
+  }
+  stop.store(true);
+  writer.join();
+  CHECK(committed.load() > 0);
 }
 
 TEST_CASE("hq put writes stdin lines or files as messages") {
@@ -503,6 +637,186 @@ TEST_CASE("hq compact sweeps expired messages and compacts") {
   CHECK(absl::StartsWith(r.out, "TTL sweep: 0 expired messages deleted"));
   r = Run({s.db_flag(), "verify"});
   CHECK(r.code == 0);
+}
+
+}  // namespace
+}  // namespace hq::test
+
+namespace hq::test {
+namespace {
+
+// The number of messages `hq scan QUEUE --json` prints, and the last payload.
+std::pair<size_t, std::string> ScanCount(const std::string& db_flag,
+                                         const std::string& queue) {
+  const Result r = Run({db_flag, "scan", queue, "--json"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const size_t n = Occurrences(r.out, "\"payload\":\"");
+  std::string last;
+  if (const size_t pos = r.out.rfind("\"payload\":\"");
+      pos != std::string::npos) {
+    last = r.out.substr(pos + 11, r.out.find('"', pos + 11) - pos - 11);
+  }
+  return {n, last};
+}
+
+TEST_CASE("issue20: a put that fails part way says how much was stored") {
+  Sample s;
+  const size_t before = ScanCount(s.db_flag(), "t").first;
+  std::string input;
+  for (int i = 1; i <= 5000; ++i) input += absl::StrFormat("%080d\n", i);
+  // 200 KiB per file: the log fills after a few batches of 1000 lines.
+  const Result r =
+      Run({s.db_flag(), "put", "t", "--json"}, input, "", 200 << 10);
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 1);
+  CHECK(absl::StrContains(r.err, "File too large"));
+  const size_t at = r.out.find("\"stored\":");
+  REQUIRE(at != std::string::npos);
+  const int stored = std::atoi(r.out.c_str() + at + 9);
+  CHECK(stored > 0);
+  CHECK(stored < 5000);
+  CHECK(stored % 1000 == 0);  // Whole batches: each is atomic.
+  CHECK(absl::StrContains(r.out, "\"total\":5000"));
+  CHECK(absl::StrContains(r.out, "\"code\":\"INTERNAL\""));
+  CHECK(absl::StrContains(
+      r.err,
+      absl::StrCat("stored the first ", stored, " of 5000 messages, lines 1..",
+                   stored, "; nothing after them: resume with line ",
+                   stored + 1, ", as tail -n +", stored + 1)));
+  // Exactly what it said is stored: lines 1..stored.
+  const auto [n, last] = ScanCount(s.db_flag(), "t");
+  CHECK(n == before + stored);
+  CHECK(last == absl::StrFormat("%080d", stored));
+}
+
+TEST_CASE("issue20: a directory given to put is an error and stores nothing") {
+  Sample s;
+  TempDir dir;
+  const size_t before = ScanCount(s.db_flag(), "t").first;
+  const Result r = Run({s.db_flag(), "put", "t", dir.path()});
+  CHECK(r.code == 1);
+  CHECK(r.err == "hq: cannot read '" + dir.path() + "': Is a directory\n");
+  CHECK(ScanCount(s.db_flag(), "t").first == before);
+}
+
+TEST_CASE("issue20: bad flag values and flags a subcommand ignores") {
+  Sample s;
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{s.db_flag(), "scan", "q", "--follow", "--follow_for=-1s"},
+       "--follow_for=-1s: must be >= 0"},
+      {{s.db_flag(), "ls", "--lock_wait=-1s"}, "--lock_wait=-1s: must be >= 0"},
+      {{s.db_flag(), "scan", "q", "--width=-3"}, "--width=-3: must be 0.."},
+      {{s.db_flag(), "scan", "q", "--poll=0s"}, "--poll=0: must be >= 1ms"},
+      {{s.db_flag(), "stat", "q", "--lanes=-1"},
+       "--lanes=-1: must be 0..100000"},
+      {{s.db_flag(), "ls", "--limit=1"},
+       "--limit does not apply to hq ls (hq ls --help lists its flags)"},
+      {{s.db_flag(), "ls", "--topics=x"}, "--topics does not apply to hq ls"},
+      {{s.db_flag(), "ls", "--requeue"}, "--requeue does not apply to hq ls"},
+      {{s.db_flag(), "stat", "q", "--limit=3"},
+       "--limit does not apply to hq stat"},
+      {{s.db_flag(), "create", "r", "--num_partitions=0"},
+       "--num_partitions=0: must be 1..65535"},
+      {{s.db_flag(), "create", "r", "--num_priorities=1000000"},
+       "--num_priorities=1000000: must be 1..256"},
+      {{s.db_flag(), "create", "r", "--ttl=-5m"}, "--ttl=-5m: must be >= 1ms"},
+      {{s.db_flag(), "put", "t", "--priority=-1"}, "--priority=-1: must be 0"},
+      {{s.db_flag(), "put", "t", "--dedup_key=k"},
+       "--dedup_key names one message; the input has 2"},
+  };
+  for (const Case& c : cases) {
+    const Result r = Run(c.args, "a\nb\n");
+    INFO(absl::StrJoin(c.args, " ") << "\n" << r.err);
+    CHECK(r.code == 2);
+    CHECK(absl::StrContains(r.err, c.message));
+    CHECK(r.out.empty());
+  }
+  CHECK_FALSE(absl::StrContains(Run({s.db_flag(), "ls"}).out, "\nr "));
+}
+
+TEST_CASE("issue20: --json gives errors as a JSON object too") {
+  Sample s;
+  Result r = Run({s.db_flag(), "stat", "nope", "--json"});
+  CHECK(r.code == 1);
+  CHECK(r.out ==
+        "{\"error\":{\"exit_code\":1,\"code\":\"NOT_FOUND\",\"message\":"
+        "\"no queue named 'nope'\"}}\n");
+  CHECK(r.err == "hq: no queue named 'nope'\n");  // And as text.
+  r = Run({"--json", s.db_flag(), "scan", "q", "--limit=x"});
+  CHECK(r.code == 2);
+  CHECK(absl::StrContains(r.out,
+                          "{\"error\":{\"exit_code\":2,"
+                          "\"code\":\"INVALID_ARGUMENT\""));
+  r = Run({"help", "--json"});
+  CHECK(r.code == 0);
+  CHECK(absl::StartsWith(r.out, "{\"usage\":\"usage: hq "));
+  CHECK(absl::StrContains(r.out, "{\"name\":\"put\",\"synopsis\":"));
+}
+
+TEST_CASE("issue20: an unreadable database path is an error, not an abort") {
+  // ENAMETOOLONG fails the lookup for every user, root included.
+  const std::string long_name(300, 'x');
+  Result r = Run({"--db=" + long_name, "ls"});
+  CHECK(r.code == 1);
+  CHECK(r.err == "hq: cannot read " + long_name + ": File name too long\n");
+  if (geteuid() != 0) {  // Root reads a mode 000 directory anyway.
+    TempDir dir;
+    std::filesystem::create_directory(dir.Sub("db"));
+    chmod(dir.Sub("db").c_str(), 0);
+    r = Run({"--db=" + dir.Sub("db"), "ls"});
+    chmod(dir.Sub("db").c_str(), 0700);
+    CHECK(r.code == 1);
+    CHECK(absl::StrContains(r.err, "Permission denied"));
+  }
+}
+
+TEST_CASE("issue20: --version, per-subcommand help, put --dedup_key") {
+  Result r = Run({"--version"});
+  CHECK(r.code == 0);
+  CHECK(absl::StartsWith(r.out, "hq "));
+  r = Run({"put", "--help"});
+  CHECK(r.code == 0);
+  CHECK(absl::StartsWith(r.out,
+                         "usage: hq [--db=DIR] [--json] put QUEUE [FILE...]"));
+  CHECK(absl::StrContains(r.out, "--dedup_key"));
+  CHECK_FALSE(absl::StrContains(r.out, "--requeue"));
+  CHECK(Run({"help", "put"}).out == r.out);
+
+  Sample s;
+  r = Run({s.db_flag(), "put", "t", "--dedup_key=https://a.example/"},
+          "https://a.example/\n");
+  REQUIRE(r.code == 0);
+  r = Run({s.db_flag(), "put", "t", "--dedup_key=https://a.example/"},
+          "again\n");
+  REQUIRE(r.code == 0);
+  CHECK(absl::StartsWith(r.out,
+                         "not written: a live message of t has "
+                         "dedup key 'https://a.example/'"));
+  r = Run({s.db_flag(), "scan", "t", "--json"});
+  CHECK(Occurrences(r.out, "\"dedup_key\":\"https://a.example/\"") == 1);
+  CHECK_FALSE(absl::StrContains(r.out, "again"));
+  r = Run({s.db_flag(), "scan", "t"});
+  CHECK(absl::StrContains(r.out, "DEDUP_KEY"));
+}
+
+TEST_CASE("issue20: stat summarises per partition, lanes only on request") {
+  Sample s;
+  Result r = Run({s.db_flag(), "stat", "q"});
+  REQUIRE(r.code == 0);
+  CHECK(absl::StrContains(r.out, "FIRST_TIME"));
+  CHECK(absl::StrContains(r.out, "2026-01-01T"));  // The sample's clock.
+  CHECK(absl::StrContains(r.out, "CURSOR_LAG"));
+  CHECK(absl::StrContains(r.out, "MIN_COMPLETION"));
+  CHECK_FALSE(absl::StrContains(r.out, "SCAN  "));  // No lane rows.
+  r = Run({s.db_flag(), "stat", "q", "--lanes=1"});
+  REQUIRE(r.code == 0);
+  CHECK(absl::StrContains(r.out, "(1 more lanes' cursors not listed"));
+  CHECK(absl::StrContains(r.out, "(1 more lanes' checkpoints not listed"));
 }
 
 }  // namespace

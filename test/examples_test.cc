@@ -7,6 +7,7 @@
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <ostream>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "catch2/catch.hpp"
+#include "hq/hq.h"
 #include "test/test_util.h"
 
 namespace hq {
@@ -124,6 +126,54 @@ TEST_CASE("pubsub: the second run receives what the first did not") {
   INFO(Joined(run3));
   REQUIRE(Exited0(status));
   CHECK(Has(run3, "received nothing new; in all, 100 of 100 events received"));
+}
+
+// Runs pubsub on `dir` until a run reports all 100 events received; every
+// run must exit 0, and it takes at most two (run 1 and run 2).
+void PubsubCompletes(const std::string& pubsub, const std::string& dir) {
+  for (int run = 1; run <= 2; ++run) {
+    int status;
+    std::vector<std::string> lines = RunToEnd(pubsub, {dir}, &status);
+    INFO("run " << run << ":\n" << Joined(lines));
+    REQUIRE(Exited0(status));
+    if (Has(lines, "in all, 100 of 100 events received, 0 missing")) return;
+  }
+  FAIL("two runs after the kill did not receive all 100 events");
+}
+
+// Issue 20: a run killed between CreateQueue("events") and its PutBatch
+// left an empty queue, and every later run waited for events that were
+// never written (DEADLINE_EXCEEDED after 10 s).
+TEST_CASE("issue20: pubsub killed between CreateQueue and PutBatch") {
+  const std::string pubsub = PathFromEnv("HQ_PUBSUB");
+  TempDir dir;
+  {  // The state that kill -9 at that moment leaves.
+    auto db = Db::Open(dir.path());
+    REQUIRE(db.ok());
+    REQUIRE((*db)->CreateQueue("events", {}).ok());
+  }
+  int status;
+  std::vector<std::string> run1 = RunToEnd(pubsub, {dir.path()}, &status);
+  INFO(Joined(run1));
+  REQUIRE(Exited0(status));
+  CHECK(Line(run1, "run 1: put 100 events") != nullptr);
+  PubsubCompletes(pubsub, dir.path());
+}
+
+TEST_CASE("pubsub killed with SIGKILL at any moment resumes correctly") {
+  const std::string pubsub = PathFromEnv("HQ_PUBSUB");
+  // The kills land at different points of the first run (opening, creating,
+  // putting, delivering): each directory gets one, then runs to the end.
+  for (int delay_ms : {0, 1, 2, 5, 10, 20, 40}) {
+    TempDir dir;
+    {
+      Child child(pubsub, {dir.path()});
+      usleep(delay_ms * 1000);
+      child.Stop(SIGKILL);
+    }
+    INFO("killed after " << delay_ms << " ms");
+    PubsubCompletes(pubsub, dir.path());
+  }
 }
 
 // The summary's counts.

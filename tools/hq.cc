@@ -19,8 +19,10 @@
 //   dead QUEUE GROUP     dead letters of a group (--requeue puts them back)
 //   compact              TTL sweep, then a full LevelDB compaction
 //   verify               checks every key and record (Db::Verify)
-//   help                 this list
+//   help [SUBCOMMAND]    this list, or one subcommand's flags
 //
+// Every flag is checked against the subcommand (a flag it does not take is a
+// usage error, as is a value out of range), before anything is opened.
 // Output: aligned tables, or with --json one JSON document on stdout
 // (scan --follow --json: one JSON object per line). Exit codes: 0 done;
 // 1 the operation failed (no database, no such queue, storage error);
@@ -39,6 +41,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -59,6 +62,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "tools/live_view.h"
 #include "tools/output.h"
 #include "tools/stop_signals.h"
 
@@ -75,6 +79,9 @@ ABSL_FLAG(int32_t, partition, -1,
 ABSL_FLAG(int32_t, priority, 0, "put: the messages' priority.");
 ABSL_FLAG(absl::Duration, delay, absl::ZeroDuration(),
           "put: delayed delivery to consumer groups.");
+ABSL_FLAG(std::string, dedup_key, "",
+          "put: the message's dedup key (one message only): if a live "
+          "message of the queue has it, nothing is written.");
 // scan
 ABSL_FLAG(std::string, partitions, "",
           "scan: comma-separated partitions (default: all).");
@@ -103,9 +110,10 @@ ABSL_FLAG(int32_t, width, 80,
 ABSL_FLAG(bool, lane_order, false,
           "scan: lane by lane instead of merged in id order.");
 // stat
-ABSL_FLAG(int32_t, lanes, 50,
-          "stat: list at most this many cursors and checkpoints per group "
-          "or subscription (0: all).");
+ABSL_FLAG(int32_t, lanes, 0,
+          "stat: also list the cursors and checkpoints of at most this many "
+          "lanes per group or subscription (0: none, only the summary per "
+          "partition; at most 100000).");
 // dead
 ABSL_FLAG(bool, requeue, false,
           "dead: put the dead letters back into the group's queue.");
@@ -115,6 +123,7 @@ ABSL_FLAG(int32_t, num_priorities, 1, "create: priority levels (1..256).");
 ABSL_FLAG(absl::Duration, ttl, absl::InfiniteDuration(),
           "create: message time to live (default: forever).");
 ABSL_FLAG(std::string, layout, "time", "create: rowkey layout, time or topic.");
+ABSL_FLAG(bool, version, false, "Print the version of hq and exit.");
 
 namespace hq::tool {
 namespace {
@@ -145,12 +154,15 @@ constexpr char kUsage[] =
     "  dead QUEUE GROUP     dead letters of a group [--requeue --limit=N]\n"
     "  compact              TTL sweep, then a full compaction\n"
     "  verify               check every key and record; exit 3 on problems\n"
-    "  help                 this text\n"
+    "  help [SUBCOMMAND]    this text, or a subcommand's flags (as\n"
+    "                       hq SUBCOMMAND --help)\n"
     "\n"
     "Common flags: --json (one JSON document), --lock_wait=DURATION (retry\n"
     "while another process has the database open), --width=N (table cell\n"
-    "width). Exit codes: 0 ok, 1 error, 2 usage, 3 verify found problems,\n"
-    "4 database in use by another process.\n";
+    "width), --version. With --json, a failure is also a JSON object\n"
+    "{\"error\":{...}} on stdout. Exit codes: 0 ok, 1 error, 2 usage, 3 "
+    "verify\n"
+    "found problems, 4 database in use by another process.\n";
 
 // A failure with its exit code. Thrown only within this file (by the
 // subcommands and their helpers) and caught in main, which prints it: the
@@ -158,16 +170,31 @@ constexpr char kUsage[] =
 struct Failure {
   int code;
   std::string message;
+  // For --json's error object: the status code behind the failure, and
+  // numbers a script acts on (put's "stored", the lock owner's "pid").
+  absl::StatusCode status = absl::StatusCode::kUnknown;
+  std::vector<std::pair<std::string, int64_t>> details = {};
 };
 
-Failure Usage(std::string message) { return {kExitUsage, std::move(message)}; }
+Failure Usage(std::string message) {
+  return {kExitUsage, std::move(message), absl::StatusCode::kInvalidArgument};
+}
 
 Failure FromStatus(const absl::Status& s) {
   if (absl::IsFailedPrecondition(s) &&
       absl::StrContains(s.message(), "in use by another process")) {
-    return {kExitLocked, std::string(s.message())};
+    Failure f{kExitLocked, std::string(s.message()), s.code()};
+    // LevelDB's lock error names no process: LOCK's record lock does.
+    std::string db = absl::GetFlag(FLAGS_db);
+    if (db.empty() && std::getenv("HQ_DB") != nullptr)
+      db = std::getenv("HQ_DB");
+    if (absl::StatusOr<pid_t> pid = LockOwner(db); pid.ok() && *pid > 0) {
+      f.message = absl::StrCat(f.message, "; its LOCK is held by pid ", *pid);
+      f.details.push_back({"owner_pid", *pid});
+    }
+    return f;
   }
-  return {kExitError, std::string(s.message())};
+  return {kExitError, std::string(s.message()), s.code()};
 }
 
 #define HQ_TRY(expr)                                          \
@@ -201,7 +228,42 @@ std::string Count(uint64_t n, bool exact) {
   return exact ? std::to_string(n) : absl::StrCat(">=", n);
 }
 
-void PrintJson(const Json& j) { std::printf("%s\n", j.str().c_str()); }
+// ------------------------------------------------------------ live view
+
+// Set by Main: the subcommand only reads, so a database that another process
+// holds is read from a LiveCopy (tools/live_view.h) instead of failing.
+bool g_read_only = false;
+
+// The copy read instead of the database, if any; destroyed at exit, after
+// every Db (they live in the subcommands).
+std::optional<LiveCopy> g_live_copy;
+pid_t g_live_owner = 0;
+
+// The "view" member of every JSON document: how old the data is.
+std::string ViewJson() {
+  if (!g_live_copy) return "";
+  Json j;
+  j.BeginObject().Key("kind").String("live_copy");
+  j.Key("owner_pid").Int(g_live_owner);
+  j.Key("taken").String(TimeText(g_live_copy->taken()));
+  j.Key("age_ms").Int(
+      absl::ToInt64Milliseconds(absl::Now() - g_live_copy->taken()));
+  j.Key("took_ms").Int(absl::ToInt64Milliseconds(g_live_copy->took()));
+  j.Key("in_flight_visible").Bool(false).EndObject();
+  return j.str();
+}
+
+// Prints a JSON document; on a live copy, with a first member "view".
+void PrintJson(const Json& j) {
+  const std::string view = ViewJson();
+  const std::string& doc = j.str();
+  if (view.empty() || doc.size() < 2 || doc[0] != '{') {
+    std::printf("%s\n", doc.c_str());
+  } else {
+    std::printf("{\"view\":%s%s%s\n", view.c_str(), doc == "{}" ? "" : ",",
+                doc.c_str() + 1);
+  }
+}
 
 // ---------------------------------------------------------------- opening
 
@@ -217,6 +279,56 @@ std::string DbPath() {
   return path;
 }
 
+// Fails unless `path` holds a database (a CURRENT file) that this user can
+// read; never throws std::filesystem's exceptions.
+void CheckIsDb(const std::string& path) {
+  std::error_code ec;
+  const bool exists = std::filesystem::exists(path + "/CURRENT", ec);
+  if (ec) {
+    throw Failure{kExitError,
+                  absl::StrCat("cannot read ", path, ": ", ec.message()),
+                  absl::StatusCode::kPermissionDenied};
+  }
+  if (!exists) {
+    throw Failure{kExitError, absl::StrCat("no hq database at ", path),
+                  absl::StatusCode::kNotFound};
+  }
+}
+
+// Opens a copy of the database at `path`, which another process holds, and
+// says so on stderr (in JSON: PrintJson's "view").
+std::unique_ptr<Db> OpenLiveCopy(const std::string& path, Options options) {
+  absl::StatusOr<pid_t> owner = LockOwner(path);
+  g_live_owner = owner.ok() ? *owner : 0;
+  g_live_copy.emplace(Must(LiveCopy::Take(path)));
+  options.create_if_missing = false;
+  std::unique_ptr<Db> db = Must(Db::Open(g_live_copy->path(), options));
+  if (!absl::GetFlag(FLAGS_json)) {
+    std::fprintf(stderr,
+                 "hq: live view: %s is open in process %d; this is a copy "
+                 "taken at %s (%s to take): what a restart would recover, "
+                 "so tasks in flight there count as REDELIVERY here, not "
+                 "IN_FLIGHT\n",
+                 path.c_str(), static_cast<int>(g_live_owner),
+                 TimeText(g_live_copy->taken()).c_str(),
+                 absl::FormatDuration(g_live_copy->took()).c_str());
+  }
+  return db;
+}
+
+// Db::Open, but only if no process holds the database's lock: LevelDB's
+// open rotates the info log (LOG to LOG.old) before it tries the lock, which
+// would take the owner's LOG away. A process that takes the lock between
+// the check and the open still gets LevelDB's lock error.
+absl::StatusOr<std::unique_ptr<Db>> OpenUnlessHeld(const std::string& path,
+                                                   const Options& options) {
+  if (absl::StatusOr<pid_t> owner = LockOwner(path); owner.ok() && *owner > 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "hq database directory '", path, "' is in use by another process"));
+  }
+  return Db::Open(path, options);
+}
+
 // Opens the Db (never creating one unless `create`), retrying while
 // another process holds it for up to --lock_wait.
 std::unique_ptr<Db> OpenDb(bool create = false) {
@@ -225,17 +337,19 @@ std::unique_ptr<Db> OpenDb(bool create = false) {
   options.create_if_missing = create;
   options.ttl_sweep_interval = absl::ZeroDuration();  // compact sweeps.
   // LevelDB creates the directory even when it then finds no database.
-  if (!create && !std::filesystem::exists(path + "/CURRENT")) {
-    throw Failure{kExitError, absl::StrCat("no hq database at ", path)};
-  }
+  if (!create) CheckIsDb(path);
   const absl::Time give_up = absl::Now() + absl::GetFlag(FLAGS_lock_wait);
   while (true) {
-    absl::StatusOr<std::unique_ptr<Db>> db = Db::Open(path, options);
+    absl::StatusOr<std::unique_ptr<Db>> db = OpenUnlessHeld(path, options);
     if (db.ok()) return std::move(db).value();
     if (absl::IsNotFound(db.status())) {
-      throw Failure{kExitError, absl::StrCat("no hq database at ", path)};
+      throw Failure{kExitError, absl::StrCat("no hq database at ", path),
+                    absl::StatusCode::kNotFound};
     }
     Failure f = FromStatus(db.status());
+    if (f.code == kExitLocked && absl::Now() >= give_up && g_read_only) {
+      return OpenLiveCopy(path, options);
+    }
     if (f.code != kExitLocked || absl::Now() >= give_up) throw f;
     // SIGINT or SIGTERM (scan --follow keeps them for a clean stop) ends
     // the wait with the lock's failure.
@@ -370,6 +484,7 @@ void GroupJson(Json& j, const GroupInfo& info, const GroupStats& st) {
   j.Key("delayed").Uint(st.delayed).Key("dead_letters").Uint(st.dead_letters);
   j.Key("oldest_in_flight_ms")
       .Int(absl::ToInt64Milliseconds(st.oldest_in_flight));
+  j.Key("max_cursor_lag_ms").Int(absl::ToInt64Milliseconds(st.max_cursor_lag));
   j.Key("dead_letter_queue").String(info.dead_letter_queue);
 }
 
@@ -385,16 +500,20 @@ std::vector<std::string> GroupRow(const std::string& queue,
           std::to_string(st.in_flight),
           std::to_string(st.redelivery),
           std::to_string(st.delayed),
-          std::to_string(st.dead_letters)};
+          std::to_string(st.dead_letters),
+          absl::FormatDuration(st.max_cursor_lag)};
 }
+
+const std::vector<std::string> kGroupHeader = {
+    "QUEUE",     "GROUP",      "ORDERED", "TOPICS", "BACKLOG",
+    "IN_FLIGHT", "REDELIVERY", "DELAYED", "DEAD",   "CURSOR_LAG"};
 
 int Groups(const std::vector<std::string>& args) {
   if (args.size() > 1) throw Usage("too many arguments: hq groups [QUEUE]");
   std::unique_ptr<Db> db = OpenDb();
   std::vector<std::string> queues =
       args.empty() ? Must(db->ListQueues()) : args;
-  Table t({"QUEUE", "GROUP", "ORDERED", "TOPICS", "BACKLOG", "IN_FLIGHT",
-           "REDELIVERY", "DELAYED", "DEAD"});
+  Table t(kGroupHeader);
   Json j;
   j.BeginObject().Key("groups").BeginArray();
   for (const std::string& name : queues) {
@@ -424,10 +543,8 @@ int Groups(const std::vector<std::string>& args) {
 int Stat(const std::vector<std::string>& args) {
   Need(args, 1, "stat QUEUE");
   const bool json = absl::GetFlag(FLAGS_json);
-  const size_t max_lanes =
-      absl::GetFlag(FLAGS_lanes) <= 0
-          ? SIZE_MAX
-          : static_cast<size_t>(absl::GetFlag(FLAGS_lanes));
+  // Lanes can be millions (a topic per site): listed only on request.
+  const size_t max_lanes = static_cast<size_t>(absl::GetFlag(FLAGS_lanes));
   std::unique_ptr<Db> db = OpenDb();
   Queue* q = OpenQueue(db.get(), args[0]);
   const QueueInfo info = q->info();
@@ -454,14 +571,16 @@ int Stat(const std::vector<std::string>& args) {
         o.max_payload_bytes, TimeText(info.created).c_str(),
         HumanBytes(qs.approximate_bytes).c_str());
   }
-  Table pt({"PARTITION", "LANES", "FIRST", "LAST", "MESSAGES", "SIZE"});
+  Table pt({"PARTITION", "LANES", "FIRST", "FIRST_TIME", "LAST", "LAST_TIME",
+            "MESSAGES", "SIZE"});
   j.Key("partitions").BeginArray();
   for (const PartitionStats& p : qs.partitions) {
     const bool any = p.messages > 0;
-    pt.Add({std::to_string(p.partition), std::to_string(p.lanes),
-            any ? p.first.ToString() : "-", any ? p.last.ToString() : "-",
-            Count(p.messages, p.messages_exact),
-            HumanBytes(p.approximate_bytes)});
+    pt.Add(
+        {std::to_string(p.partition), std::to_string(p.lanes),
+         any ? p.first.ToString() : "-", any ? TimeText(p.first.time()) : "-",
+         any ? p.last.ToString() : "-", any ? TimeText(p.last.time()) : "-",
+         Count(p.messages, p.messages_exact), HumanBytes(p.approximate_bytes)});
     j.BeginObject().Key("partition").Uint(p.partition);
     j.Key("lanes").Uint(p.lanes);
     j.Key("first");
@@ -470,14 +589,21 @@ int Stat(const std::vector<std::string>& args) {
     any ? j.String(p.last.ToString()) : j.Null();
     j.Key("messages").Uint(p.messages);
     j.Key("messages_exact").Bool(p.messages_exact);
-    j.Key("approximate_bytes").Uint(p.approximate_bytes).EndObject();
+    j.Key("approximate_bytes").Uint(p.approximate_bytes);
+    if (any) {
+      j.Key("first_time").String(TimeText(p.first.time()));
+      j.Key("last_time").String(TimeText(p.last.time()));
+    }
+    j.EndObject();
   }
   j.EndArray();
   if (!json) pt.Print(stdout);
 
-  // Consumer groups.
-  Table gt({"QUEUE", "GROUP", "ORDERED", "TOPICS", "BACKLOG", "IN_FLIGHT",
-            "REDELIVERY", "DELAYED", "DEAD"});
+  // Consumer groups: a row each, their cursors summarised per partition
+  // (the lowest completion cursor, the highest scan cursor), and with
+  // --lanes=N the cursors of at most N lanes.
+  Table gt(kGroupHeader);
+  Table gpt({"GROUP", "PARTITION", "LANES", "MIN_COMPLETION", "MAX_SCAN"});
   Table ct({"GROUP", "PARTITION", "PRIORITY", "TOPIC", "SCAN", "COMPLETION"});
   size_t cursors_left_out = 0;
   j.Key("groups").BeginArray();
@@ -487,22 +613,46 @@ int Stat(const std::vector<std::string>& args) {
     gt.Add(GroupRow(info.name, gi, st));
     j.BeginObject();
     GroupJson(j, gi, st);
-    j.Key("cursors").BeginArray();
-    for (size_t i = 0; i < gi.cursors.size(); ++i) {
-      const GroupInfo::LaneCursor& c = gi.cursors[i];
-      if (i < max_lanes) {
+    struct Summary {
+      uint64_t lanes = 0;
+      MessageId min_completion = MessageId::Max(), max_scan;
+    };
+    std::map<uint32_t, Summary> by_partition;
+    for (const GroupInfo::LaneCursor& c : gi.cursors) {
+      Summary& sum = by_partition[c.partition];
+      ++sum.lanes;
+      sum.min_completion = std::min(sum.min_completion, c.completion);
+      sum.max_scan = std::max(sum.max_scan, c.scan);
+    }
+    j.Key("partitions").BeginArray();
+    for (const auto& [partition, sum] : by_partition) {
+      gpt.Add({Cell(g), std::to_string(partition), std::to_string(sum.lanes),
+               sum.min_completion.ToString(), sum.max_scan.ToString()});
+      j.BeginObject().Key("partition").Uint(partition);
+      j.Key("lanes").Uint(sum.lanes);
+      j.Key("min_completion").String(sum.min_completion.ToString());
+      j.Key("max_scan").String(sum.max_scan.ToString()).EndObject();
+    }
+    j.EndArray();
+    if (max_lanes > 0) {
+      j.Key("cursors").BeginArray();
+      for (size_t i = 0; i < gi.cursors.size(); ++i) {
+        const GroupInfo::LaneCursor& c = gi.cursors[i];
+        if (i >= max_lanes) {
+          ++cursors_left_out;
+          continue;
+        }
         ct.Add({Cell(g), std::to_string(c.partition),
                 std::to_string(c.priority), Cell(c.topic), c.scan.ToString(),
                 c.completion.ToString()});
-      } else {
-        ++cursors_left_out;
+        j.BeginObject().Key("partition").Uint(c.partition);
+        j.Key("priority").Int(c.priority).Bytes("topic", c.topic);
+        j.Key("scan").String(c.scan.ToString());
+        j.Key("completion").String(c.completion.ToString()).EndObject();
       }
-      j.BeginObject().Key("partition").Uint(c.partition);
-      j.Key("priority").Int(c.priority).Bytes("topic", c.topic);
-      j.Key("scan").String(c.scan.ToString());
-      j.Key("completion").String(c.completion.ToString()).EndObject();
+      j.EndArray();
     }
-    j.EndArray().EndObject();
+    j.EndObject();
   }
   j.EndArray();
   if (!json) {
@@ -511,17 +661,25 @@ int Stat(const std::vector<std::string>& args) {
       std::printf("no consumer groups\n");
     } else {
       gt.Print(stdout);
-      std::printf("\n");
-      ct.Print(stdout);
+      if (!gpt.empty()) {
+        std::printf("\n");
+        gpt.Print(stdout);
+      }
+      if (!ct.empty()) {
+        std::printf("\n");
+        ct.Print(stdout);
+      }
       if (cursors_left_out > 0) {
-        std::printf("(%zu more cursors; --lanes=0 lists all)\n",
+        std::printf("(%zu more lanes' cursors not listed: --lanes=N)\n",
                     cursors_left_out);
       }
     }
   }
 
-  // Subscriptions.
+  // Subscriptions: a row each, checkpoints summarised per partition (the
+  // lowest), and with --lanes=N the checkpoints of at most N lanes.
   Table st({"SUBSCRIPTION", "LANES", "LAG"});
+  Table spt({"SUBSCRIPTION", "PARTITION", "LANES", "MIN_CHECKPOINT"});
   Table cpt({"SUBSCRIPTION", "PARTITION", "PRIORITY", "TOPIC", "CHECKPOINT"});
   size_t checkpoints_left_out = 0;
   j.Key("subscriptions").BeginArray();
@@ -531,21 +689,40 @@ int Stat(const std::vector<std::string>& args) {
             Count(ss.lag, ss.lag_exact)});
     j.BeginObject().Bytes("name", s);
     j.Key("lag").Uint(ss.lag).Key("lag_exact").Bool(ss.lag_exact);
-    j.Key("checkpoints").BeginArray();
-    for (size_t i = 0; i < ss.lanes.size(); ++i) {
-      const LaneCheckpoint& c = ss.lanes[i];
-      if (i < max_lanes) {
+    std::map<uint32_t, std::pair<uint64_t, MessageId>> by_partition;
+    for (const LaneCheckpoint& c : ss.lanes) {
+      auto [it, added] =
+          by_partition.try_emplace(c.partition, 0, MessageId::Max());
+      ++it->second.first;
+      it->second.second = std::min(it->second.second, c.written);
+    }
+    j.Key("partitions").BeginArray();
+    for (const auto& [partition, sum] : by_partition) {
+      spt.Add({Cell(s), std::to_string(partition), std::to_string(sum.first),
+               sum.second.ToString()});
+      j.BeginObject().Key("partition").Uint(partition);
+      j.Key("lanes").Uint(sum.first);
+      j.Key("min_checkpoint").String(sum.second.ToString()).EndObject();
+    }
+    j.EndArray();
+    if (max_lanes > 0) {
+      j.Key("checkpoints").BeginArray();
+      for (size_t i = 0; i < ss.lanes.size(); ++i) {
+        const LaneCheckpoint& c = ss.lanes[i];
+        if (i >= max_lanes) {
+          ++checkpoints_left_out;
+          continue;
+        }
         cpt.Add({Cell(s), std::to_string(c.partition),
                  std::to_string(c.priority), Cell(c.topic),
                  c.written.ToString()});
-      } else {
-        ++checkpoints_left_out;
+        j.BeginObject().Key("partition").Uint(c.partition);
+        j.Key("priority").Int(c.priority).Bytes("topic", c.topic);
+        j.Key("checkpoint").String(c.written.ToString()).EndObject();
       }
-      j.BeginObject().Key("partition").Uint(c.partition);
-      j.Key("priority").Int(c.priority).Bytes("topic", c.topic);
-      j.Key("checkpoint").String(c.written.ToString()).EndObject();
+      j.EndArray();
     }
-    j.EndArray().EndObject();
+    j.EndObject();
   }
   j.EndArray().EndObject();
   if (json) {
@@ -556,10 +733,16 @@ int Stat(const std::vector<std::string>& args) {
       std::printf("no subscriptions\n");
     } else {
       st.Print(stdout);
-      std::printf("\n");
-      cpt.Print(stdout);
+      if (!spt.empty()) {
+        std::printf("\n");
+        spt.Print(stdout);
+      }
+      if (!cpt.empty()) {
+        std::printf("\n");
+        cpt.Print(stdout);
+      }
       if (checkpoints_left_out > 0) {
-        std::printf("(%zu more checkpoints; --lanes=0 lists all)\n",
+        std::printf("(%zu more lanes' checkpoints not listed: --lanes=N)\n",
                     checkpoints_left_out);
       }
     }
@@ -596,24 +779,38 @@ int Create(const std::vector<std::string>& args) {
 
 // ------------------------------------------------------------------ put
 
+// Reads the whole file; false with errno set if it cannot (a directory
+// gives EISDIR).
 bool ReadFile(const std::string& path, std::string* out) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    errno = EISDIR;
+    return false;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
   std::ostringstream ss;
   ss << in.rdbuf();
   *out = ss.str();
-  return !in.bad();
+  if (in.bad()) {
+    errno = EIO;
+    return false;
+  }
+  return true;
 }
+
+// Messages go in batches of this many, each written atomically (PutBatch).
+constexpr size_t kPutBatch = 1000;
 
 int Put(const std::vector<std::string>& args) {
   if (args.empty()) throw Usage("missing arguments: hq put QUEUE [FILE...]");
   const int32_t partition = absl::GetFlag(FLAGS_partition);
-  if (partition < -1) throw Usage("--partition must be >= 0");
   const absl::Duration delay = absl::GetFlag(FLAGS_delay);
-  if (delay < absl::ZeroDuration()) throw Usage("--delay must be >= 0");
+  const std::string dedup_key = absl::GetFlag(FLAGS_dedup_key);
+  const bool from_files = args.size() > 1;
   // Read everything first: a bad file changes nothing.
   std::vector<std::string> payloads;
-  if (args.size() > 1) {
+  if (from_files) {
     for (size_t i = 1; i < args.size(); ++i) {
       std::string data;
       if (!ReadFile(args[i], &data)) {
@@ -626,17 +823,23 @@ int Put(const std::vector<std::string>& args) {
     std::string line;
     while (std::getline(std::cin, line)) payloads.push_back(line);
   }
+  if (!dedup_key.empty() && payloads.size() != 1) {
+    throw Usage(absl::StrCat("--dedup_key names one message; the input has ",
+                             payloads.size()));
+  }
   std::unique_ptr<Db> db = OpenDb();
   Queue* q = OpenQueue(db.get(), args[0]);
   const std::string topic = absl::GetFlag(FLAGS_topic);
   const std::string key = absl::GetFlag(FLAGS_key);
   std::vector<PutResult> results;
-  constexpr size_t kBatch = 1000;
-  for (size_t start = 0; start < payloads.size(); start += kBatch) {
-    const size_t end = std::min(payloads.size(), start + kBatch);
+  for (size_t start = 0; start < payloads.size(); start += kPutBatch) {
+    const size_t end = std::min(payloads.size(), start + kPutBatch);
     std::vector<Message> batch;
     for (size_t i = start; i < end; ++i) {
-      Message m{.topic = topic, .payload = payloads[i], .key = key};
+      Message m{.topic = topic,
+                .payload = payloads[i],
+                .key = key,
+                .dedup_key = dedup_key};
       if (partition >= 0) m.partition = static_cast<uint32_t>(partition);
       m.priority = absl::GetFlag(FLAGS_priority);
       m.delay = delay;
@@ -644,18 +847,47 @@ int Put(const std::vector<std::string>& args) {
     }
     std::vector<PutResult> part;
     // The last batch is synced, and with it everything before.
-    HQ_TRY(q->PutBatch(batch, &part, {.sync = end == payloads.size()}));
+    const absl::Status st =
+        q->PutBatch(batch, &part, {.sync = end == payloads.size()});
+    if (!st.ok()) {
+      // Batches are atomic: exactly the first `start` messages are stored.
+      Failure f = FromStatus(st);
+      const std::string unit = from_files ? "file" : "line";
+      f.message =
+          start == 0
+              ? absl::StrCat(f.message, " (no message was stored)")
+              : absl::StrCat(
+                    f.message, " (stored the first ", start, " of ",
+                    payloads.size(), " messages, ", unit, "s 1..", start,
+                    "; nothing after them: resume with ", unit, " ", start + 1,
+                    from_files ? absl::StrCat(", '", args[start + 1], "'")
+                               : absl::StrCat(", as tail -n +", start + 1),
+                    ")");
+      f.details.push_back({"stored", static_cast<int64_t>(start)});
+      f.details.push_back({"total", static_cast<int64_t>(payloads.size())});
+      throw f;
+    }
     results.insert(results.end(), part.begin(), part.end());
   }
+  size_t duplicates = 0;
+  for (const PutResult& r : results) duplicates += r.duplicate ? 1 : 0;
   if (absl::GetFlag(FLAGS_json)) {
     Json j;
     j.BeginObject().Key("queue").String(q->name()).Key("results").BeginArray();
     for (const PutResult& r : results) {
       j.BeginObject().Key("partition").Uint(r.partition);
-      j.Key("id").String(r.id.ToString()).EndObject();
+      j.Key("id").String(r.id.ToString());
+      if (r.duplicate) j.Key("duplicate").Bool(true);
+      j.EndObject();
     }
     j.EndArray().EndObject();
     PrintJson(j);
+  } else if (duplicates > 0 && results.size() == 1) {
+    std::printf(
+        "not written: a live message of %s has dedup key '%s': "
+        "partition %u id %s\n",
+        q->name().c_str(), Cell(dedup_key).c_str(), results[0].partition,
+        results[0].id.ToString().c_str());
   } else {
     std::printf("put %zu message%s to %s\n", results.size(),
                 results.size() == 1 ? "" : "s", q->name().c_str());
@@ -670,6 +902,7 @@ void MessageJson(Json& j, const MessageView& m) {
   j.Key("priority").Int(m.priority).Key("id").String(m.id.ToString());
   j.Key("time").String(TimeText(m.id.time()));
   j.Bytes("topic", m.topic).Bytes("key", m.key).Bytes("payload", m.payload);
+  if (!m.dedup_key.empty()) j.Bytes("dedup_key", m.dedup_key);
   if (m.not_before != absl::InfinitePast()) {
     j.Key("not_before").String(TimeText(m.not_before));
   }
@@ -683,11 +916,13 @@ std::vector<std::string> MessageRow(const MessageView& m) {
           TimeText(m.id.time()),
           Cell(m.topic),
           Cell(m.key),
+          m.dedup_key.empty() ? "-" : Cell(m.dedup_key),
           Cell(m.payload)};
 }
 
-const std::vector<std::string> kMessageHeader = {
-    "PARTITION", "PRIORITY", "ID", "TIME", "TOPIC", "KEY", "PAYLOAD"};
+const std::vector<std::string> kMessageHeader = {"PARTITION", "PRIORITY", "ID",
+                                                 "TIME",      "TOPIC",    "KEY",
+                                                 "DEDUP_KEY", "PAYLOAD"};
 
 int Scan(const std::vector<std::string>& args) {
   Need(args, 1, "scan QUEUE");
@@ -793,7 +1028,8 @@ int Scan(const std::vector<std::string>& args) {
     Options options;
     options.create_if_missing = false;
     options.ttl_sweep_interval = absl::ZeroDuration();
-    absl::StatusOr<std::unique_ptr<Db>> opened = Db::Open(DbPath(), options);
+    absl::StatusOr<std::unique_ptr<Db>> opened =
+        OpenUnlessHeld(DbPath(), options);
     if (!opened.ok()) {
       const Failure f = FromStatus(opened.status());
       if (f.code == kExitLocked) continue;  // Someone is writing: later.
@@ -962,18 +1198,141 @@ int Verify(const std::vector<std::string>& args) {
 
 // ----------------------------------------------------------------- main
 
+// The flags every subcommand takes.
+constexpr std::string_view kCommonFlags[] = {"db", "json", "lock_wait",
+                                             "width"};
+
+struct Subcommand {
+  const char* name;
+  const char* synopsis;  // After "hq ".
+  const char* summary;
+  std::vector<std::string_view> flags;  // Besides kCommonFlags.
+  int (*run)(const std::vector<std::string>&);
+};
+
+const std::vector<Subcommand>& Subcommands() {
+  static const std::vector<Subcommand> kAll = {
+      {"ls",
+       "ls",
+       "Lists the queues: partitions, priorities, layout, TTL, size.",
+       {},
+       Ls},
+      {"stat",
+       "stat QUEUE",
+       "A queue's partitions (first and last id and time, messages, size), "
+       "its consumer groups (backlog, in flight, dead letters, cursor lag; "
+       "cursors per partition) and subscriptions (lag; checkpoints per "
+       "partition). --lanes=N also lists N lanes' cursors and checkpoints.",
+       {"lanes"},
+       Stat},
+      {"create",
+       "create QUEUE",
+       "Creates a queue (and the database if needed).",
+       {"num_partitions", "num_priorities", "ttl", "layout"},
+       Create},
+      {"put",
+       "put QUEUE [FILE...]",
+       "Writes one message per line of stdin, or per FILE, in atomic batches "
+       "of 1000. If a batch fails, the error says how many messages were "
+       "stored and where to resume.",
+       {"topic", "key", "partition", "priority", "delay", "dedup_key"},
+       Put},
+      {"scan",
+       "scan QUEUE",
+       "Prints messages, merged in id order across partitions.",
+       {"partitions", "topics", "from", "to", "since", "until", "limit",
+        "follow", "follow_for", "poll", "lane_order"},
+       Scan},
+      {"groups",
+       "groups [QUEUE]",
+       "Lists consumer groups: backlog, in flight, redelivery, dead letters.",
+       {},
+       Groups},
+      {"dead",
+       "dead QUEUE GROUP",
+       "Lists a group's dead letters; --requeue puts them back.",
+       {"limit", "requeue"},
+       Dead},
+      {"compact",
+       "compact",
+       "TTL sweep, then a full LevelDB compaction.",
+       {},
+       Compact},
+      {"verify",
+       "verify",
+       "Checks every key and record; exit 3 if it finds problems.",
+       {},
+       Verify},
+  };
+  return kAll;
+}
+
+const Subcommand* FindSubcommand(std::string_view name) {
+  for (const Subcommand& c : Subcommands()) {
+    if (name == c.name) return &c;
+  }
+  return nullptr;
+}
+
+// `hq SUBCOMMAND --help` and `hq help SUBCOMMAND`.
+void PrintSubcommandHelp(const Subcommand& c) {
+  std::printf("usage: hq [--db=DIR] [--json] %s [FLAGS]\n\n%s\n\nFlags:\n",
+              c.synopsis, c.summary);
+  std::vector<std::string_view> flags(c.flags);
+  flags.insert(flags.end(), std::begin(kCommonFlags), std::end(kCommonFlags));
+  for (std::string_view name : flags) {
+    const absl::CommandLineFlag* f =
+        absl::FindCommandLineFlag(absl::string_view(name.data(), name.size()));
+    std::printf("  --%s (default: %s)\n      %s\n", Sv(f->Name()).c_str(),
+                f->DefaultValue().c_str(), f->Help().c_str());
+  }
+}
+
+void PrintHelpJson() {
+  Json j;
+  j.BeginObject().Key("usage").String(kUsage).Key("subcommands").BeginArray();
+  for (const Subcommand& c : Subcommands()) {
+    j.BeginObject().Key("name").String(c.name);
+    j.Key("synopsis").String(c.synopsis).Key("summary").String(c.summary);
+    j.Key("flags").BeginArray();
+    for (std::string_view f : c.flags) j.String(f);
+    j.EndArray().EndObject();
+  }
+  j.EndArray().Key("common_flags").BeginArray();
+  for (std::string_view f : kCommonFlags) j.String(f);
+  j.EndArray().EndObject();
+  PrintJson(j);
+}
+
+// What CheckFlags found on the command line.
+struct CommandLine {
+  bool help = false;
+  std::vector<std::string> flags;  // Names, as given (without "no").
+  std::vector<std::string> positional;
+};
+
 // Checks argv's flags before absl parses them, so that an unknown flag or
 // a bad value is a usage error (exit 2) with the usage line, not absl's
-// exit 1. Returns true if help was asked for.
-bool CheckFlags(int argc, char** argv) {
+// exit 1.
+CommandLine CheckFlags(int argc, char** argv) {
+  CommandLine cl;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
-    if (arg == "--") break;
-    if (arg.size() < 2 || arg[0] != '-') continue;
+    if (arg == "--") {
+      for (++i; i < argc; ++i) cl.positional.push_back(argv[i]);
+      break;
+    }
+    if (arg.size() < 2 || arg[0] != '-') {
+      cl.positional.push_back(std::string(arg));
+      continue;
+    }
     arg.remove_prefix(arg[1] == '-' ? 2 : 1);
     const size_t eq = arg.find('=');
     const std::string name(arg.substr(0, eq));
-    if (name == "help" || name == "h" || name == "helpfull") return true;
+    if (name == "help" || name == "h" || name == "helpfull") {
+      cl.help = true;
+      continue;
+    }
     absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
     bool negated = false;
     if (flag == nullptr && absl::StartsWith(name, "no")) {
@@ -982,12 +1341,13 @@ bool CheckFlags(int argc, char** argv) {
       if (!negated) flag = nullptr;
     }
     if (flag == nullptr) throw Usage(absl::StrCat("unknown flag --", name));
+    cl.flags.push_back(Sv(flag->Name()));
     std::string value;
     if (eq != std::string_view::npos) {
       if (negated) throw Usage(absl::StrCat("--", name, " takes no value"));
       value = std::string(arg.substr(eq + 1));
     } else if (flag->IsOfType<bool>()) {
-      continue;
+      value = negated ? "false" : "true";
     } else if (i + 1 < argc) {
       value = argv[++i];
     } else {
@@ -998,35 +1358,131 @@ bool CheckFlags(int argc, char** argv) {
       throw Usage(absl::StrCat("--", name, "=", value, ": ", error));
     }
   }
-  return false;
+  return cl;
+}
+
+// Every flag given must be one `c` takes, and within its range: a usage
+// error (exit 2) otherwise, before anything is opened.
+void ValidateFlags(const Subcommand& c, const std::vector<std::string>& given) {
+  for (const std::string& name : given) {
+    if (name == "version") continue;
+    if (std::find(std::begin(kCommonFlags), std::end(kCommonFlags), name) ==
+            std::end(kCommonFlags) &&
+        std::find(c.flags.begin(), c.flags.end(), name) == c.flags.end()) {
+      throw Usage(absl::StrCat("--", name, " does not apply to hq ", c.name,
+                               " (hq ", c.name, " --help lists its flags)"));
+    }
+  }
+  auto at_least = [](const char* name, absl::Duration d, absl::Duration min) {
+    if (d < min) {
+      throw Usage(
+          absl::StrCat("--", name, "=", absl::FormatDuration(d), ": must be ",
+                       min == absl::ZeroDuration()
+                           ? ">= 0"
+                           : absl::StrCat(">= ", absl::FormatDuration(min))));
+    }
+  };
+  auto in_range = [](const char* name, int64_t v, int64_t lo, int64_t hi) {
+    if (v < lo || v > hi) {
+      throw Usage(absl::StrCat("--", name, "=", v, ": must be ", lo, "..", hi));
+    }
+  };
+  at_least("lock_wait", absl::GetFlag(FLAGS_lock_wait), absl::ZeroDuration());
+  at_least("follow_for", absl::GetFlag(FLAGS_follow_for), absl::ZeroDuration());
+  at_least("poll", absl::GetFlag(FLAGS_poll), absl::Milliseconds(1));
+  at_least("delay", absl::GetFlag(FLAGS_delay), absl::ZeroDuration());
+  at_least("ttl", absl::GetFlag(FLAGS_ttl), absl::Milliseconds(1));
+  in_range("width", absl::GetFlag(FLAGS_width), 0, INT32_MAX);
+  in_range("lanes", absl::GetFlag(FLAGS_lanes), 0, 100000);
+  in_range("limit", absl::GetFlag(FLAGS_limit), 0, INT64_MAX);
+  in_range("partition", absl::GetFlag(FLAGS_partition), -1, 65534);
+  in_range("priority", absl::GetFlag(FLAGS_priority), 0, 255);
+  in_range("num_partitions", absl::GetFlag(FLAGS_num_partitions), 1, 65535);
+  in_range("num_priorities", absl::GetFlag(FLAGS_num_priorities), 1, 256);
 }
 
 int Main(int argc, char** argv) {
-  if (CheckFlags(argc, argv)) {
-    std::fputs(kUsage, stdout);
+  const CommandLine cl = CheckFlags(argc, argv);
+  const bool json = absl::GetFlag(FLAGS_json);
+  if (absl::GetFlag(FLAGS_version)) {
+    if (json) {
+      Json j;
+      j.BeginObject().Key("version").String(HQ_VERSION).EndObject();
+      PrintJson(j);
+    } else {
+      std::printf("hq %s\n", HQ_VERSION);
+    }
+    return kExitOk;
+  }
+  // hq --help, hq help: the list; hq SUB --help, hq help SUB: SUB's flags.
+  const bool help_cmd = !cl.positional.empty() && cl.positional[0] == "help";
+  if (cl.help || help_cmd) {
+    const size_t at = help_cmd ? 1 : 0;
+    if (cl.positional.size() > at) {
+      const Subcommand* c = FindSubcommand(cl.positional[at]);
+      if (c == nullptr) {
+        throw Usage(
+            absl::StrCat("unknown subcommand '", cl.positional[at], "'"));
+      }
+      PrintSubcommandHelp(*c);
+    } else if (json) {
+      PrintHelpJson();
+    } else {
+      std::fputs(kUsage, stdout);
+    }
     return kExitOk;
   }
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
   if (rest.size() < 2) throw Usage("no subcommand");
   const std::string cmd = rest[1];
   const std::vector<std::string> args(rest.begin() + 2, rest.end());
-  if (cmd == "help") {
-    std::fputs(kUsage, stdout);
-    return kExitOk;
-  }
+  const Subcommand* c = FindSubcommand(cmd);
+  if (c == nullptr) throw Usage(absl::StrCat("unknown subcommand '", cmd, "'"));
+  ValidateFlags(*c, cl.flags);
+  g_read_only = cmd == "ls" || cmd == "stat" || cmd == "groups" ||
+                cmd == "verify" ||
+                (cmd == "scan" && !absl::GetFlag(FLAGS_follow)) ||
+                (cmd == "dead" && !absl::GetFlag(FLAGS_requeue));
   // scan --follow stops cleanly on SIGINT or SIGTERM (exit 0); every other
   // subcommand ends at once, by the signal's default action.
   if (!(cmd == "scan" && absl::GetFlag(FLAGS_follow))) UnblockStopSignals();
-  if (cmd == "ls") return Ls(args);
-  if (cmd == "stat") return Stat(args);
-  if (cmd == "create") return Create(args);
-  if (cmd == "put") return Put(args);
-  if (cmd == "scan") return Scan(args);
-  if (cmd == "groups") return Groups(args);
-  if (cmd == "dead") return Dead(args);
-  if (cmd == "compact") return Compact(args);
-  if (cmd == "verify") return Verify(args);
-  throw Usage(absl::StrCat("unknown subcommand '", cmd, "'"));
+  return c->run(args);
+}
+
+// True if argv asks for --json (checked again here: a failure may come
+// before or while absl parses the flags).
+bool WantsJson(int argc, char** argv) {
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--") break;
+    if (a == "--json" || a == "-json" || a == "--json=true") json = true;
+    if (a == "--nojson" || a == "--json=false") json = false;
+  }
+  return json;
+}
+
+// Prints a failure: to stderr, and with --json also as one JSON document on
+// stdout: {"error":{"exit_code":N,"code":"NOT_FOUND","message":"...",...}}.
+int Report(const Failure& f, bool json) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "hq: %s\n", f.message.c_str());
+  if (f.code == kExitUsage) {
+    std::fprintf(stderr,
+                 "usage: hq [--db=DIR] [--json] SUBCOMMAND [ARGS] [FLAGS] "
+                 "(hq help lists the subcommands)\n");
+  }
+  if (json) {
+    Json j;
+    j.BeginObject().Key("error").BeginObject();
+    j.Key("exit_code").Int(f.code);
+    j.Key("code").String(absl::StatusCodeToString(f.status));
+    j.Key("message").String(IsUtf8(f.message) ? f.message : "(not UTF-8)");
+    for (const auto& [key, value] : f.details) j.Key(key).Int(value);
+    j.EndObject().EndObject();
+    PrintJson(j);
+  }
+  return f.code;
 }
 
 }  // namespace
@@ -1034,16 +1490,12 @@ int Main(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   hq::tool::BlockStopSignals();
+  const bool json = hq::tool::WantsJson(argc, argv);
   try {
     return hq::tool::Main(argc, argv);
   } catch (const hq::tool::Failure& f) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "hq: %s\n", f.message.c_str());
-    if (f.code == hq::tool::kExitUsage) {
-      std::fprintf(stderr,
-                   "usage: hq [--db=DIR] [--json] SUBCOMMAND [ARGS] [FLAGS] "
-                   "(hq help lists the subcommands)\n");
-    }
-    return f.code;
+    return hq::tool::Report(f, json);
+  } catch (const std::exception& e) {  // std::filesystem, std::bad_alloc.
+    return hq::tool::Report({hq::tool::kExitError, e.what()}, json);
   }
 }

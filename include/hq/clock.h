@@ -14,13 +14,14 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "hq/export.h"
 
 namespace hq {
 
 // A source of wall-clock time.
 //
 // Thread safety: implementations must be safe to call from any thread.
-class Clock {
+class HQ_EXPORT Clock {
  public:
   virtual ~Clock() = default;
 
@@ -63,7 +64,7 @@ class Clock {
 // from a lease's expiry action.
 //
 // Thread safety: all methods may be called concurrently.
-class SimulatedClock final : public Clock {
+class HQ_EXPORT SimulatedClock final : public Clock {
  public:
   // Starts at `start`, by default 2026-01-01T00:00:00Z.
   explicit SimulatedClock(absl::Time start = absl::FromUnixSeconds(1767225600));

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "hq/export.h"
 #include "hq/lease.h"
 #include "hq/options.h"
 #include "hq/queue.h"
@@ -95,7 +96,7 @@ struct VerifyReport {
 // a failed one. Reads keep working. Nothing acknowledged is lost.
 //
 // Thread safety: all methods may be called concurrently from any threads.
-class Db {
+class HQ_EXPORT Db {
  public:
   // Opens (or, with create_if_missing, creates) the Db in directory `path`.
   // Nothing per queue is read: Open's time and memory do not depend on how

@@ -59,6 +59,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "hq/export.h"
 #include "hq/message.h"
 
 namespace hq {
@@ -247,7 +248,7 @@ struct ConsumerInfo {
 // Thread safety: all methods may be called concurrently from any threads.
 // Calls on one group are serialized (claims read under the group's lock, so
 // competing consumers never receive the same task).
-class ConsumerGroup {
+class HQ_EXPORT ConsumerGroup {
  public:
   virtual ~ConsumerGroup() = default;
 

@@ -11,6 +11,8 @@
 #include <optional>
 #include <string_view>
 
+#include "hq/export.h"
+
 namespace hq {
 
 // Persisted in the queue catalog: DO NOT CHANGE the numeric values.
@@ -33,10 +35,10 @@ enum class Layout : uint8_t {
 };
 
 // "time" or "topic".
-std::string_view LayoutName(Layout layout);
+HQ_EXPORT std::string_view LayoutName(Layout layout);
 
 // Parses "time" or "topic"; std::nullopt for anything else.
-std::optional<Layout> ParseLayout(std::string_view name);
+HQ_EXPORT std::optional<Layout> ParseLayout(std::string_view name);
 
 }  // namespace hq
 

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "hq/export.h"
 
 namespace hq {
 
@@ -41,7 +42,7 @@ using LeaseId = uint64_t;
 // slow action delays the others: hand long work to another thread.
 //
 // Thread safety: all methods may be called concurrently.
-class LeaseManager {
+class HQ_EXPORT LeaseManager {
  public:
   virtual ~LeaseManager() = default;
 

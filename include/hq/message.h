@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "absl/time/time.h"
+#include "hq/export.h"
 
 namespace hq {
 
@@ -27,7 +28,7 @@ namespace hq {
 // approximately: never earlier than the write's clock reading truncated to
 // the millisecond.
 // Ids of different partitions are independent and may be equal.
-struct MessageId {
+struct HQ_EXPORT MessageId {
   // Milliseconds since the Unix epoch. Limit: < 2^48 (year 10889).
   uint64_t ms = 0;
   // Sequence within `ms`, 0..65535.
@@ -122,6 +123,9 @@ struct MessageView {
   std::string_view payload;
   // Its delayed-delivery time; InfinitePast() if it had none.
   absl::Time not_before = absl::InfinitePast();
+  // The dedup key it was written with (Message::dedup_key); empty if none.
+  // Scanners set it; subscription listeners and claimed tasks see it empty.
+  std::string_view dedup_key;
 };
 
 }  // namespace hq

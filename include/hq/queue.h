@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "hq/export.h"
 #include "hq/group.h"
 #include "hq/message.h"
 #include "hq/options.h"
@@ -81,7 +82,7 @@ struct GroupInfo {
 // dropped queue then fails with NotFound).
 //
 // Thread safety: all methods may be called concurrently from any threads.
-class Queue {
+class HQ_EXPORT Queue {
  public:
   virtual ~Queue() = default;
 

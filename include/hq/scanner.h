@@ -8,6 +8,7 @@
 #define HQ_SCANNER_H_
 
 #include "absl/status/status.h"
+#include "hq/export.h"
 #include "hq/message.h"
 
 namespace hq {
@@ -27,7 +28,7 @@ namespace hq {
 // and iterator at once, and its next call fails with FailedPrecondition
 // ("scanner lease expired"). Open another scanner from the last id read.
 // Thread safety: a Scanner is not thread-safe; use one per thread.
-class Scanner {
+class HQ_EXPORT Scanner {
  public:
   virtual ~Scanner() = default;
 

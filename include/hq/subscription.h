@@ -45,6 +45,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "hq/export.h"
 #include "hq/message.h"
 
 namespace hq {
@@ -55,7 +56,7 @@ namespace hq {
 // subscription (that returns FailedPrecondition) nor, in general, for
 // another subscription whose listener might be unsubscribing this one
 // (each would wait for the other).
-class MessageListener {
+class HQ_EXPORT MessageListener {
  public:
   virtual ~MessageListener() = default;
   // Delayed messages (Message::delay) are delivered at once, like to a
@@ -143,7 +144,7 @@ struct SubscriptionStats {
 
 // A live subscription. Owned by the Db; valid until Unsubscribe or the
 // Db's destruction.
-class Subscription {
+class HQ_EXPORT Subscription {
  public:
   virtual ~Subscription() = default;
   virtual const std::string& name() const = 0;

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Checks tools/completion/hq.bash against the built tool: completes
+# subcommands, a subcommand's flags and the common flags.
+# Usage: test.sh COMPLETION HQ
+set -uo pipefail  # Not -e: compgen fails when nothing matches.
+source "$1"
+hq=$2
+fail=0
+complete_line() {  # Sets COMPREPLY for the command line "$1".
+  read -r -a COMP_WORDS <<<"$1"
+  COMP_WORDS[0]=$hq
+  COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+  COMPREPLY=()
+  _hq
+}
+expect() {  # expect "WORDS..." WANTED
+  complete_line "$1"
+  local got=" ${COMPREPLY[*]} "
+  if [[ $got != *" $2 "* ]]; then
+    echo "completing '$1': wanted '$2', got:$got"
+    fail=1
+  fi
+}
+expect "hq st" stat
+expect "hq --json sc" scan
+expect "hq put q --ded" --dedup_key=
+expect "hq stat q --la" --lanes=
+expect "hq scan q --fol" --follow
+expect "hq scan q --fol" --follow_for=
+expect "hq --ver" --version
+complete_line "hq ls --lim"  # ls takes no --limit.
+if [[ ${#COMPREPLY[@]} -gt 0 ]]; then
+  echo "completing 'hq ls --lim': wanted nothing, got: ${COMPREPLY[*]}"
+  fail=1
+fi
+exit $fail
