@@ -56,6 +56,8 @@ logger = logging.getLogger(__name__)
 
 QUEUE = "requests"
 GROUP = "crawl"
+# Dedup keys of requests kept in memory (they could not be serialized).
+SEEN_QUEUE = "seen"
 
 
 def _import_scrapy():
@@ -238,11 +240,20 @@ class Scheduler:
     def enqueue_request(self, request) -> bool:
         parent = self._parent_of(request)
         self._unwrap(request)
-        req_util, _, _ = _import_scrapy()
+        dedup = None
+        if not request.dont_filter:
+            dedup = self.crawler.request_fingerprinter.fingerprint(
+                request).hex()
         try:
-            payload = pickle.dumps(req_util.request_to_dict(
-                request, spider=self.spider), protocol=4)
+            payload = pickle.dumps(request.to_dict(spider=self.spider),
+                                   protocol=4)
         except Exception as e:
+            # Filtered like the others, through a queue that only
+            # remembers dedup keys.
+            if dedup and self._seen_queue().put(
+                    b"", dedup_key=dedup).duplicate:
+                self._finish_parent(parent)
+                return self._filtered(request)
             self._inc("scheduler/unserializable")
             logger.warning("hq.scrapy: cannot serialize %s (%s): kept in "
                            "memory, lost if the process dies", request, e)
@@ -250,22 +261,21 @@ class Scheduler:
                            (-request.priority, next(self._counter), request))
             self._finish_parent(parent)
             return True
-        dedup = None
-        if not request.dont_filter:
-            dedup = self.crawler.request_fingerprinter.fingerprint(
-                request).hex()
         r = self.queue.put(payload, topic=self._topic(request),
                            priority=self._level(request.priority),
                            dedup_key=dedup)
         self._finish_parent(parent)
         if r.duplicate:
-            self._inc("dupefilter/filtered")
-            logger.debug("Filtered duplicate request: %(request)s",
-                         {"request": request}, extra={"spider": self.spider})
-            return False
+            return self._filtered(request)
         self._inc("scheduler/enqueued/hq")
         self._inc("scheduler/enqueued")
         return True
+
+    def _filtered(self, request) -> bool:
+        self._inc("dupefilter/filtered")
+        logger.debug("Filtered duplicate request: %(request)s",
+                     {"request": request}, extra={"spider": self.spider})
+        return False
 
     def next_request(self):
         if self._memory:
@@ -303,6 +313,12 @@ class Scheduler:
             request.callback = _Done(self, request, request.callback, False)
             request.errback = _Done(self, request, request.errback, True)
             return request
+
+    def _seen_queue(self):
+        try:
+            return self.db.open_queue(SEEN_QUEUE)
+        except hq.NotFound:
+            return self.db.create_queue(SEEN_QUEUE)
 
     def _parent_of(self, request):
         """The claimed request this one was copied from by a downloader
