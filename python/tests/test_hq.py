@@ -431,6 +431,9 @@ def test_subscribe_delivers_in_order_and_checkpoints(db):
     assert sub.name == "printer"
     assert done.wait(DEADLINE)
     assert got == [b"0", b"1", b"2", b"3", b"4"]
+    # A message counts as delivered once its listener has returned, after
+    # the listener set `done`.
+    wait_for(lambda: sub.stats().delivered == 5, "5 messages delivered")
     sub.checkpoint()
     st = sub.stats()
     assert isinstance(st, hq.SubscriptionStats)
