@@ -113,10 +113,18 @@ class _Done:
             return self._async_iter(out, request)
         if inspect.iscoroutine(out):
             return self._await(out, request)
-        if out is None or isinstance(out, (dict,)) or not hasattr(
-                out, "__iter__") or _is_single(out):
-            sched._finish(request)
+        return self._output(out, request)
+
+    def _output(self, out, request):
+        """The callback's result `out`, as Scrapy takes it in, completing
+        the request once exhausted. A single request or item is wrapped
+        too: completed before being returned, a request could be lost if
+        the process died before the engine enqueued it."""
+        if out is None:
+            self.scheduler._finish(request)
             return out
+        if _is_single(out) or not hasattr(out, "__iter__"):
+            out = [out]
         return self._iter(out, request)
 
     def _iter(self, out, request):
@@ -138,10 +146,9 @@ class _Done:
         except BaseException:
             self.scheduler._finish(request)
             raise
-        if result is None or _is_single(result):
-            self.scheduler._finish(request)
-            return result
-        return list(self._iter(result, request))
+        # Not exhausted here: the engine takes the output in after the
+        # coroutine returns.
+        return self._output(result, request)
 
 
 def _is_single(out) -> bool:
