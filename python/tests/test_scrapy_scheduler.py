@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -148,6 +149,159 @@ def assert_all_done(stats):
     next run would fetch nothing."""
     assert (stats.backlog, stats.in_flight, stats.redelivery,
             stats.delayed) == (0, 0, 0, 0)
+
+
+def test_higher_priorities_are_fetched_first(crawl, site, tmp_path):
+    # The root yields a gate (the highest priority) and then children of
+    # mixed priorities. One request at a time: the gate's response waits
+    # until the root's callback has yielded everything, so every child is
+    # waiting in hq when the first of them is handed out.
+    priorities = [0, -5, 7, 3, -16, 14, -1, 9]
+    enqueued = tmp_path / "enqueued"
+    gate = threading.Event()
+
+    def hold_gate():
+        deadline = time.monotonic() + DEADLINE
+        while not enqueued.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if enqueued.exists():
+            gate.set()
+
+    site.behaviour["/gate"] = hold_gate
+    children = [[f"/p{p}", p, False] for p in priorities]
+    rc, events = crawl.run(
+        start=[["/", 0, False]],
+        links={"/": [["/gate", 15, False]] + children},
+        mark_after_output={"/": str(enqueued)},
+        settings={"CONCURRENT_REQUESTS": 1})
+    assert rc == 0, crawl.stderr
+    assert gate.is_set(), "the root's callback never finished its output"
+    assert site.hits == ["/", "/gate"] + [
+        f"/p{p}" for p in sorted(priorities, reverse=True)]
+    closed_stats(events, crawl.stderr)
+    assert_all_done(crawl.state()[0])
+
+
+def test_dont_filter_requests_are_enqueued_again_and_duplicates_dropped_across_a_crash(
+        crawl, site):
+    # First run: the start request twice, /a twice, /b twice with
+    # dont_filter; it ends by SIGKILL once idle, so nothing is written at
+    # close.
+    rc, events = crawl.run(
+        start=[["/", 0, False], ["/", 0, False]],
+        links={"/": [["/a", 0, False], ["/a", 0, False],
+                     ["/b", 0, True], ["/b", 0, True]]},
+        die_when_idle=True)
+    assert rc == -signal.SIGKILL, crawl.stderr
+    assert site.count() == {"/": 1, "/a": 1, "/b": 2}
+    assert sorted(called(events)) == ["/", "/a", "/b", "/b"]
+
+    # After the crash: / and /a are still filtered, /b with dont_filter is
+    # fetched again, /c is new.
+    rc, events = crawl.run(
+        start=[["/", 0, False], ["/a", 0, False], ["/b", 0, True],
+               ["/c", 0, False]])
+    assert rc == 0, crawl.stderr
+    assert site.count() == {"/": 1, "/a": 1, "/b": 3, "/c": 1}
+    assert sorted(called(events)) == ["/b", "/c"]
+    stats = closed_stats(events, crawl.stderr)
+    assert stats["dupefilter/filtered"] == 2
+    assert stats["scheduler/enqueued"] == 2
+    group, urls = crawl.state()
+    assert_all_done(group)
+    assert urls == {"/": 1, "/a": 1, "/b": 3, "/c": 1}
+
+
+def test_failed_downloads_are_retried_then_errback_runs_and_they_complete(
+        crawl, site):
+    site.behaviour["/500"] = 500
+    site.behaviour["/drop"] = "drop"
+    plan = dict(start=[["/", 0, False]],
+                links={"/": [["/500", 0, False], ["/drop", 0, False]]},
+                settings={"RETRY_TIMES": 3})
+    rc, events = crawl.run(**plan)
+    assert rc == 0, crawl.stderr
+    # RetryMiddleware: the first try and RETRY_TIMES retries, then the
+    # errback once, with the last failure.
+    assert site.count() == {"/": 1, "/500": 4, "/drop": 4}
+    assert called(events) == ["/"]
+    errbacks = {e["path"]: e["failure"] for e in events
+                if e["event"] == "errback"}
+    assert errbacks == {"/500": "HttpError",
+                        "/drop": "ResponseNeverReceived"}
+    assert len(called(events, "errback")) == 2
+    stats = closed_stats(events, crawl.stderr)
+    assert stats["retry/count"] == 6
+    assert stats["retry/max_reached"] == 2
+    # Each retry is a new request (dont_filter), stored before the one it
+    # replaces is completed; the last is completed by its errback.
+    group, urls = crawl.state()
+    assert_all_done(group)
+    assert group.dead_letters == 0
+    assert urls == {"/": 1, "/500": 4, "/drop": 4}
+
+    # Run again: nothing is delivered again, nothing fetched.
+    rc, events = crawl.run(**plan)
+    assert rc == 0, crawl.stderr
+    assert site.count() == {"/": 1, "/500": 4, "/drop": 4}
+    assert called(events) == [] and called(events, "errback") == []
+    closed_stats(events, crawl.stderr)
+
+
+def test_a_request_that_kills_the_crawl_every_time_ends_in_dead_letters(
+        crawl, site):
+    # /poison's callback SIGKILLs the crawl. With HQ_MAX_ATTEMPTS = 3 it is
+    # handed out three times (one run each), then dead-lettered by the
+    # fourth run's claim, which ends normally. (It is the only request: any
+    # other could be in flight at every kill too.)
+    plan = dict(start=[["/poison", 0, False]],
+                kill_in_callback=["/poison"],
+                settings={"HQ_MAX_ATTEMPTS": 3})
+    codes = []
+    events = []
+    while len(codes) < 5 and (not codes or codes[-1] != 0):
+        rc, events = crawl.run(**plan)
+        codes.append(rc)
+    assert codes == [-signal.SIGKILL] * 3 + [0], crawl.stderr
+    assert site.count() == {"/poison": 3}
+    assert closed_stats(events, crawl.stderr)["hq/dead_letters"] == 1
+
+    dead = hq.scrapy.dead_letters(crawl.jobdir)
+    assert len(dead) == 1
+    letter, request = dead[0]
+    assert request["url"] == site.base + "/poison"
+    assert letter.attempts == 3
+    assert letter.reason == "interrupted"
+    group, urls = crawl.state()
+    assert_all_done(group)
+    assert group.dead_letters == 1
+    assert urls == {"/poison": 1}
+
+
+def test_a_request_is_completed_only_after_its_output_was_stored(
+        crawl, site, tmp_path):
+    # The root's callback yields /c1 and /c2, then the crawl is killed
+    # before the root completes (once: the marker says it happened).
+    plan = dict(start=[["/", 0, False]],
+                links={"/": [["/c1", 0, False], ["/c2", 0, False]]},
+                kill_after_output={"/": str(tmp_path / "killed")})
+    rc, events = crawl.run(**plan)
+    assert rc == -signal.SIGKILL, crawl.stderr
+    assert called(events)[0] == "/"
+
+    # The root comes back and is fetched again; the children it yields
+    # again were stored before the kill: duplicates, with the start request.
+    rc, events = crawl.run(**plan)
+    assert rc == 0, crawl.stderr
+    assert "/" in called(events)
+    assert site.count()["/"] == 2
+    assert site.count()["/c1"] >= 1 and site.count()["/c2"] >= 1
+    stats = closed_stats(events, crawl.stderr)
+    assert stats["hq/redelivered"] >= 1
+    assert stats["dupefilter/filtered"] == 3
+    group, urls = crawl.state()
+    assert_all_done(group)
+    assert urls == {"/": 1, "/c1": 1, "/c2": 1}
 
 
 @pytest.mark.parametrize("style", ["yield", "request", "list",
