@@ -4,7 +4,8 @@ beyond what the crash test covers, each through real Scrapy crawls
 (scrapy_spider.py, one subprocess per run) of a site served on 127.0.0.1 by
 a server this test starts: priorities, dont_filter and the duplicate filter
 across a crash, retries and errbacks, dead letters, and completion only
-after a callback's output was stored.
+after a callback's output was stored; and, without a crawl, the priority
+mapping and the serialization round trip.
 
 Every wait has a deadline; nothing asserts on elapsed time."""
 
@@ -328,3 +329,107 @@ def test_a_request_is_stored_before_the_callback_that_gave_it_completes(
     group, urls = crawl.state()
     assert_all_done(group)
     assert urls == {"/": 1, "/child": 1}
+
+
+# ---- Units: the scheduler without a crawl
+
+
+class UnitSpider:
+    """Made a scrapy.Spider in `scheduler` (Scrapy is imported lazily)."""
+
+    def parse_item(self, response, n=0):
+        pass
+
+    def failed(self, failure):
+        pass
+
+
+@pytest.fixture
+def scheduler(tmp_path):
+    """Opens hq.scrapy.Scheduler on tmp_path/hq for a real crawler and
+    spider; call it with settings. Closed at the end."""
+    import scrapy
+    from scrapy.utils.test import get_crawler
+
+    opened = []
+
+    def open_scheduler(**settings):
+        spidercls = type("Unit", (UnitSpider, scrapy.Spider),
+                         {"name": "unit"})
+        crawler = get_crawler(spidercls, {
+            "HQ_DIR": str(tmp_path / "hq"),
+            "REQUEST_FINGERPRINTER_IMPLEMENTATION": "2.7", **settings})
+        crawler.spider = spidercls.from_crawler(crawler)
+        s = hq.scrapy.Scheduler.from_crawler(crawler)
+        s.open(crawler.spider)
+        opened.append(s)
+        return s
+
+    yield open_scheduler
+    for s in opened:
+        s.close("finished")
+
+
+def test_priorities_map_onto_levels_in_order_and_saturate(scheduler):
+    s = scheduler()
+    assert s.levels == 32
+    assert [s._level(p) for p in (-100, -17, -16, -1, 0, 1, 15, 16, 100)] == [
+        0, 0, 0, 15, 16, 17, 31, 31, 31]
+    levels = [s._level(p) for p in range(-40, 41)]
+    assert levels == sorted(levels)
+    s.close("finished")
+
+    # HQ_PRIORITIES sizes a new queue only; an existing one keeps its levels.
+    s = scheduler(HQ_PRIORITIES=8)
+    assert s.levels == 32
+
+
+def test_priority_levels_follow_hq_priorities(tmp_path, scheduler):
+    s = scheduler(HQ_PRIORITIES=4)
+    assert s.levels == 4
+    assert [s._level(p) for p in (-3, -2, -1, 0, 1, 2)] == [0, 0, 1, 2, 3, 3]
+
+
+def test_a_request_comes_back_as_it_was_enqueued_also_after_a_reopen(
+        scheduler):
+    import scrapy
+
+    s = scheduler()
+    spider = s.spider
+    request = scrapy.Request(
+        "http://127.0.0.1:1/item?x=1", method="POST", body=b"\x00body",
+        headers={"X-Test": "1"}, cookies={"c": "v"}, priority=3,
+        meta={"depth": 2, "k": [1, "a"]}, cb_kwargs={"n": 7},
+        callback=spider.parse_item, errback=spider.failed, flags=["f"],
+        dont_filter=True)
+    expected = request.to_dict(spider=spider)
+    assert s.enqueue_request(request)
+    assert len(s) == 1
+    s.close("shutdown")  # Stopped before it was handed out.
+
+    s = scheduler()
+    got = s.next_request()
+    assert got is not None and s.next_request() is None
+    # Wrapped to complete the task when done; the spider's methods inside.
+    assert got.callback.original == s.spider.parse_item
+    assert got.errback.original == s.spider.failed
+    s._unwrap(got)
+    assert got.to_dict(spider=s.spider) == expected
+    assert got.body == b"\x00body" and got.headers["X-Test"] == b"1"
+
+
+def test_an_unserializable_request_is_kept_in_memory(scheduler):
+    import scrapy
+
+    s = scheduler()
+    request = scrapy.Request("http://127.0.0.1:1/x",
+                             callback=lambda response: None)
+    assert s.enqueue_request(request)
+    assert len(s) == 1 and s.has_pending_requests()
+    assert s.next_request() is request
+    assert s.stats.get_value("scheduler/unserializable") == 1
+    # Filtered like the others.
+    again = scrapy.Request("http://127.0.0.1:1/x",
+                           callback=lambda response: None)
+    assert not s.enqueue_request(again)
+    assert s.next_request() is None
