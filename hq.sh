@@ -22,7 +22,8 @@ else
 fi
 
 PACKAGES=(g++ meson ninja-build pkg-config cmake libleveldb-dev libabsl-dev
-          catch2 libxxhash-dev libsqlite3-dev python3 help2man)
+          catch2 libxxhash-dev libsqlite3-dev python3 python3-dev
+          pybind11-dev python3-pybind11 python3-pytest python3-scrapy help2man)
 
 install_missing() {
   local missing=()

@@ -1,0 +1,140 @@
+#!/usr/bin/python3
+# Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+"""Python binding and Scrapy scheduler benchmarks (issue 21), not in the
+default test suite:
+
+  PYTHONPATH=build/python /usr/bin/python3 bench/py_bench.py build [--num N]
+      [--benchmarks=put,put_batch,claim_complete,crawl,crash]
+
+  put             hq.Queue.put of --num 100-byte messages, one thread, next to
+                  hq_bench's C++ `put` of the same messages in the same run
+                  (ratio python/C++).
+  put_batch       put_batch of 100 messages per call, against hq_bench
+                  --batch=100.
+  claim_complete  claim(max=--claim_batch) + complete of a filled queue until
+                  drained, against hq_bench's claim_complete.
+  crawl           examples/scrapy/crawl.py on 2000 pages with hq.scrapy,
+                  Scrapy's memory scheduler and its JOBDIR disk scheduler:
+                  pages/s of each.
+  crash           the crash test's kill schedule (python/tests/
+                  test_scrapy_crash.py, --kills kills, --seed) on hq.scrapy
+                  and on Scrapy's JOBDIR scheduler: pages lost by each.
+"""
+
+import argparse
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import hq
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CRAWL = os.path.join(HERE, "..", "examples", "scrapy", "crawl.py")
+
+
+def cxx(build, name, num, extra=()):
+    out = subprocess.run(
+        [os.path.join(build, "bench", "hq_bench"), f"--benchmarks={name}",
+         f"--num={num}", "--value_size=100", *extra],
+        check=True, stdout=subprocess.PIPE, text=True).stdout
+    m = re.search(rf"^{name}\s*:.*?([\d.]+) msgs/s", out, re.M)
+    return float(m.group(1))
+
+
+def line(name, rate, cxx_rate):
+    print(f"{name:16}: {rate:12.0f} msgs/s  C++ {cxx_rate:12.0f} msgs/s  "
+          f"python/C++ {rate / cxx_rate:.2f}", flush=True)
+
+
+def bench_put(args, batch):
+    with tempfile.TemporaryDirectory() as d, hq.Db.open(d) as db:
+        q = db.create_queue("q")
+        payload = b"x" * 100
+        start = time.perf_counter()
+        if batch == 1:
+            for _ in range(args.num):
+                q.put(payload)
+        else:
+            msgs = [payload] * batch
+            for _ in range(args.num // batch):
+                q.put_batch(msgs)
+        return args.num / (time.perf_counter() - start)
+
+
+def bench_claim(args):
+    with tempfile.TemporaryDirectory() as d, hq.Db.open(d) as db:
+        q = db.create_queue("q")
+        for _ in range(args.num // 100):
+            q.put_batch([b"x" * 100] * 100)
+        g = q.group("g")
+        n = 0
+        start = time.perf_counter()
+        while True:
+            tasks = g.claim(args.claim_batch)
+            if not tasks:
+                break
+            g.complete(tasks)
+            n += len(tasks)
+        return n / (time.perf_counter() - start)
+
+
+def load_crash_test():
+    path = os.path.join(HERE, "..", "python", "tests", "test_scrapy_crash.py")
+    spec = importlib.util.spec_from_file_location("crash", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("build")
+    p.add_argument("--num", type=int, default=200000)
+    p.add_argument("--claim_batch", type=int, default=100)
+    p.add_argument("--pages", type=int, default=2000)
+    p.add_argument("--kills", type=int, default=10)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--benchmarks",
+                   default="put,put_batch,claim_complete,crawl,crash")
+    args = p.parse_args()
+    for b in args.benchmarks.split(","):
+        if b == "put":
+            line("put", bench_put(args, 1), cxx(args.build, "put", args.num))
+        elif b == "put_batch":
+            line("put_batch", bench_put(args, 100),
+                 cxx(args.build, "put", args.num, ["--batch=100"]))
+        elif b == "claim_complete":
+            line("claim_complete", bench_claim(args),
+                 cxx(args.build, "claim_complete", args.num,
+                     [f"--claim_batch={args.claim_batch}"]))
+        elif b == "crawl":
+            for sched in ("hq", "memory", "jobdir"):
+                with tempfile.TemporaryDirectory() as d:
+                    start = time.perf_counter()
+                    subprocess.run([sys.executable, CRAWL, d, "--pages",
+                                    str(args.pages), "--scheduler", sched],
+                                   check=True, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+                    t = time.perf_counter() - start
+                print(f"crawl_{sched:10}: {args.pages / t:8.1f} pages/s "
+                      f"({t:.1f} s with start-up)", flush=True)
+        elif b == "crash":
+            crash = load_crash_test()
+            for sched in ("hq", "jobdir"):
+                with tempfile.TemporaryDirectory() as d:
+                    r, made, _ = crash.crawl_with_kills(
+                        os.path.join(d, "c"), args.pages, args.kills,
+                        args.seed, ["--scheduler", sched])
+                print(f"crash_{sched:10}: seed {args.seed}, {made} kills: "
+                      f"lost {r['lost']} of {r['pages']} pages, "
+                      f"{r['repeats']} fetched more than once", flush=True)
+        else:
+            sys.exit(f"unknown benchmark {b}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+# Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+"""hq: persistent, partitioned message queues in one LevelDB directory.
+
+    import hq
+    with hq.Db.open("/tmp/frontier") as db:
+        q = db.create_queue("pages", partitions=4, priorities=2)
+        q.put(b"https://example.com/", topic="example.com", priority=1)
+        g = q.group("fetchers", lease=120)
+        for task in g.claim(max=100, wait=1.0):
+            ...
+            g.complete(task)
+
+The binding maps the C++ API (include/hq/*.h) one to one; the contracts are
+in hq/_hq.pyi and doc/guide.md ("Python"). hq.scrapy is a Scrapy scheduler
+built on it.
+"""
+
+from hq._types import (  # noqa: F401
+    Aborted, AlreadyExists, Cancelled, ConsumerInfo, DataLoss,
+    DeadlineExceeded, Error, FailedPrecondition, GroupInfo, GroupStats,
+    Internal, InvalidArgument, LaneCheckpoint, LaneCursor, Message, NotFound,
+    OutOfRange, PartitionStats, PermissionDenied, QueueOptions, QueueStats,
+    ResourceExhausted, SubscriptionStats, SweepStats, Unauthenticated,
+    Unavailable, Unimplemented, Unknown, VerifyProblem, VerifyReport)
+from hq._hq import (  # noqa: F401
+    Db, DeadLetter, Group, MessageId, PutResult, Queue, ReceivedMessage, Scanner,
+    Subscription, Task)
+
+__all__ = [
+    "Db", "Queue", "Group", "Scanner", "Subscription", "Task", "DeadLetter",
+    "MessageId", "PutResult", "ReceivedMessage", "Message", "Error",
+    "NotFound", "InvalidArgument", "FailedPrecondition", "DataLoss",
+    "AlreadyExists", "ResourceExhausted", "Internal", "QueueStats",
+    "PartitionStats", "GroupStats", "SubscriptionStats", "SweepStats",
+    "VerifyReport",
+]

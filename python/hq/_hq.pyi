@@ -1,0 +1,258 @@
+# Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+"""Type stub and contract of hq._hq, the extension behind the package hq.
+
+Conventions. Durations are float seconds, times float Unix seconds (None
+for "none"). Names, topics, keys and dedup keys are str (UTF-8) or bytes;
+payloads bytes (a str is encoded as UTF-8). Every failed call raises the
+hq.Error subclass named after its absl::StatusCode (hq.NotFound,
+hq.InvalidArgument, hq.FailedPrecondition, hq.DataLoss, ...); the C++
+header named on each class lists which codes a call can return and why.
+
+Threads and the GIL. Db, Queue and Group may be used from any threads. Every
+call that may block (storage, a waiting claim, open, compaction, close)
+releases the GIL. A Scanner is for one thread at a time. Subscription
+listeners run on the Db's delivery threads, holding the GIL while they run.
+
+Lifetimes. Queue, Group, Scanner and Subscription objects keep their Db's
+handle alive, never the open Db: after Db.close() (or leaving its `with`
+block) every call on any of them raises hq.FailedPrecondition. A Db that is
+not closed is closed when the last object using it is collected, or at
+interpreter exit.
+"""
+
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Union
+
+from hq._types import (ConsumerInfo, GroupInfo, GroupStats, Message,
+                       QueueOptions, QueueStats, SubscriptionStats, SweepStats,
+                       VerifyReport)
+
+Text = Union[str, bytes]
+
+class MessageId:
+    """(ms, seq): unique and increasing within a partition (hq/message.h)."""
+    ms: int
+    seq: int
+    def __init__(self, ms: int, seq: int = 0) -> None: ...
+    @staticmethod
+    def min() -> MessageId: ...
+    @staticmethod
+    def max() -> MessageId:
+        """Never assigned: the exclusive end of every range."""
+    @staticmethod
+    def at_time(unix_seconds: float) -> MessageId:
+        """The first id at or after a time (for time ranges)."""
+    @staticmethod
+    def parse(text: str) -> MessageId:
+        """Parses "ms-seq"; InvalidArgument otherwise."""
+    def next(self) -> MessageId: ...
+    @property
+    def time(self) -> float: ...
+    def __lt__(self, other: MessageId) -> bool: ...
+    def __le__(self, other: MessageId) -> bool: ...
+    def __gt__(self, other: MessageId) -> bool: ...
+    def __ge__(self, other: MessageId) -> bool: ...
+    def __hash__(self) -> int: ...
+
+class PutResult:
+    partition: int
+    id: MessageId
+    duplicate: bool
+    """True: nothing written; a live message with the dedup key exists and
+    partition and id name it."""
+
+class ReceivedMessage:
+    """A message read by a scanner or delivered to a listener (a copy)."""
+    id: MessageId
+    partition: int
+    priority: int
+    topic: str
+    key: bytes
+    payload: bytes
+    not_before: Optional[float]
+
+class Task:
+    """A claimed message. Pass it back to complete, release or extend of the
+    group that handed it out."""
+    partition: int
+    priority: int
+    id: MessageId
+    topic: str
+    key: bytes
+    payload: bytes
+    attempt: int
+    """1 at the first delivery, +1 each time after, also across restarts."""
+    lease_deadline: Optional[float]
+    not_before: Optional[float]
+    consumer: str
+
+class DeadLetter:
+    partition: int
+    id: MessageId
+    original_partition: int
+    original_id: MessageId
+    priority: int
+    topic: str
+    key: bytes
+    payload: bytes
+    attempts: int
+    reason: str
+    """"lease_expired", "released" or "interrupted"."""
+    dead_at: Optional[float]
+
+class Scanner(Iterator[ReceivedMessage]):
+    """Iterates a snapshot of a queue taken by Queue.scan (hq/scanner.h).
+    A scanner not advanced for the Db's scanner_lease expires: its next
+    step raises FailedPrecondition. close() (or `with`) frees it early."""
+    def __iter__(self) -> Scanner: ...
+    def __next__(self) -> ReceivedMessage:
+        """Raises DataLoss on a damaged record, never ends short silently."""
+    def close(self) -> None: ...
+    def __enter__(self) -> Scanner: ...
+    def __exit__(self, *exc: Any) -> bool: ...
+
+class Subscription:
+    """A live subscription (hq/subscription.h)."""
+    @property
+    def name(self) -> str: ...
+    def stats(self) -> SubscriptionStats:
+        """FailedPrecondition once unsubscribed or the Db closed."""
+    def checkpoint(self) -> None:
+        """Writes the checkpoints now."""
+    @property
+    def listener_errors(self) -> int:
+        """Exceptions the listener raised (each also went to
+        sys.unraisablehook, and the message came again after a backoff)."""
+    @property
+    def last_error(self) -> Optional[str]: ...
+
+class Group:
+    """A durable consumer group (hq/group.h): at-least-once tasks under a
+    lease, completed once or dead-lettered."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def dead_letter_queue(self) -> str:
+        """ "<queue>.dead.<group>": an ordinary queue, readable by scan."""
+    def claim(self, max: int = 1, *, lease: Optional[float] = None,
+              wait: float = 0.0, topics: Iterable[Text] = (),
+              partitions: Sequence[int] = (),
+              consumer: str = "") -> List[Task]:
+        """Hands out up to `max` (1..10000) tasks under a lease (None: the
+        group's). With `wait`, blocks (GIL released) until something is
+        claimable or the wait ends; returns [] if nothing is. Close of the
+        Db makes a waiting claim raise FailedPrecondition; a signal
+        (Ctrl-C) interrupts it within 0.2 s. Ordered groups need
+        `consumer`."""
+    def complete(self, tasks: Union[Task, Iterable[Task]]) -> None:
+        """All or nothing, one write. FailedPrecondition if any task is no
+        longer held (it was handed out again, completed or released)."""
+    def release(self, task: Task, retry_after: float = 0.0) -> None:
+        """Gives a held task back, to come again after retry_after, or be
+        dead-lettered if it used max_attempts."""
+    def extend(self, task: Task, lease: float) -> None:
+        """Moves the lease deadline to `lease` from now; updates
+        task.lease_deadline. Writes nothing."""
+    def stats(self) -> GroupStats: ...
+    def consumers(self) -> List[ConsumerInfo]:
+        """Ordered groups: live consumers and their partitions."""
+    def leave(self, consumer: str) -> None: ...
+    def dead_letters(self, max: int = 1000, *,
+                     after: Optional[DeadLetter] = None) -> List[DeadLetter]: ...
+    def requeue(self, letters: Sequence[DeadLetter]) -> List[PutResult]:
+        """Puts dead letters back as new messages, atomically."""
+
+class Queue:
+    """A queue of a Db (hq/queue.h). Valid while its Db is open; after
+    drop_queue every call raises NotFound."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def options(self) -> QueueOptions: ...
+    def put(self, payload: Text, *, topic: Optional[Text] = None,
+            key: Optional[Text] = None, partition: Optional[int] = None,
+            priority: int = 0, delay: float = 0.0,
+            not_before: Optional[float] = None,
+            dedup_key: Optional[Text] = None,
+            sync: Optional[bool] = None) -> PutResult:
+        """Writes one message. sync=None: the Db's sync_writes. False: an
+        acknowledged put survives a process crash; True: a power cut too.
+        dedup_key: if a live message has it, nothing is written and the
+        result has duplicate=True."""
+    def put_batch(self, messages: Iterable[Union[Text, Message, dict]], *,
+                  sync: Optional[bool] = None) -> List[PutResult]:
+        """Writes all messages or none, in one write. An item is a payload,
+        an hq.Message, or a dict with Message's fields."""
+    def scan(self, *, partitions: Sequence[int] = (),
+             topics: Iterable[Text] = (), start: Optional[MessageId] = None,
+             end: Optional[MessageId] = None,
+             order: str = "merged") -> Scanner:
+        """A snapshot iterator over ids [start, end). order "merged": one
+        stream in (id, partition) order; "lane": lane by lane, constant
+        memory."""
+    def group(self, name: str, *, topics: Iterable[Text] = (),
+              ordered: bool = False, lease: float = 30.0,
+              max_attempts: int = 10, backoff_base: float = 1.0,
+              backoff_cap: float = 300.0, backoff_jitter: float = 0.2,
+              ownership_lease: float = 10.0) -> Group:
+        """The consumer group `name`, created on first use (topics and
+        ordered are fixed then; the rest come from each call)."""
+    def list_groups(self) -> List[str]: ...
+    def inspect_group(self, name: str) -> GroupInfo: ...
+    def subscribe(self, name: str,
+                  listener: Callable[[ReceivedMessage], Any], *,
+                  partitions: Sequence[int] = (),
+                  topics: Iterable[Text] = (),
+                  start: Union[str, MessageId, float] = "earliest",
+                  checkpoint_messages: int = 1000,
+                  checkpoint_interval: float = 1.0,
+                  buffer_messages: int = 1024,
+                  buffer_bytes: int = 4 << 20, retry_base: float = 0.1,
+                  retry_cap: float = 30.0) -> Subscription:
+        """Delivers the queue's messages to `listener`, in order per lane,
+        at least once, on a delivery thread. If the listener raises, the
+        exception goes to sys.unraisablehook and the same message comes
+        again after a backoff (the lane waits). start: "earliest",
+        "latest", a MessageId or a Unix time; a durable subscription
+        resumes from its checkpoints instead."""
+    def unsubscribe(self, name: str) -> None: ...
+    def list_subscriptions(self) -> List[str]: ...
+    def inspect_subscription(self, name: str) -> SubscriptionStats: ...
+    def stats(self) -> QueueStats: ...
+    def approximate_bytes(self) -> int: ...
+
+class Db:
+    """One LevelDB directory holding any number of queues (hq/db.h)."""
+    @staticmethod
+    def open(path: str, *, create_if_missing: bool = True,
+             error_if_exists: bool = False, sync_writes: bool = False,
+             recovery: str = "point_in_time", scanner_lease: float = 60.0,
+             max_open_scanners: int = 10000,
+             ttl_sweep_interval: float = 60.0, ttl_sweep_batch: int = 1000,
+             cache_bytes: int = 64 << 20, bloom_bits_per_key: int = 10,
+             write_buffer_bytes: int = 64 << 20, max_open_files: int = 1000,
+             delivery_threads: int = 2) -> Db:
+        """Opens or creates the Db (hq/options.h has every option's limits).
+        FailedPrecondition if another process (or Db object) holds it.
+        recovery: "point_in_time" (a damaged log is cut at its last intact
+        record, the rest kept under dropped/) or "absolute_consistency"
+        (DataLoss instead); ValueError for any other value."""
+    def close(self) -> None:
+        """Waits for calls in progress, stops subscriptions, frees scanners
+        and closes. Idempotent."""
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def path(self) -> str: ...
+    def __enter__(self) -> Db: ...
+    def __exit__(self, *exc: Any) -> bool: ...
+    def create_queue(self, name: str, *, partitions: int = 1,
+                     priorities: int = 1, ttl: Optional[float] = None,
+                     layout: str = "time",
+                     max_payload_bytes: int = 1 << 20) -> Queue: ...
+    def open_queue(self, name: str) -> Queue:
+        """NotFound if there is no such queue."""
+    def drop_queue(self, name: str) -> None: ...
+    def list_queues(self) -> List[str]: ...
+    def compact_expired(self) -> SweepStats: ...
+    def compact_all(self) -> SweepStats: ...
+    def verify(self) -> VerifyReport: ...

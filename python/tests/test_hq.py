@@ -1,0 +1,514 @@
+# Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+"""Unit tests of the Python binding (python/hq): every method of Db, Queue,
+Group, Scanner and Subscription, the mapping of status codes to exceptions,
+the GIL released in blocking calls, and listener errors reported.
+
+Every wait has a deadline; nothing asserts on elapsed time."""
+
+import dataclasses
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import hq
+
+DEADLINE = 30.0  # Seconds any wait below may take before the test fails.
+
+
+@pytest.fixture
+def db(tmp_path):
+    with hq.Db.open(tmp_path / "db") as d:
+        yield d
+
+
+def wait_for(predicate, what):
+    deadline = time.monotonic() + DEADLINE
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail("timed out waiting for " + what)
+        time.sleep(0.01)
+
+
+# ---- Db
+
+
+def test_open_is_a_context_manager_that_closes(tmp_path):
+    with hq.Db.open(tmp_path / "db") as db:
+        assert db.path == str(tmp_path / "db")
+        assert not db.closed
+        q = db.create_queue("q")
+    assert db.closed
+    with pytest.raises(hq.FailedPrecondition):
+        db.list_queues()
+    with pytest.raises(hq.FailedPrecondition):
+        q.put(b"x")
+    db.close()  # A second close is a no-op.
+
+
+def test_open_errors(tmp_path):
+    with pytest.raises(hq.NotFound):
+        hq.Db.open(tmp_path / "absent", create_if_missing=False)
+    with pytest.raises(hq.InvalidArgument):
+        hq.Db.open(tmp_path / "db", delivery_threads=0)
+    with hq.Db.open(tmp_path / "db"):
+        # One opener at a time, also within a process.
+        with pytest.raises(hq.FailedPrecondition):
+            hq.Db.open(tmp_path / "db")
+    with pytest.raises(hq.AlreadyExists):
+        hq.Db.open(tmp_path / "db", error_if_exists=True)
+
+
+def test_second_process_gets_failed_precondition(tmp_path):
+    with hq.Db.open(tmp_path / "db"):
+        code = ("import hq, sys\n"
+                "try:\n"
+                "    hq.Db.open(sys.argv[1])\n"
+                "except hq.FailedPrecondition:\n"
+                "    sys.exit(7)\n")
+        r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "db")],
+                           timeout=DEADLINE)
+        assert r.returncode == 7
+
+
+def test_exception_hierarchy():
+    for cls in (hq.NotFound, hq.InvalidArgument, hq.FailedPrecondition,
+                hq.DataLoss, hq.AlreadyExists, hq.ResourceExhausted,
+                hq.Internal):
+        assert issubclass(cls, hq.Error)
+    assert issubclass(hq.InvalidArgument, ValueError)
+    assert issubclass(hq.NotFound, LookupError)
+    assert hq.NotFound.code == "NOT_FOUND"
+
+
+def test_queues_create_open_list_drop(db):
+    q = db.create_queue("pages", partitions=4, priorities=3, ttl=3600,
+                        layout="topic", max_payload_bytes=1000)
+    assert q.name == "pages"
+    assert q.options == hq.QueueOptions(partitions=4, priorities=3, ttl=3600.0,
+                                        layout="topic", max_payload_bytes=1000)
+    assert db.create_queue("b").options.ttl is None
+    assert db.open_queue("pages").options.partitions == 4
+    assert db.list_queues() == ["b", "pages"]
+    with pytest.raises(hq.AlreadyExists):
+        db.create_queue("pages")
+    with pytest.raises(hq.InvalidArgument):
+        db.create_queue("bad name")
+    with pytest.raises(hq.InvalidArgument):
+        db.create_queue("x", layout="sideways")
+    with pytest.raises(hq.InvalidArgument):
+        db.create_queue("x", partitions=0)
+    db.drop_queue("pages")
+    with pytest.raises(hq.NotFound):
+        db.open_queue("pages")
+    with pytest.raises(hq.NotFound):
+        q.put(b"x")  # The handle stays valid and says so.
+    with pytest.raises(hq.NotFound):
+        db.drop_queue("pages")
+
+
+def test_compaction_and_verify(db):
+    q = db.create_queue("q", ttl=1)
+    q.put(b"x")
+    s = db.compact_expired()
+    assert isinstance(s, hq.SweepStats) and s.queues == 1
+    assert isinstance(db.compact_all(), hq.SweepStats)
+    report = db.verify()
+    assert report.ok and report.problems == [] and report.queues == 1
+
+
+def test_reopen_keeps_messages(tmp_path):
+    with hq.Db.open(tmp_path / "db") as db:
+        db.create_queue("q").put(b"kept", sync=True)
+    with hq.Db.open(tmp_path / "db") as db:
+        assert [m.payload for m in db.open_queue("q").scan()] == [b"kept"]
+
+
+# ---- Writing and scanning
+
+
+def test_put_returns_where_the_message_went(db):
+    q = db.create_queue("q", partitions=4, priorities=2)
+    r = q.put(b"hello", topic="t", key=b"k", priority=1)
+    assert isinstance(r, hq.PutResult) and not r.duplicate
+    assert 0 <= r.partition < 4
+    assert r.id > hq.MessageId.min()
+    r2 = q.put("text", partition=2)
+    assert r2.partition == 2
+    [m1, m2] = sorted(q.scan(), key=lambda m: m.payload)
+    assert (m1.payload, m1.topic, m1.key, m1.priority) == (b"hello", "t", b"k", 1)
+    assert (m1.partition, m1.id) == (r.partition, r.id)
+    assert m2.payload == b"text" and m2.not_before is None
+
+
+def test_put_errors(db):
+    q = db.create_queue("q", partitions=2, priorities=2, max_payload_bytes=10)
+    with pytest.raises(hq.InvalidArgument):
+        q.put(b"x", partition=2)
+    with pytest.raises(hq.InvalidArgument):
+        q.put(b"x", priority=2)
+    with pytest.raises(hq.InvalidArgument):
+        q.put(b"x" * 11)
+    with pytest.raises(hq.InvalidArgument):
+        q.put(b"x", topic="t" * 1025)
+    with pytest.raises(hq.InvalidArgument):
+        q.put(b"x", delay=float("inf"))
+    with pytest.raises(TypeError):
+        q.put(42)
+    assert list(q.scan()) == []  # Nothing was written.
+
+
+def test_dedup_key(db):
+    q = db.create_queue("q")
+    a = q.put(b"1", dedup_key="https://a/")
+    b = q.put(b"2", dedup_key=b"https://a/")
+    assert b.duplicate and (b.partition, b.id) == (a.partition, a.id)
+    assert [m.payload for m in q.scan()] == [b"1"]
+
+
+def test_put_batch(db):
+    q = db.create_queue("q", partitions=2, priorities=2)
+    rs = q.put_batch([
+        b"a", "b",
+        hq.Message(b"c", topic="t", partition=1, priority=1, dedup_key="d"),
+        {"payload": b"d", "partition": 0, "key": "k"},
+        hq.Message(b"dup", dedup_key="d"),
+    ])
+    assert len(rs) == 5 and rs[4].duplicate and not rs[2].duplicate
+    assert (rs[2].partition, rs[3].partition) == (1, 0)
+    assert sorted(m.payload for m in q.scan()) == [b"a", b"b", b"c", b"d"]
+    assert q.put_batch([]) == []
+    with pytest.raises(hq.InvalidArgument):  # All or nothing.
+        q.put_batch([b"e", hq.Message(b"f", partition=9)])
+    assert len(list(q.scan())) == 4
+    with pytest.raises(TypeError):
+        q.put_batch([{"topic": "no payload"}])
+
+
+def test_scan_filters_and_ranges(db):
+    q = db.create_queue("q", partitions=3, layout="topic")
+    ids = {}
+    for i in range(30):
+        r = q.put(str(i).encode(), topic="even" if i % 2 == 0 else "odd",
+                  partition=i % 3)
+        ids[i] = r.id
+    assert len(list(q.scan())) == 30
+    assert {m.topic for m in q.scan(topics=["odd"])} == {"odd"}
+    assert {m.partition for m in q.scan(partitions=[1])} == {1}
+    merged = [m.id for m in q.scan()]
+    assert merged == sorted(merged)
+    lane = list(q.scan(order="lane"))
+    assert [m.partition for m in lane] == sorted(m.partition for m in lane)
+    some = list(q.scan(start=ids[10], end=ids[20]))
+    assert all(ids[10] <= m.id < ids[20] for m in some)
+    with pytest.raises(hq.InvalidArgument):
+        q.scan(partitions=[3])
+    with pytest.raises(hq.InvalidArgument):
+        q.scan(order="random")
+
+
+def test_scanner_is_a_snapshot_and_closes(db):
+    q = db.create_queue("q")
+    q.put(b"1")
+    with q.scan() as s:
+        q.put(b"2")
+        assert [m.payload for m in s] == [b"1"]
+    s = q.scan()
+    s.close()
+    assert list(s) == []
+
+
+def test_open_scanner_does_not_outlive_the_db(tmp_path):
+    db = hq.Db.open(tmp_path / "db")
+    q = db.create_queue("q")
+    q.put(b"1")
+    s = q.scan()
+    db.close()  # Destroys the scanner before the Db.
+    with pytest.raises(hq.FailedPrecondition):
+        next(s)
+
+
+def test_message_id():
+    a = hq.MessageId(1767225600000, 3)
+    assert str(a) == "1767225600000-3"
+    assert hq.MessageId.parse("1767225600000-3") == a
+    assert a.next() == hq.MessageId(1767225600000, 4)
+    assert a < a.next() and hash(a) == hash(hq.MessageId(1767225600000, 3))
+    assert a.time == 1767225600.0
+    assert hq.MessageId.at_time(1767225600.0001) == hq.MessageId(1767225600001)
+    with pytest.raises(hq.InvalidArgument):
+        hq.MessageId.parse("nope")
+    with pytest.raises(ValueError):
+        hq.MessageId(2 ** 48)
+
+
+def test_queue_stats(db):
+    q = db.create_queue("q", partitions=2)
+    q.put_batch([hq.Message(b"x", partition=1)] * 3)
+    s = q.stats()
+    assert isinstance(s, hq.QueueStats) and dataclasses.is_dataclass(s)
+    assert [p.messages for p in s.partitions] == [0, 3]
+    assert s.partitions[1].messages_exact
+    assert s.partitions[1].first <= s.partitions[1].last
+    assert q.approximate_bytes() >= 0
+
+
+# ---- Consumer groups
+
+
+def test_claim_complete(db):
+    q = db.create_queue("q", priorities=2)
+    q.put(b"low")
+    q.put(b"high", priority=1)
+    g = q.group("workers", lease=60)
+    assert g.name == "workers" and q.list_groups() == ["workers"]
+    tasks = g.claim(max=10)
+    assert [t.payload for t in tasks] == [b"high", b"low"]
+    assert all(t.attempt == 1 and t.lease_deadline > time.time() for t in tasks)
+    st = g.stats()
+    assert isinstance(st, hq.GroupStats)
+    assert (st.in_flight, st.backlog) == (2, 0)
+    g.complete(tasks)
+    assert g.stats().in_flight == 0
+    assert g.claim() == []
+    with pytest.raises(hq.FailedPrecondition):
+        g.complete(tasks[0])  # Already completed.
+    info = q.inspect_group("workers")
+    assert info.name == "workers" and info.dead_letter_queue == g.dead_letter_queue
+    assert info.cursors and all(c.completion <= c.scan for c in info.cursors)
+
+
+def test_release_extend_and_redelivery(db):
+    q = db.create_queue("q")
+    q.put(b"x")
+    g = q.group("g", max_attempts=5)
+    [t] = g.claim(lease=60)
+    before = t.lease_deadline
+    g.extend(t, 600)
+    assert t.lease_deadline > before
+    g.release(t)
+    [again] = g.claim()
+    assert again.attempt == 2 and again.id == t.id
+    with pytest.raises(hq.FailedPrecondition):
+        g.extend(t, 10)  # The old delivery is no longer held.
+    with pytest.raises(hq.InvalidArgument):
+        g.extend(again, 0)
+    with pytest.raises(hq.InvalidArgument):
+        g.release(again, -1)
+    g.complete([again])
+
+
+def test_tasks_in_flight_come_back_after_a_restart(tmp_path):
+    with hq.Db.open(tmp_path / "db") as db:
+        q = db.create_queue("q")
+        q.put(b"x")
+        [t] = q.group("g").claim()
+        assert t.attempt == 1
+    with hq.Db.open(tmp_path / "db") as db:
+        [t] = db.open_queue("q").group("g").claim()
+        assert t.attempt == 2 and t.payload == b"x"
+
+
+def test_dead_letters_and_requeue(db):
+    q = db.create_queue("q")
+    q.put(b"poison", topic="t")
+    g = q.group("g", max_attempts=2, backoff_base=0, backoff_cap=0)
+    for _ in range(2):
+        [t] = g.claim()
+        g.release(t)
+    assert g.claim() == []
+    wait_for(lambda: g.stats().dead_letters == 1, "the dead letter")
+    [d] = g.dead_letters()
+    assert (d.payload, d.topic, d.attempts, d.reason) == (b"poison", "t", 2,
+                                                          "released")
+    assert g.dead_letters(after=d) == []
+    assert g.dead_letter_queue in db.list_queues()
+    [r] = g.requeue([d])
+    assert not r.duplicate
+    [t] = g.claim()
+    assert t.payload == b"poison" and t.attempt == 1
+    with pytest.raises(hq.NotFound):
+        g.requeue([d])
+
+
+def test_claim_options_and_errors(db):
+    q = db.create_queue("q", partitions=2, layout="topic")
+    q.put(b"a", topic="a", partition=0)
+    q.put(b"b", topic="b", partition=1)
+    g = q.group("g")
+    assert [t.payload for t in g.claim(max=5, topics=["b"])] == [b"b"]
+    assert [t.payload for t in g.claim(max=5, partitions=[0])] == [b"a"]
+    with pytest.raises(hq.InvalidArgument):
+        g.claim(max=0)
+    with pytest.raises(hq.InvalidArgument):
+        q.group("bad name")
+    with pytest.raises(hq.InvalidArgument):
+        q.group("g", topics=["other"])  # The filter is fixed at creation.
+
+
+def test_ordered_group_consumers(db):
+    q = db.create_queue("q", partitions=2)
+    q.put(b"x", partition=0)
+    g = q.group("o", ordered=True)
+    with pytest.raises(hq.InvalidArgument):
+        g.claim()  # An ordered group's claim names its consumer.
+    [t] = g.claim(consumer="c1")
+    assert t.consumer == "c1"
+    [c] = g.consumers()
+    assert c.name == "c1" and c.partitions == [0, 1]
+    g.leave("c1")
+    with pytest.raises(hq.NotFound):
+        g.leave("c1")
+    with pytest.raises(hq.FailedPrecondition):
+        q.group("plain").leave("c1")
+
+
+def test_waiting_claim_releases_the_gil(db):
+    q = db.create_queue("q")
+    g = q.group("g")
+    got = []
+    errors = []
+    started = threading.Event()
+
+    def consume():
+        started.set()
+        try:
+            got.extend(g.claim(wait=DEADLINE))
+        except Exception as e:  # Reported below.
+            errors.append(e)
+
+    t = threading.Thread(target=consume)
+    t.start()
+    # While the claim blocks, this thread must still run Python and put
+    # (were the GIL held, it would get here only after the claim's whole
+    # wait, and the claim would return empty): the claim wakes on the write.
+    assert started.wait(DEADLINE)
+    q.put(b"wake up")
+    t.join(DEADLINE)
+    assert not t.is_alive() and not errors
+    assert [x.payload for x in got] == [b"wake up"]
+
+
+def test_close_wakes_a_waiting_claim(tmp_path):
+    db = hq.Db.open(tmp_path / "db")
+    g = db.create_queue("q").group("g")
+    errors = []
+    started = threading.Event()
+
+    def consume():
+        started.set()
+        try:
+            g.claim(wait=DEADLINE * 10)
+        except hq.Error as e:
+            errors.append(e)
+
+    t = threading.Thread(target=consume)
+    t.start()
+    started.wait(DEADLINE)
+    db.close()
+    t.join(DEADLINE)
+    assert not t.is_alive()
+    assert len(errors) == 1 and isinstance(errors[0], hq.FailedPrecondition)
+
+
+# ---- Subscriptions
+
+
+def test_subscribe_delivers_in_order_and_checkpoints(db):
+    q = db.create_queue("q")
+    got = []
+    done = threading.Event()
+
+    def listener(m):
+        got.append(m.payload)
+        if len(got) == 5:
+            done.set()
+
+    q.put_batch([str(i).encode() for i in range(5)])
+    sub = q.subscribe("printer", listener, checkpoint_messages=1)
+    assert sub.name == "printer"
+    assert done.wait(DEADLINE)
+    assert got == [b"0", b"1", b"2", b"3", b"4"]
+    # A message counts as delivered once its listener has returned, after
+    # the listener set `done`.
+    wait_for(lambda: sub.stats().delivered == 5, "5 messages delivered")
+    sub.checkpoint()
+    st = sub.stats()
+    assert isinstance(st, hq.SubscriptionStats)
+    assert st.delivered == 5 and st.listeners == 1
+    assert q.list_subscriptions() == ["printer"]
+    assert q.inspect_subscription("printer").lag == 0
+    q.unsubscribe("printer")
+    assert q.list_subscriptions() == []
+    with pytest.raises(hq.FailedPrecondition):
+        sub.stats()
+    with pytest.raises(hq.NotFound):
+        q.unsubscribe("printer")
+
+
+def test_subscription_resumes_after_reopen(tmp_path):
+    got = []
+    with hq.Db.open(tmp_path / "db") as db:
+        q = db.create_queue("q")
+        q.put(b"1")
+        done = threading.Event()
+        q.subscribe("s", lambda m: (got.append(m.payload), done.set()))
+        assert done.wait(DEADLINE)
+    with hq.Db.open(tmp_path / "db") as db:
+        q = db.open_queue("q")
+        q.put(b"2")
+        done = threading.Event()
+        q.subscribe("s", lambda m: (got.append(m.payload), done.set()))
+        assert done.wait(DEADLINE)
+    assert got == [b"1", b"2"]
+
+
+def test_listener_exception_is_reported_and_retried(db, monkeypatch):
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", reported.append)
+    q = db.create_queue("q")
+    q.put(b"x")
+    calls = []
+    ok = threading.Event()
+
+    def flaky(m):
+        calls.append(m.payload)
+        if len(calls) == 1:
+            raise RuntimeError("listener failed")
+        ok.set()
+
+    sub = q.subscribe("s", flaky, retry_base=0.001, retry_cap=0.001)
+    assert ok.wait(DEADLINE)
+    assert calls == [b"x", b"x"]  # The same message came again.
+    assert len(reported) == 1
+    assert isinstance(reported[0].exc_value, RuntimeError)
+    assert "listener" in str(reported[0].object)
+    assert sub.listener_errors == 1 and "listener failed" in sub.last_error
+    assert sub.stats().failed_attempts == 1
+
+
+def test_subscribe_errors(db):
+    q = db.create_queue("q", partitions=2)
+    with pytest.raises(hq.InvalidArgument):
+        q.subscribe("bad name", print)
+    with pytest.raises(hq.InvalidArgument):
+        q.subscribe("s", print, partitions=[5])
+    with pytest.raises(hq.InvalidArgument):
+        q.subscribe("s", print, start="middle")
+    with pytest.raises(TypeError):
+        q.subscribe("s", "not callable")
+
+
+def test_close_with_a_live_subscription(tmp_path):
+    db = hq.Db.open(tmp_path / "db")
+    q = db.create_queue("q")
+    seen = threading.Event()
+    sub = q.subscribe("s", lambda m: seen.set())
+    for i in range(100):
+        q.put(b"x")
+    assert seen.wait(DEADLINE)
+    db.close()  # Waits for the listener, which needs the GIL.
+    with pytest.raises(hq.FailedPrecondition):
+        sub.stats()

@@ -1,0 +1,76 @@
+# Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+"""The Scrapy crash test (issue 21): examples/scrapy/crawl.py on hq.scrapy,
+killed with SIGKILL at random moments, then run to the end. It must fetch
+every page and enqueue every URL once; pages fetched more than once (in
+flight at a kill) are reported, not limited.
+
+HQ_CRASH_KILLS (default 10) and HQ_CRASH_PAGES (default 2000) size it;
+HQ_CRASH_SEED replays a schedule (the seed is printed). The kill moments are
+random points of the crawl's progress (pages fetched so far), each hit after
+a random extra delay, so kills land in start-up, mid-crawl and while
+callbacks run. bench/scrapy_bench.py runs the same schedule on Scrapy's
+JOBDIR scheduler for comparison."""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+CRAWL = os.path.join(os.path.dirname(__file__), "..", "..", "examples",
+                     "scrapy", "crawl.py")
+RUN_DEADLINE = 120.0  # Seconds one run of the crawl may take.
+
+
+def fetched_lines(directory):
+    try:
+        with open(os.path.join(directory, "fetched.log"), "rb") as f:
+            return f.read().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
+def crawl_with_kills(directory, pages, kills, seed, extra_args=()):
+    """Runs the crawl, killing it `kills` times; returns the last run's JSON
+    summary and the kills made."""
+    rng = random.Random(seed)
+    cmd = [sys.executable, CRAWL, str(directory), "--pages", str(pages),
+           *extra_args]
+    # Kill points: progress targets spread over the crawl.
+    targets = sorted(rng.randrange(0, int(pages * 0.9)) for _ in range(kills))
+    made = 0
+    for target in targets:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + RUN_DEADLINE
+        base = fetched_lines(directory)
+        goal = max(target, base + 1)
+        while proc.poll() is None and fetched_lines(directory) < goal:
+            assert time.monotonic() < deadline, "crawl made no progress"
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0, 0.3))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            made += 1
+        proc.communicate(timeout=RUN_DEADLINE)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, timeout=RUN_DEADLINE)
+    lines = proc.stdout.decode().strip().splitlines()
+    assert lines, "the final run printed no summary"
+    return json.loads(lines[-1]), made, proc.returncode
+
+
+def test_scrapy_crawl_survives_sigkill(tmp_path):
+    pages = int(os.environ.get("HQ_CRASH_PAGES", "2000"))
+    kills = int(os.environ.get("HQ_CRASH_KILLS", "10"))
+    seed = int(os.environ.get("HQ_CRASH_SEED", random.randrange(1 << 30)))
+    result, made, rc = crawl_with_kills(tmp_path / "crawl", pages, kills, seed)
+    print(f"seed {seed}: {made} kills, {json.dumps(result)}")
+    assert made == kills
+    assert result["pages"] == pages
+    assert result["lost"] == 0, "pages never fetched"
+    assert result["enqueued_twice"] == 0, "a URL enqueued twice"
+    assert result["enqueued"] == pages
+    assert result["dead_letters"] == 0
+    assert rc == 0 and result["ok"]

@@ -1,0 +1,435 @@
+# Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+"""hq.scrapy.Scheduler's documented behaviour (doc/guide.md, "Scrapy")
+beyond what the crash test covers, each through real Scrapy crawls
+(scrapy_spider.py, one subprocess per run) of a site served on 127.0.0.1 by
+a server this test starts: priorities, dont_filter and the duplicate filter
+across a crash, retries and errbacks, dead letters, and completion only
+after a callback's output was stored; and, without a crawl, the priority
+mapping and the serialization round trip.
+
+Every wait has a deadline; nothing asserts on elapsed time."""
+
+import collections
+import http.server
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import hq
+import hq.scrapy
+
+SPIDER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                      "scrapy_spider.py")
+DEADLINE = 60.0  # Seconds one crawl, or any wait, may take.
+
+
+class Site:
+    """An HTTP server on 127.0.0.1 (port 0) in a thread. Every path serves
+    an empty page, but those in `behaviour`: 500 (an error response),
+    "drop" (the connection closed without a response) or a function called
+    before the page is served. `hits` lists the paths requested, in
+    order."""
+
+    def __init__(self):
+        self.behaviour = {}
+        self.hits = []
+        self.lock = threading.Lock()
+        site = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                with site.lock:
+                    site.hits.append(self.path)
+                what = site.behaviour.get(self.path)
+                if what == "drop":
+                    self.close_connection = True
+                    return
+                if callable(what):
+                    what()
+                status = what if isinstance(what, int) else 200
+                body = b"<html><body>page</body></html>"
+                self.send_response(status)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                                      Handler)
+        self.server.daemon_threads = True
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever,
+                                       daemon=True)
+        self.thread.start()
+
+    def count(self):
+        with self.lock:
+            return collections.Counter(self.hits)
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(DEADLINE)
+
+
+@pytest.fixture
+def site():
+    s = Site()
+    yield s
+    s.close()
+
+
+class Crawl:
+    """Runs crawls of `site` on one JOBDIR, each a new process."""
+
+    def __init__(self, tmp_path, site):
+        self.dir = tmp_path
+        self.site = site
+        self.jobdir = str(tmp_path / "job")
+        self.runs = 0
+
+    def run(self, **plan):
+        """Runs one crawl of the plan (see scrapy_spider.py); returns its
+        exit status (-9: it SIGKILLed itself) and its events."""
+        self.runs += 1
+        events = self.dir / f"events-{self.runs}.jsonl"
+        plan = {"base": self.site.base, "jobdir": self.jobdir,
+                "events": str(events), **plan}
+        plan_path = self.dir / f"plan-{self.runs}.json"
+        plan_path.write_text(json.dumps(plan))
+        proc = subprocess.run([sys.executable, SPIDER, str(plan_path)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              timeout=DEADLINE)
+        self.stderr = proc.stderr.decode(errors="replace")
+        if events.exists():
+            lines = events.read_text().splitlines()
+        else:
+            lines = []
+        return proc.returncode, [json.loads(line) for line in lines]
+
+    def state(self):
+        """The hq group's stats and the URLs stored, once the crawl is
+        over."""
+        with hq.Db.open(os.path.join(self.jobdir, "hq"),
+                        create_if_missing=False) as db:
+            queue = db.open_queue(hq.scrapy.QUEUE)
+            urls = collections.Counter(
+                pickle.loads(m.payload)["url"][len(self.site.base):]
+                for m in queue.scan())
+            return queue.group(hq.scrapy.GROUP).stats(), urls
+
+
+@pytest.fixture
+def crawl(tmp_path, site):
+    return Crawl(tmp_path, site)
+
+
+def called(events, kind="callback"):
+    return [e["path"] for e in events if e["event"] == kind]
+
+
+def closed_stats(events, stderr):
+    closed = [e for e in events if e["event"] == "closed"]
+    assert len(closed) == 1, "the crawl did not close:\n" + stderr
+    assert closed[0]["reason"] == "finished"
+    return closed[0]["stats"]
+
+
+def assert_all_done(stats):
+    """Nothing left to fetch, nothing in flight or to deliver again: the
+    next run would fetch nothing."""
+    assert (stats.backlog, stats.in_flight, stats.redelivery,
+            stats.delayed) == (0, 0, 0, 0)
+
+
+def test_higher_priorities_are_fetched_first(crawl, site, tmp_path):
+    # The root yields a gate (the highest priority) and then children of
+    # mixed priorities. One request at a time: the gate's response waits
+    # until the root's callback has yielded everything, so every child is
+    # waiting in hq when the first of them is handed out.
+    priorities = [0, -5, 7, 3, -16, 14, -1, 9]
+    enqueued = tmp_path / "enqueued"
+    gate = threading.Event()
+
+    def hold_gate():
+        deadline = time.monotonic() + DEADLINE
+        while not enqueued.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if enqueued.exists():
+            gate.set()
+
+    site.behaviour["/gate"] = hold_gate
+    children = [[f"/p{p}", p, False] for p in priorities]
+    rc, events = crawl.run(
+        start=[["/", 0, False]],
+        links={"/": [["/gate", 15, False]] + children},
+        mark_after_output={"/": str(enqueued)},
+        settings={"CONCURRENT_REQUESTS": 1})
+    assert rc == 0, crawl.stderr
+    assert gate.is_set(), "the root's callback never finished its output"
+    assert site.hits == ["/", "/gate"] + [
+        f"/p{p}" for p in sorted(priorities, reverse=True)]
+    closed_stats(events, crawl.stderr)
+    assert_all_done(crawl.state()[0])
+
+
+def test_dont_filter_requests_are_enqueued_again_and_duplicates_dropped_across_a_crash(
+        crawl, site):
+    # First run: the start request twice, /a twice, /b twice with
+    # dont_filter; it ends by SIGKILL once idle, so nothing is written at
+    # close.
+    rc, events = crawl.run(
+        start=[["/", 0, False], ["/", 0, False]],
+        links={"/": [["/a", 0, False], ["/a", 0, False],
+                     ["/b", 0, True], ["/b", 0, True]]},
+        die_when_idle=True)
+    assert rc == -signal.SIGKILL, crawl.stderr
+    assert site.count() == {"/": 1, "/a": 1, "/b": 2}
+    assert sorted(called(events)) == ["/", "/a", "/b", "/b"]
+
+    # After the crash: / and /a are still filtered, /b with dont_filter is
+    # fetched again, /c is new.
+    rc, events = crawl.run(
+        start=[["/", 0, False], ["/a", 0, False], ["/b", 0, True],
+               ["/c", 0, False]])
+    assert rc == 0, crawl.stderr
+    assert site.count() == {"/": 1, "/a": 1, "/b": 3, "/c": 1}
+    assert sorted(called(events)) == ["/b", "/c"]
+    stats = closed_stats(events, crawl.stderr)
+    assert stats["dupefilter/filtered"] == 2
+    assert stats["scheduler/enqueued"] == 2
+    group, urls = crawl.state()
+    assert_all_done(group)
+    assert urls == {"/": 1, "/a": 1, "/b": 3, "/c": 1}
+
+
+def test_failed_downloads_are_retried_then_errback_runs_and_they_complete(
+        crawl, site):
+    site.behaviour["/500"] = 500
+    site.behaviour["/drop"] = "drop"
+    plan = dict(start=[["/", 0, False]],
+                links={"/": [["/500", 0, False], ["/drop", 0, False]]},
+                settings={"RETRY_TIMES": 3})
+    rc, events = crawl.run(**plan)
+    assert rc == 0, crawl.stderr
+    # RetryMiddleware: the first try and RETRY_TIMES retries, then the
+    # errback once, with the last failure.
+    assert site.count() == {"/": 1, "/500": 4, "/drop": 4}
+    assert called(events) == ["/"]
+    errbacks = {e["path"]: e["failure"] for e in events
+                if e["event"] == "errback"}
+    assert errbacks == {"/500": "HttpError",
+                        "/drop": "ResponseNeverReceived"}
+    assert len(called(events, "errback")) == 2
+    stats = closed_stats(events, crawl.stderr)
+    assert stats["retry/count"] == 6
+    assert stats["retry/max_reached"] == 2
+    # Each retry is a new request (dont_filter), stored before the one it
+    # replaces is completed; the last is completed by its errback.
+    group, urls = crawl.state()
+    assert_all_done(group)
+    assert group.dead_letters == 0
+    assert urls == {"/": 1, "/500": 4, "/drop": 4}
+
+    # Run again: nothing is delivered again, nothing fetched.
+    rc, events = crawl.run(**plan)
+    assert rc == 0, crawl.stderr
+    assert site.count() == {"/": 1, "/500": 4, "/drop": 4}
+    assert called(events) == [] and called(events, "errback") == []
+    closed_stats(events, crawl.stderr)
+
+
+def test_a_request_that_kills_the_crawl_every_time_ends_in_dead_letters(
+        crawl, site):
+    # /poison's callback SIGKILLs the crawl. With HQ_MAX_ATTEMPTS = 3 it is
+    # handed out three times (one run each), then dead-lettered by the
+    # fourth run's claim, which ends normally. (It is the only request: any
+    # other could be in flight at every kill too.)
+    plan = dict(start=[["/poison", 0, False]],
+                kill_in_callback=["/poison"],
+                settings={"HQ_MAX_ATTEMPTS": 3})
+    codes = []
+    events = []
+    while len(codes) < 5 and (not codes or codes[-1] != 0):
+        rc, events = crawl.run(**plan)
+        codes.append(rc)
+    assert codes == [-signal.SIGKILL] * 3 + [0], crawl.stderr
+    assert site.count() == {"/poison": 3}
+    assert closed_stats(events, crawl.stderr)["hq/dead_letters"] == 1
+
+    dead = hq.scrapy.dead_letters(crawl.jobdir)
+    assert len(dead) == 1
+    letter, request = dead[0]
+    assert request["url"] == site.base + "/poison"
+    assert letter.attempts == 3
+    assert letter.reason == "interrupted"
+    group, urls = crawl.state()
+    assert_all_done(group)
+    assert group.dead_letters == 1
+    assert urls == {"/poison": 1}
+
+
+def test_a_request_is_completed_only_after_its_output_was_stored(
+        crawl, site, tmp_path):
+    # The root's callback yields /c1 and /c2, then the crawl is killed
+    # before the root completes (once: the marker says it happened).
+    plan = dict(start=[["/", 0, False]],
+                links={"/": [["/c1", 0, False], ["/c2", 0, False]]},
+                kill_after_output={"/": str(tmp_path / "killed")})
+    rc, events = crawl.run(**plan)
+    assert rc == -signal.SIGKILL, crawl.stderr
+    assert called(events)[0] == "/"
+
+    # The root comes back and is fetched again; the children it yields
+    # again were stored before the kill: duplicates, with the start request.
+    rc, events = crawl.run(**plan)
+    assert rc == 0, crawl.stderr
+    assert "/" in called(events)
+    assert site.count()["/"] == 2
+    assert site.count()["/c1"] >= 1 and site.count()["/c2"] >= 1
+    stats = closed_stats(events, crawl.stderr)
+    assert stats["hq/redelivered"] >= 1
+    assert stats["dupefilter/filtered"] == 3
+    group, urls = crawl.state()
+    assert_all_done(group)
+    assert urls == {"/": 1, "/c1": 1, "/c2": 1}
+
+
+@pytest.mark.parametrize("style", ["yield", "request", "list",
+                                   "async_request", "async_list"])
+def test_a_request_is_stored_before_the_callback_that_gave_it_completes(
+        crawl, site, tmp_path, style):
+    # The root's callback gives /child (yielded, or returned alone or in a
+    # list, by a plain or an async def callback); a spider middleware kills
+    # the crawl as /child goes by, before the engine enqueues it. The root
+    # must not have been completed: it comes back and gives /child again.
+    plan = dict(start=[["/", 0, False]],
+                links={"/": [["/child", 0, False]]},
+                returns={"/": style},
+                kill_in_output={"/child": str(tmp_path / "killed")})
+    rc, events = crawl.run(**plan)
+    assert rc == -signal.SIGKILL, crawl.stderr
+    assert called(events) == ["/"]
+
+    rc, events = crawl.run(**plan)
+    assert rc == 0, crawl.stderr
+    assert called(events) == ["/", "/child"], "/child was lost"
+    assert site.count() == {"/": 2, "/child": 1}
+    closed_stats(events, crawl.stderr)
+    group, urls = crawl.state()
+    assert_all_done(group)
+    assert urls == {"/": 1, "/child": 1}
+
+
+# ---- Units: the scheduler without a crawl
+
+
+class UnitSpider:
+    """Made a scrapy.Spider in `scheduler` (Scrapy is imported lazily)."""
+
+    def parse_item(self, response, n=0):
+        pass
+
+    def failed(self, failure):
+        pass
+
+
+@pytest.fixture
+def scheduler(tmp_path):
+    """Opens hq.scrapy.Scheduler on tmp_path/hq for a real crawler and
+    spider; call it with settings. Closed at the end."""
+    import scrapy
+    from scrapy.utils.test import get_crawler
+
+    opened = []
+
+    def open_scheduler(**settings):
+        spidercls = type("Unit", (UnitSpider, scrapy.Spider),
+                         {"name": "unit"})
+        crawler = get_crawler(spidercls, {
+            "HQ_DIR": str(tmp_path / "hq"),
+            "REQUEST_FINGERPRINTER_IMPLEMENTATION": "2.7", **settings})
+        crawler.spider = spidercls.from_crawler(crawler)
+        s = hq.scrapy.Scheduler.from_crawler(crawler)
+        s.open(crawler.spider)
+        opened.append(s)
+        return s
+
+    yield open_scheduler
+    for s in opened:
+        s.close("finished")
+
+
+def test_priorities_map_onto_levels_in_order_and_saturate(scheduler):
+    s = scheduler()
+    assert s.levels == 32
+    assert [s._level(p) for p in (-100, -17, -16, -1, 0, 1, 15, 16, 100)] == [
+        0, 0, 0, 15, 16, 17, 31, 31, 31]
+    levels = [s._level(p) for p in range(-40, 41)]
+    assert levels == sorted(levels)
+    s.close("finished")
+
+    # HQ_PRIORITIES sizes a new queue only; an existing one keeps its levels.
+    s = scheduler(HQ_PRIORITIES=8)
+    assert s.levels == 32
+
+
+def test_priority_levels_follow_hq_priorities(tmp_path, scheduler):
+    s = scheduler(HQ_PRIORITIES=4)
+    assert s.levels == 4
+    assert [s._level(p) for p in (-3, -2, -1, 0, 1, 2)] == [0, 0, 1, 2, 3, 3]
+
+
+def test_a_request_comes_back_as_it_was_enqueued_also_after_a_reopen(
+        scheduler):
+    import scrapy
+
+    s = scheduler()
+    spider = s.spider
+    request = scrapy.Request(
+        "http://127.0.0.1:1/item?x=1", method="POST", body=b"\x00body",
+        headers={"X-Test": "1"}, cookies={"c": "v"}, priority=3,
+        meta={"depth": 2, "k": [1, "a"]}, cb_kwargs={"n": 7},
+        callback=spider.parse_item, errback=spider.failed, flags=["f"],
+        dont_filter=True)
+    expected = request.to_dict(spider=spider)
+    assert s.enqueue_request(request)
+    assert len(s) == 1
+    s.close("shutdown")  # Stopped before it was handed out.
+
+    s = scheduler()
+    got = s.next_request()
+    assert got is not None and s.next_request() is None
+    # Wrapped to complete the task when done; the spider's methods inside.
+    assert got.callback.original == s.spider.parse_item
+    assert got.errback.original == s.spider.failed
+    s._unwrap(got)
+    assert got.to_dict(spider=s.spider) == expected
+    assert got.body == b"\x00body" and got.headers["X-Test"] == b"1"
+
+
+def test_an_unserializable_request_is_kept_in_memory(scheduler):
+    import scrapy
+
+    s = scheduler()
+    request = scrapy.Request("http://127.0.0.1:1/x",
+                             callback=lambda response: None)
+    assert s.enqueue_request(request)
+    assert len(s) == 1 and s.has_pending_requests()
+    assert s.next_request() is request
+    assert s.stats.get_value("scheduler/unserializable") == 1
+    # Filtered like the others.
+    again = scrapy.Request("http://127.0.0.1:1/x",
+                           callback=lambda response: None)
+    assert not s.enqueue_request(again)
+    assert s.next_request() is None
