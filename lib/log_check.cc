@@ -185,7 +185,9 @@ bool ReadManifestLogs(std::string_view manifest, ManifestLogs* out) {
         ok = coding::GetVarint64(&edit, &logs.log_number);
       } else if (tag == kPrevLogNumber) {
         ok = coding::GetVarint64(&edit, &logs.prev_log_number);
-      } else if (tag == kNextFileNumber || tag == kLastSequence) {
+      } else if (tag == kLastSequence) {
+        ok = coding::GetVarint64(&edit, &logs.last_sequence);
+      } else if (tag == kNextFileNumber) {
         ok = coding::GetVarint64(&edit, &number);
       } else if (tag == kCompactPointer) {
         ok = coding::GetVarint32(&edit, &level) && skip_bytes();
@@ -193,6 +195,7 @@ bool ReadManifestLogs(std::string_view manifest, ManifestLogs* out) {
         ok = coding::GetVarint32(&edit, &level) &&
              coding::GetVarint64(&edit, &number);
       } else if (tag == kNewFile) {
+        ++logs.new_files;
         ok = coding::GetVarint32(&edit, &level) &&
              coding::GetVarint64(&edit, &number) &&
              coding::GetVarint64(&edit, &number) && skip_bytes() &&

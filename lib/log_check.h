@@ -57,10 +57,14 @@ LogCheck Check(std::string_view data,
 
 // The numbers LevelDB replays logs from, as a MANIFEST's version edits
 // set them (LevelDB's db/version_edit.cc): every log numbered at least
-// log_number, and the one numbered prev_log_number (0: none).
+// log_number, and the one numbered prev_log_number (0: none). new_files
+// counts the tables the edits add and last_sequence is the last one set:
+// both are 0 in the MANIFEST of a Db LevelDB created and never wrote.
 struct ManifestLogs {
   uint64_t log_number = 0;
   uint64_t prev_log_number = 0;
+  uint64_t last_sequence = 0;
+  uint64_t new_files = 0;
 };
 
 // Reads the log numbers from the contents of a MANIFEST file. False if it

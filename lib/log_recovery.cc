@@ -95,6 +95,25 @@ std::string Describe(const RecoveryReport::Dropped& d) {
 
 }  // namespace
 
+namespace {
+
+// True if `manifests` is the one MANIFEST LevelDB writes before CURRENT
+// when it creates a Db (MANIFEST-000001: no table, no sequence number), so
+// the creation was cut short and the directory never held a message.
+bool IsUnfinishedCreation(leveldb::Env* env, const std::string& dir,
+                          const std::vector<std::string>& manifests) {
+  if (manifests.size() != 1 || manifests[0] != "MANIFEST-000001") {
+    return false;
+  }
+  std::string data;
+  log_check::ManifestLogs m;
+  return leveldb::ReadFileToString(env, dir + "/" + manifests[0], &data).ok() &&
+         log_check::ReadManifestLogs(data, &m) && m.new_files == 0 &&
+         m.last_sequence == 0;
+}
+
+}  // namespace
+
 absl::Status CheckNotOrphaned(leveldb::Env* env, const std::string& dir) {
   if (env->FileExists(dir + "/CURRENT")) return absl::OkStatus();
   std::vector<std::string> children;
@@ -107,7 +126,10 @@ absl::Status CheckNotOrphaned(leveldb::Env* env, const std::string& dir) {
     if (c.ends_with(".ldb") || c.ends_with(".sst")) ++tables;
     if (ParseLogName(c, &n)) ++logs;
   }
-  if (manifests.empty() && tables == 0 && logs == 0) return absl::OkStatus();
+  if (tables == 0 && logs == 0 &&
+      (manifests.empty() || IsUnfinishedCreation(env, dir, manifests))) {
+    return absl::OkStatus();
+  }
   return absl::DataLossError(absl::StrCat(
       "hq database directory '", dir, "' has no CURRENT file but holds ",
       manifests.empty() ? "no MANIFEST" : absl::StrJoin(manifests, ", "), ", ",

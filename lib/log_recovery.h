@@ -24,8 +24,10 @@ namespace hq {
 // The folder, inside a Db's directory, where recovery keeps what it drops.
 inline constexpr char kDroppedDir[] = "dropped";
 
-// OK if `dir` holds a CURRENT file, or none of LevelDB's files; else
-// DataLoss, naming what is there and what to run.
+// OK if `dir` holds a CURRENT file, or none of LevelDB's files, or only
+// the MANIFEST-000001 of a creation killed before it wrote CURRENT (no
+// table, no log, no sequence number: LevelDB's next creation rewrites it);
+// else DataLoss, naming what is there and what to run.
 absl::Status CheckNotOrphaned(leveldb::Env* env, const std::string& dir);
 
 // Checks every log LevelDB will replay (per the MANIFEST that CURRENT

@@ -1167,11 +1167,11 @@ PYBIND11_MODULE(_hq, m) {
       .def_static(
           "open",
           [](py::object path_like, bool create_if_missing, bool error_if_exists,
-             bool sync_writes, const std::string& recovery, double scanner_lease,
-             int max_open_scanners, double ttl_sweep_interval,
-             int ttl_sweep_batch, size_t cache_bytes, int bloom_bits_per_key,
-             size_t write_buffer_bytes, int max_open_files,
-             int delivery_threads) {
+             bool sync_writes, const std::string& recovery,
+             double scanner_lease, int max_open_scanners,
+             double ttl_sweep_interval, int ttl_sweep_batch, size_t cache_bytes,
+             int bloom_bits_per_key, size_t write_buffer_bytes,
+             int max_open_files, int delivery_threads) {
             // str, bytes or os.PathLike.
             py::object fs_path =
                 py::module_::import("os").attr("fspath")(path_like);
@@ -1212,8 +1212,8 @@ PYBIND11_MODULE(_hq, m) {
           },
           py::arg("path"), py::kw_only(), py::arg("create_if_missing") = true,
           py::arg("error_if_exists") = false, py::arg("sync_writes") = false,
-          py::arg("recovery") = "point_in_time", py::arg("scanner_lease") = 60.0,
-          py::arg("max_open_scanners") = 10000,
+          py::arg("recovery") = "point_in_time",
+          py::arg("scanner_lease") = 60.0, py::arg("max_open_scanners") = 10000,
           py::arg("ttl_sweep_interval") = 60.0,
           py::arg("ttl_sweep_batch") = 1000,
           py::arg("cache_bytes") = size_t{64} << 20,
