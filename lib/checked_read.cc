@@ -3,6 +3,7 @@
 #include "lib/checked_read.h"
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <utility>
 
@@ -82,8 +83,9 @@ class CheckedIterator final : public leveldb::Iterator {
                       absl::BytesToHexString(Abs(it_->key())));
     }
     const std::string what =
-        s.IsNotFound() ? absl::StrCat("a table file is missing: ", s.ToString())
-                       : s.ToString();
+        s.IsNotFound()
+            ? absl::StrCat("a table file is missing: ", StatusMessage(s))
+            : StatusMessage(s);
     status_ = s.IsIOError() ? leveldb::Status::IOError(what, where)
                             : leveldb::Status::Corruption(what, where);
     valid_ = false;
@@ -104,6 +106,12 @@ class CheckedTableFile final : public leveldb::RandomAccessFile {
   leveldb::Status Read(uint64_t offset, size_t n, leveldb::Slice* result,
                        char* scratch) const override {
     leveldb::Status s = f_->Read(offset, n, result, scratch);
+    // A read past the end: an error for some Envs (the in-memory one), a
+    // short read for others.
+    if (!s.ok() && offset + n > size_) {
+      return Damaged(offset, n,
+                     absl::StrCat("truncated: the file has ", size_, " bytes"));
+    }
     if (!s.ok()) return s;
     if (result->size() != n) {
       return Damaged(offset, n,
@@ -147,6 +155,15 @@ bool IsTableFile(const std::string& name) {
 
 }  // namespace
 
+std::string StatusMessage(const leveldb::Status& s) {
+  std::string text = s.ToString();
+  for (const char* prefix : {"Corruption: ", "IO error: ", "NotFound: ",
+                             "Invalid argument: ", "Not implemented: "}) {
+    if (text.starts_with(prefix)) return text.substr(std::strlen(prefix));
+  }
+  return text;
+}
+
 leveldb::Iterator* NewCheckedIterator(leveldb::DB* db,
                                       const leveldb::ReadOptions& ro) {
   return new CheckedIterator(db->NewIterator(ro));
@@ -158,7 +175,8 @@ leveldb::Status CheckedGet(leveldb::DB* db, const leveldb::ReadOptions& ro,
   // An absent key is NotFound with no message; a table file that cannot be
   // opened is NotFound naming the file.
   if (s.IsNotFound() && s.ToString() != "NotFound: ") {
-    return leveldb::Status::Corruption("a table file is missing", s.ToString());
+    return leveldb::Status::Corruption("a table file is missing",
+                                       StatusMessage(s));
   }
   return s;
 }

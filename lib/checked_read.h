@@ -28,6 +28,10 @@
 
 namespace hq {
 
+// The message of `s` without LevelDB's code prefix ("Corruption: ",
+// "IO error: ", ...), for a message that wraps it in a status of its own.
+std::string StatusMessage(const leveldb::Status& s);
+
 // ReadOptions for every hq read: checksums verified.
 inline leveldb::ReadOptions CheckedReadOptions() {
   leveldb::ReadOptions ro;

@@ -236,6 +236,17 @@ absl::Status DbImpl::Init() {
           absl::StrCat("hq database directory '", path_,
                        "' is in use by another process (LevelDB: ", text, ")"));
     }
+    if (s.IsCorruption()) {
+      // LevelDB read its MANIFEST (or a log it replays) and found damage.
+      std::string current;
+      leveldb::ReadFileToString(lo.env, path_ + "/CURRENT", &current).ok();
+      if (current.ends_with('\n')) current.pop_back();
+      return absl::DataLossError(absl::StrCat(
+          "opening hq database '", path_, "': ", text, " (its CURRENT names ",
+          current.empty() ? "nothing" : current,
+          "); nothing was changed; run `hq repair ", path_,
+          "` (Db::Repair) to rebuild it"));
+    }
     return FromLevelDb(s, absl::StrCat("opening hq database '", path_, "'"));
   }
   db_.reset(raw);

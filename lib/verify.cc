@@ -28,8 +28,10 @@
 #include "lib/db_impl.h"
 #include "lib/format.h"
 #include "lib/layout_codec.h"
+#include "lib/log_recovery.h"
 #include "lib/status_macros.h"
 #include "lib/strings.h"
+#include "lib/table_check.h"
 
 namespace hq {
 namespace {
@@ -48,22 +50,28 @@ struct QueueEntry {
 
 class Verifier {
  public:
-  Verifier(leveldb::DB* db, const leveldb::ReadOptions& ro, absl::Time now)
-      : db_(db), ro_(ro), now_(now) {}
+  // With `past_damage`, the walk reads on past damaged blocks (LevelDB's
+  // iterator steps over them) instead of failing at the first: the caller
+  // has found and reported them already.
+  Verifier(leveldb::DB* db, const leveldb::ReadOptions& ro, absl::Time now,
+           bool past_damage)
+      : db_(db), ro_(ro), now_(now), past_damage_(past_damage) {}
 
   absl::StatusOr<VerifyReport> Run() {
     HQ_RETURN_IF_ERROR(ReadDropMarkers());
-    std::unique_ptr<leveldb::Iterator> it(NewCheckedIterator(db_, ro_));
-    lane_it_.reset(NewCheckedIterator(db_, ro_));
+    std::unique_ptr<leveldb::Iterator> it(NewIterator());
+    lane_it_.reset(NewIterator());
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       ++report_.keys;
       key_ = View(it->key());
       value_ = View(it->value());
       Check();
     }
-    HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "verifying the database"));
-    HQ_RETURN_IF_ERROR(
-        FromLevelDb(lane_it_->status(), "verifying the database"));
+    if (!past_damage_) {
+      HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "verifying the database"));
+      HQ_RETURN_IF_ERROR(
+          FromLevelDb(lane_it_->status(), "verifying the database"));
+    }
     for (const auto& [id, q] : queues_) {
       if (q.record.options.ttl != absl::InfiniteDuration() &&
           !q.has_ttl_record) {
@@ -77,12 +85,13 @@ class Verifier {
   }
 
  private:
+  leveldb::Iterator* NewIterator() {
+    return past_damage_ ? db_->NewIterator(ro_) : NewCheckedIterator(db_, ro_);
+  }
+
   void Problem(std::string_view key, std::string description) {
-    ++report_.problem_count;
-    if (report_.problems.size() < VerifyReport::kMaxListedProblems) {
-      report_.problems.push_back(
-          {absl::BytesToHexString(Av(key)), std::move(description)});
-    }
+    report_.AddProblem({.key_hex = absl::BytesToHexString(Av(key)),
+                        .description = std::move(description)});
   }
   void Problem(std::string description) {
     Problem(key_, std::move(description));
@@ -90,7 +99,7 @@ class Verifier {
 
   absl::Status ReadDropMarkers() {
     // Records of a queue being dropped are leftovers, not problems.
-    std::unique_ptr<leveldb::Iterator> it(NewCheckedIterator(db_, ro_));
+    std::unique_ptr<leveldb::Iterator> it(NewIterator());
     const std::string prefix = format::DropPrefix();
     for (it->Seek(prefix); it->Valid() && View(it->key()).starts_with(prefix);
          it->Next()) {
@@ -98,6 +107,7 @@ class Verifier {
       if (key.size() == 5)
         dropping_.insert(coding::DecodeFixed32(key.data() + 1));
     }
+    if (past_damage_) return absl::OkStatus();
     return FromLevelDb(it->status(), "reading drop markers");
   }
 
@@ -493,8 +503,12 @@ class Verifier {
       format::AppendLaneDirKey(&dir, lane);
       std::string unused;
       const leveldb::Status s = CheckedGet(db_, ro_, dir, &unused);
-      if (s.IsNotFound())
+      if (s.IsNotFound()) {
         Problem("message lane missing from the lane directory");
+      } else if (!s.ok()) {
+        Problem(absl::StrCat("cannot read the lane's directory record: ",
+                             s.ToString()));
+      }
     }
     if (head) {
       if (value_.size() != LayoutCodec::kMessageIdSize) {
@@ -527,6 +541,7 @@ class Verifier {
   leveldb::DB* const db_;
   const leveldb::ReadOptions ro_;
   const absl::Time now_;
+  const bool past_damage_;
   std::unique_ptr<leveldb::Iterator> lane_it_;  // For LaneEnd.
   VerifyReport report_;
   std::string_view key_, value_;
@@ -539,21 +554,90 @@ class Verifier {
   std::string current_lane_;
 };
 
+void AddDamage(const table_check::Report& tables, VerifyReport* report) {
+  report->tables = tables.tables;
+  report->blocks = tables.blocks;
+  for (const table_check::Damage& d : tables.damage) {
+    // A block's `what` names its file and offset (TableCheckEnv's words).
+    std::string description =
+        d.bytes == 0 ? absl::StrCat("table file ", d.file, ": ", d.what)
+                     : d.what;
+    if (!d.key_before.empty() || !d.key_after.empty()) {
+      absl::StrAppend(
+          &description, "; unreadable keys lie after ",
+          d.key_before.empty() ? std::string("the table's start")
+                               : absl::BytesToHexString(d.key_before),
+          " and before ",
+          d.key_after.empty() ? std::string("the table's end")
+                              : absl::BytesToHexString(d.key_after));
+    }
+    report->AddProblem({.key_hex = absl::BytesToHexString(d.key_before),
+                        .description = std::move(description),
+                        .file = d.file});
+  }
+}
+
+// What recovery kept under dropped/ (log_recovery.h): a hole or a later
+// log is a problem (intact writes were dropped to keep a prefix); a torn
+// tail is only listed.
+void AddDropped(leveldb::Env* env, const std::string& dir,
+                VerifyReport* report) {
+  std::vector<std::string> names;
+  if (!env->GetChildren(dir + "/" + kDroppedDir, &names).ok()) return;
+  std::sort(names.begin(), names.end());
+  for (const std::string& n : names) {
+    if (n == "." || n == "..") continue;
+    const std::string file = absl::StrCat(kDroppedDir, "/", n);
+    report->dropped.push_back(file);
+    if (n.find(".torn-at-") != std::string::npos) continue;
+    uint64_t bytes = 0;
+    env->GetFileSize(dir + "/" + file, &bytes).ok();
+    report->AddProblem(
+        {.description = absl::StrCat(
+             "recovery dropped ", bytes, " bytes of write-ahead log (",
+             n.find(".hole-at-") != std::string::npos
+                 ? "from damage to the log's end"
+                 : "a whole log after a damaged one",
+             ") to keep a prefix of the writes; they are kept in ", file),
+         .file = file});
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<VerifyReport> DbImpl::Verify() {
   OpScope op(this);
   HQ_RETURN_IF_ERROR(op.status());
+  VerifyReport damage;
+  HQ_ASSIGN_OR_RETURN(std::vector<table_check::LiveTable> live,
+                      table_check::LiveTables(db_.get()));
+  const table_check::Report tables =
+      table_check::CheckTables(db_.get(), env_.get(), path_, live);
+  AddDamage(tables, &damage);
+  AddDropped(env_.get(), path_, &damage);
+
   leveldb::ReadOptions ro = CheckedReadOptions();
   ro.fill_cache = false;
-  ro.verify_checksums = true;
   ro.snapshot = db_->GetSnapshot();
   absl::StatusOr<VerifyReport> report;
   {
-    Verifier v(db_.get(), ro, clock_->Now());  // Its iterators go first.
+    // Its iterators go before the snapshot is released.
+    Verifier v(db_.get(), ro, clock_->Now(),
+               /*past_damage=*/!tables.damage.empty());
     report = v.Run();
   }
   db_->ReleaseSnapshot(ro.snapshot);
+  if (!report.ok()) return report;
+  report->tables = damage.tables;
+  report->blocks = damage.blocks;
+  report->dropped = std::move(damage.dropped);
+  // Damage first, then the records' problems in key order.
+  std::vector<VerifyProblem> records = std::move(report->problems);
+  const int64_t record_count = report->problem_count;
+  report->problems = std::move(damage.problems);
+  report->problem_count = damage.problem_count;
+  for (VerifyProblem& p : records) report->AddProblem(std::move(p));
+  report->problem_count += record_count - static_cast<int64_t>(records.size());
   return report;
 }
 

@@ -12,11 +12,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -594,7 +596,8 @@ TEST_CASE("hq verify passes a clean Db and names a corrupted record") {
   Result r = Run({s.db_flag(), "verify"});
   INFO(r.out << r.err);
   REQUIRE(r.code == 0);
-  CHECK(absl::StrContains(r.out, "3 queues, 20 messages: no problems"));
+  CHECK(absl::StrContains(r.out, "3 queues, 20 messages, "));
+  CHECK(absl::StrContains(r.out, "no problems"));
 
   // Damage one message value through raw LevelDB.
   std::string key;
@@ -621,7 +624,73 @@ TEST_CASE("hq verify passes a clean Db and names a corrupted record") {
   CHECK(absl::StrContains(r.out, "\"ok\":false"));
   CHECK(absl::StrContains(r.out, "{\"key_hex\":\"" + hex +
                                      "\",\"description\":\"malformed message "
-                                     "value\"}"));
+                                     "value\",\"file\":\"\"}"));
+}
+
+void Spit(const std::string& path, const std::string& data) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
+}
+
+TEST_CASE("hq names damaged files: a table block, a log hole, no CURRENT") {
+  TempDir dir;
+  const std::string path = dir.Sub("db");
+  {
+    auto db = ValueOrDie(Db::Open(path, NoBackgroundSweeps()));
+    Queue* q = ValueOrDie(db->CreateQueue("q", {}));
+    for (int i = 0; i < 3600; ++i) {
+      if (i == 3000) HQ_REQUIRE_OK(db->CompactAll().status());
+      HQ_REQUIRE_OK(
+          q->Put({.payload = absl::StrCat(i, std::string(90, 'p'))}).status());
+    }
+  }
+  std::string table, log;
+  for (const auto& e : std::filesystem::directory_iterator(path)) {
+    const std::string n = e.path().filename().string();
+    if (n.ends_with(".ldb") &&
+        (table.empty() ||
+         e.file_size() > std::filesystem::file_size(path + "/" + table))) {
+      table = n;
+    }
+    if (n.ends_with(".log")) log = n;
+  }
+  REQUIRE(!table.empty());
+  REQUIRE(!log.empty());
+  const std::string flag = "--db=" + path;
+
+  // A zeroed page in the middle of the log: Open warns what it dropped.
+  std::string data = Slurp(path + "/" + log);
+  const size_t page = data.size() / 2 / 4096 * 4096;
+  std::fill(data.begin() + page, data.begin() + page + 4096, '\0');
+  Spit(path + "/" + log, data);
+  Result r = Run({flag, "ls"});
+  INFO(r.out << r.err);
+  CHECK(r.code == 0);
+  CHECK(absl::StrContains(r.err, "hq: warning: "));
+  CHECK(absl::StrContains(r.err, "recovery dropped"));
+  CHECK(absl::StrContains(r.err, "dropped/" + log + ".hole-at-"));
+  r = Run({flag, "verify", "--json"});
+  CHECK(r.code == 3);
+  CHECK(absl::StrContains(r.out, "\"file\":\"dropped/" + log + ".hole-at-"));
+
+  // A flipped block of the table: verify names the file, exit 3.
+  data = Slurp(path + "/" + table);
+  for (size_t i = data.size() / 2; i < data.size() / 2 + 16; ++i) data[i] ^= 1;
+  Spit(path + "/" + table, data);
+  r = Run({flag, "scan", "q"});
+  CHECK(r.code == 3);
+  CHECK(absl::StrContains(r.err, table));
+  CHECK(absl::StrContains(r.err, "checksum mismatch"));
+  r = Run({flag, "verify", "--json"});
+  CHECK(r.code == 3);
+  CHECK(absl::StrContains(r.out, "\"file\":\"" + table + "\""));
+
+  // No CURRENT: DataLoss (exit 3) saying what to run, not "no database".
+  std::filesystem::remove(path + "/CURRENT");
+  r = Run({flag, "ls"});
+  CHECK(r.code == 3);
+  CHECK(absl::StrContains(r.err, "no CURRENT"));
+  CHECK(absl::StrContains(r.err, "hq repair"));
+  CHECK(std::filesystem::exists(path + "/" + table));
 }
 
 TEST_CASE("hq compact sweeps expired messages and compacts") {

@@ -2,7 +2,10 @@
 
 #include "test/fault_env.h"
 
+#include <algorithm>
 #include <bit>
+#include <memory>
+#include <vector>
 
 namespace hq::test {
 namespace {
@@ -293,25 +296,32 @@ leveldb::Status FaultEnv::RenameFile(const std::string& from,
   return s;
 }
 
-leveldb::Status FaultEnv::Truncate(const std::string& name, int64_t size) {
-  std::string data;
-  if (size > 0) {
-    leveldb::SequentialFile* in = nullptr;
-    leveldb::Status s = target()->NewSequentialFile(name, &in);
+leveldb::Status FaultEnv::ReadPrefix(const std::string& name, int64_t size,
+                                     std::string* data) {
+  data->clear();
+  if (size <= 0) return leveldb::Status::OK();
+  leveldb::SequentialFile* in = nullptr;
+  leveldb::Status s = target()->NewSequentialFile(name, &in);
+  if (!s.ok()) return s;
+  std::unique_ptr<leveldb::SequentialFile> owned(in);
+  std::vector<char> scratch(static_cast<size_t>(size));
+  while (static_cast<int64_t>(data->size()) < size) {
+    leveldb::Slice got;
+    s = in->Read(static_cast<size_t>(size) - data->size(), &got,
+                 scratch.data());
     if (!s.ok()) return s;
-    std::unique_ptr<leveldb::SequentialFile> owned(in);
-    std::vector<char> scratch(static_cast<size_t>(size));
-    while (static_cast<int64_t>(data.size()) < size) {
-      leveldb::Slice got;
-      s = in->Read(static_cast<size_t>(size) - data.size(), &got,
-                   scratch.data());
-      if (!s.ok()) return s;
-      if (got.empty()) break;
-      data.append(got.data(), got.size());
-    }
+    if (got.empty()) break;
+    data->append(got.data(), got.size());
   }
+  return leveldb::Status::OK();
+}
+
+namespace {
+
+leveldb::Status Rewrite(leveldb::Env* env, const std::string& name,
+                        const std::string& data) {
   leveldb::WritableFile* out = nullptr;
-  leveldb::Status s = target()->NewWritableFile(name, &out);
+  leveldb::Status s = env->NewWritableFile(name, &out);
   if (!s.ok()) return s;
   std::unique_ptr<leveldb::WritableFile> owned(out);
   s = out->Append(data);
@@ -320,7 +330,30 @@ leveldb::Status FaultEnv::Truncate(const std::string& name, int64_t size) {
   return s;
 }
 
-leveldb::Status FaultEnv::SimulateCrash(CrashStats* stats) {
+}  // namespace
+
+leveldb::Status FaultEnv::Truncate(const std::string& name, int64_t size) {
+  std::string data;
+  leveldb::Status s = ReadPrefix(name, size, &data);
+  return s.ok() ? Rewrite(target(), name, data) : s;
+}
+
+leveldb::Status FaultEnv::ZeroPage(const std::string& name, int64_t offset,
+                                   int64_t page_size) {
+  uint64_t size = 0;
+  leveldb::Status s = target()->GetFileSize(name, &size);
+  std::string data;
+  if (s.ok()) s = ReadPrefix(name, static_cast<int64_t>(size), &data);
+  if (!s.ok()) return s;
+  const size_t begin = std::min(data.size(), static_cast<size_t>(offset));
+  const size_t end =
+      std::min(data.size(), static_cast<size_t>(offset + page_size));
+  std::fill(data.begin() + begin, data.begin() + end, '\0');
+  return Rewrite(target(), name, data);
+}
+
+leveldb::Status FaultEnv::SimulateCrash(CrashStats* stats, Loss loss) {
+  constexpr int64_t kPage = 4096;
   std::lock_guard<std::mutex> l(mu_);
   CrashStats local;
   leveldb::Status result;
@@ -336,7 +369,17 @@ leveldb::Status FaultEnv::SimulateCrash(CrashStats* stats) {
       it = files_.erase(it);
       continue;
     }
-    if (st.synced < st.size) {
+    const int64_t first_page = (st.synced + kPage - 1) / kPage * kPage;
+    const int64_t unsynced_pages = (st.size - first_page) / kPage;
+    if (loss == Loss::kMiddlePageOfLogs && st.kind == kLogFile &&
+        unsynced_pages >= 3) {
+      leveldb::Status s =
+          ZeroPage(it->first, first_page + unsynced_pages / 2 * kPage, kPage);
+      if (!s.ok() && result.ok()) result = s;
+      ++local.pages_lost;
+      local.bytes_dropped += kPage;
+      st.synced = st.size;  // What is left is what the disk holds.
+    } else if (st.synced < st.size) {
       leveldb::Status s = Truncate(it->first, st.synced);
       if (!s.ok() && result.ok()) result = s;
       ++local.files_truncated;

@@ -89,6 +89,18 @@ class FaultEnv : public leveldb::EnvWrapper {
     int files_removed = 0;    // Entries never made durable.
     int files_truncated = 0;  // Cut back to their synced size.
     int64_t bytes_dropped = 0;
+    int pages_lost = 0;  // Pages zeroed by Loss::kMiddlePageOfLogs.
+  };
+  // What a power cut loses of a file's unsynced bytes.
+  enum class Loss {
+    // All of them: the file is cut back to its synced size.
+    kUnsyncedTail,
+    // In a log with at least three unsynced 4 KiB pages, one page in the
+    // middle of them only (zeroed, as a disk leaves a page it never wrote
+    // while it wrote the later ones out of order); the pages after it
+    // survive, so the log has a hole. Other files lose their whole
+    // unsynced tail.
+    kMiddlePageOfLogs,
   };
 
   // `times` of FailWrites / FailSyncs: fail from now on.
@@ -129,7 +141,8 @@ class FaultEnv : public leveldb::EnvWrapper {
   // are removed. Implies PowerCut() if not called. Afterwards the Env works
   // normally again (faults set before stay set).
   // REQUIRES: no Db is open on this Env (destroy it first).
-  leveldb::Status SimulateCrash(CrashStats* stats = nullptr);
+  leveldb::Status SimulateCrash(CrashStats* stats = nullptr,
+                                Loss loss = Loss::kUnsyncedTail);
 
   // ---- Inspection.
 
@@ -187,6 +200,12 @@ class FaultEnv : public leveldb::EnvWrapper {
                          leveldb::WritableFile* f);
   // Rewrites `name` with its first `size` bytes, through the base Env.
   leveldb::Status Truncate(const std::string& name, int64_t size);
+  // Rewrites `name` with the page of `page_size` bytes at `offset` zeroed.
+  leveldb::Status ZeroPage(const std::string& name, int64_t offset,
+                           int64_t page_size);
+  // Reads the first `size` bytes of `name` (fewer if it is shorter).
+  leveldb::Status ReadPrefix(const std::string& name, int64_t size,
+                             std::string* data);
 
   const Options options_;
 

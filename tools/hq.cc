@@ -26,7 +26,8 @@
 // Output: aligned tables, or with --json one JSON document on stdout
 // (scan --follow --json: one JSON object per line). Exit codes: 0 done;
 // 1 the operation failed (no database, no such queue, storage error);
-// 2 usage error; 3 verify found problems; 4 the database is open in
+// 2 usage error; 3 the database is damaged (verify found problems, or a
+// read or Open failed with DataLoss); 4 the database is open in
 // another process (hq embeds the engine: one process opens a Db at a
 // time; --lock_wait retries).
 
@@ -153,7 +154,8 @@ constexpr char kUsage[] =
     "  groups [QUEUE]       consumer groups: backlog, in flight, dead letters\n"
     "  dead QUEUE GROUP     dead letters of a group [--requeue --limit=N]\n"
     "  compact              TTL sweep, then a full compaction\n"
-    "  verify               check every key and record; exit 3 on problems\n"
+    "  verify               check every block, key and record; exit 3 on\n"
+    "                       problems\n"
     "  help [SUBCOMMAND]    this text, or a subcommand's flags (as\n"
     "                       hq SUBCOMMAND --help)\n"
     "\n"
@@ -161,8 +163,10 @@ constexpr char kUsage[] =
     "while another process has the database open), --width=N (table cell\n"
     "width), --version. With --json, a failure is also a JSON object\n"
     "{\"error\":{...}} on stdout. Exit codes: 0 ok, 1 error, 2 usage, 3 "
-    "verify\n"
-    "found problems, 4 database in use by another process.\n";
+    "damage\n"
+    "(verify found problems, or a read found damage), 4 database in use by\n"
+    "another process. What Open's recovery dropped from a damaged log is\n"
+    "printed as a warning on stderr.\n";
 
 // A failure with its exit code. Thrown only within this file (by the
 // subcommands and their helpers) and caught in main, which prints it: the
@@ -193,6 +197,9 @@ Failure FromStatus(const absl::Status& s) {
       f.details.push_back({"owner_pid", *pid});
     }
     return f;
+  }
+  if (absl::IsDataLoss(s)) {
+    return {kExitProblems, std::string(s.message()), s.code()};
   }
   return {kExitError, std::string(s.message()), s.code()};
 }
@@ -279,8 +286,24 @@ std::string DbPath() {
   return path;
 }
 
+// True if `path` holds any of LevelDB's files but CURRENT: a MANIFEST, a
+// table or a log.
+bool HoldsDbFiles(const std::string& path) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(path, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.starts_with("MANIFEST-") || name.ends_with(".ldb") ||
+        name.ends_with(".sst") || name.ends_with(".log")) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // Fails unless `path` holds a database (a CURRENT file) that this user can
-// read; never throws std::filesystem's exceptions.
+// read; never throws std::filesystem's exceptions. A directory that lost
+// its CURRENT but holds a Db's other files is left to Db::Open, which
+// refuses it with DataLoss and says what to run.
 void CheckIsDb(const std::string& path) {
   std::error_code ec;
   const bool exists = std::filesystem::exists(path + "/CURRENT", ec);
@@ -289,9 +312,26 @@ void CheckIsDb(const std::string& path) {
                   absl::StrCat("cannot read ", path, ": ", ec.message()),
                   absl::StatusCode::kPermissionDenied};
   }
-  if (!exists) {
+  if (!exists && !HoldsDbFiles(path)) {
     throw Failure{kExitError, absl::StrCat("no hq database at ", path),
                   absl::StatusCode::kNotFound};
+  }
+}
+
+// Says on stderr what Open's recovery dropped from damaged logs.
+void WarnRecovery(const RecoveryReport& r, const std::string& path) {
+  for (const RecoveryReport::Dropped& d : r.dropped) {
+    std::fprintf(
+        stderr,
+        "hq: warning: %s: recovery dropped %llu bytes of %s from offset %llu "
+        "(%s)%s; kept in %s/%s\n",
+        path.c_str(), static_cast<unsigned long long>(d.bytes), d.file.c_str(),
+        static_cast<unsigned long long>(d.offset), d.damage.c_str(),
+        d.torn_tail
+            ? ", a torn tail: no intact record lost"
+            : absl::StrCat(", ", d.records, " intact records among them")
+                  .c_str(),
+        path.c_str(), d.saved_as.c_str());
   }
 }
 
@@ -303,6 +343,7 @@ std::unique_ptr<Db> OpenLiveCopy(const std::string& path, Options options) {
   g_live_copy.emplace(Must(LiveCopy::Take(path)));
   options.create_if_missing = false;
   std::unique_ptr<Db> db = Must(Db::Open(g_live_copy->path(), options));
+  WarnRecovery(db->recovery(), path);
   if (!absl::GetFlag(FLAGS_json)) {
     std::fprintf(stderr,
                  "hq: live view: %s is open in process %d; this is a copy "
@@ -341,7 +382,10 @@ std::unique_ptr<Db> OpenDb(bool create = false) {
   const absl::Time give_up = absl::Now() + absl::GetFlag(FLAGS_lock_wait);
   while (true) {
     absl::StatusOr<std::unique_ptr<Db>> db = OpenUnlessHeld(path, options);
-    if (db.ok()) return std::move(db).value();
+    if (db.ok()) {
+      WarnRecovery((*db)->recovery(), path);
+      return std::move(db).value();
+    }
     if (absl::IsNotFound(db.status())) {
       throw Failure{kExitError, absl::StrCat("no hq database at ", path),
                     absl::StatusCode::kNotFound};
@@ -1172,8 +1216,12 @@ int Verify(const std::vector<std::string>& args) {
     j.Key("problem_count").Int(r.problem_count).Key("problems").BeginArray();
     for (const VerifyProblem& p : r.problems) {
       j.BeginObject().Key("key_hex").String(p.key_hex);
-      j.Key("description").String(p.description).EndObject();
+      j.Key("description").String(p.description);
+      j.Key("file").String(p.file).EndObject();
     }
+    j.EndArray().Key("tables").Int(r.tables).Key("blocks").Int(r.blocks);
+    j.Key("dropped").BeginArray();
+    for (const std::string& f : r.dropped) j.String(f);
     j.EndArray().EndObject();
     PrintJson(j);
   } else {
@@ -1184,14 +1232,16 @@ int Verify(const std::vector<std::string>& args) {
       }
       t.Print(stdout);
     }
-    std::printf("%lld keys, %lld queues, %lld messages: %s\n",
-                static_cast<long long>(r.keys),
-                static_cast<long long>(r.queues),
-                static_cast<long long>(r.messages),
-                r.ok() ? "no problems"
-                       : absl::StrCat(r.problem_count, " problem",
-                                      r.problem_count == 1 ? "" : "s")
-                             .c_str());
+    std::printf(
+        "%lld keys, %lld queues, %lld messages, %lld tables "
+        "(%lld blocks): %s\n",
+        static_cast<long long>(r.keys), static_cast<long long>(r.queues),
+        static_cast<long long>(r.messages), static_cast<long long>(r.tables),
+        static_cast<long long>(r.blocks),
+        r.ok() ? "no problems"
+               : absl::StrCat(r.problem_count, " problem",
+                              r.problem_count == 1 ? "" : "s")
+                     .c_str());
   }
   return r.ok() ? kExitOk : kExitProblems;
 }
@@ -1260,7 +1310,9 @@ const std::vector<Subcommand>& Subcommands() {
        Compact},
       {"verify",
        "verify",
-       "Checks every key and record; exit 3 if it finds problems.",
+       "Checks every table block's checksum, every key and record, and "
+       "lists what recovery dropped from damaged logs; exit 3 if it finds "
+       "problems.",
        {},
        Verify},
   };

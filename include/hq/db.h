@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -31,11 +32,17 @@ struct SweepStats {
 // One problem Db::Verify found.
 struct VerifyProblem {
   // The LevelDB key of the record, in lowercase hex (doc/format.md has the
-  // grammar of every key).
+  // grammar of every key). For a damaged table block: the last key read
+  // before the damage (empty if none). Empty for a dropped log.
   std::string key_hex;
   // What is wrong, in words ("unknown record tag 0x7f", "cursor beyond the
-  // lane end", ...).
+  // lane end", "table file 000012.ldb, block at offset 4096 (4021 bytes):
+  // ... checksum mismatch; unreadable keys lie after ... and before ...").
   std::string description;
+  // The file the problem is in, relative to the Db's directory: a damaged
+  // table ("000012.ldb") or what recovery dropped
+  // ("dropped/000005.log.hole-at-4096"). Empty for a record's problem.
+  std::string file;
 };
 
 // What Db::Open's recovery dropped from LevelDB's write-ahead logs
@@ -71,16 +78,27 @@ struct RecoveryReport {
 
 // What Db::Verify found.
 struct VerifyReport {
-  int64_t keys = 0;      // Keys examined: every key of the Db.
+  int64_t keys = 0;      // Keys examined: every readable key of the Db.
   int64_t queues = 0;    // Queues in the catalog.
   int64_t messages = 0;  // Message records (not counting fences and heads).
-  // Every problem found, in key order; at most kMaxListedProblems of them
+  int64_t tables = 0;    // Table files whose every block was read.
+  int64_t blocks = 0;    // Blocks read from them, checksums checked.
+  // Every problem found: first the damaged table files and blocks, and the
+  // logs recovery dropped (each with its `file`), then the records'
+  // problems in key order; at most kMaxListedProblems of them
   // (problem_count counts them all).
   std::vector<VerifyProblem> problems;
   int64_t problem_count = 0;
   static constexpr size_t kMaxListedProblems = 1000;
+  // Every file under the Db's dropped/ folder (RecoveryReport::saved_as of
+  // this and earlier Opens), a torn tail's too, which is no problem.
+  std::vector<std::string> dropped;
 
   bool ok() const { return problem_count == 0; }
+  void AddProblem(VerifyProblem p) {
+    ++problem_count;
+    if (problems.size() < kMaxListedProblems) problems.push_back(std::move(p));
+  }
 };
 
 // An open Db. Create with Db::Open; close by destroying it. Destruction
