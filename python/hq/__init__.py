@@ -20,7 +20,7 @@ from hq._types import (  # noqa: F401
     DeadlineExceeded, Error, FailedPrecondition, GroupInfo, GroupStats,
     Internal, InvalidArgument, LaneCheckpoint, LaneCursor, Message, NotFound,
     OutOfRange, PartitionStats, PermissionDenied, QueueOptions, QueueStats,
-    ResourceExhausted, SubscriptionStats, SweepStats, Unauthenticated,
+    RecoveryDrop, ResourceExhausted, SubscriptionStats, SweepStats, Unauthenticated,
     Unavailable, Unimplemented, Unknown, VerifyProblem, VerifyReport)
 from hq._hq import (  # noqa: F401
     Db, DeadLetter, Group, MessageId, PutResult, Queue, ReceivedMessage, Scanner,
@@ -32,5 +32,5 @@ __all__ = [
     "NotFound", "InvalidArgument", "FailedPrecondition", "DataLoss",
     "AlreadyExists", "ResourceExhausted", "Internal", "QueueStats",
     "PartitionStats", "GroupStats", "SubscriptionStats", "SweepStats",
-    "VerifyReport",
+    "VerifyReport", "VerifyProblem", "RecoveryDrop",
 ]

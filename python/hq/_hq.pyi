@@ -23,8 +23,8 @@ interpreter exit.
 from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Union
 
 from hq._types import (ConsumerInfo, GroupInfo, GroupStats, Message,
-                       QueueOptions, QueueStats, SubscriptionStats, SweepStats,
-                       VerifyReport)
+                       QueueOptions, QueueStats, RecoveryDrop,
+                       SubscriptionStats, SweepStats, VerifyReport)
 
 Text = Union[str, bytes]
 
@@ -255,4 +255,11 @@ class Db:
     def list_queues(self) -> List[str]: ...
     def compact_expired(self) -> SweepStats: ...
     def compact_all(self) -> SweepStats: ...
-    def verify(self) -> VerifyReport: ...
+    def verify(self) -> VerifyReport:
+        """Reads every table block (checksums) and checks every record;
+        problems list damaged blocks and holes recovery dropped, each with
+        its file. hq.DataLoss if the walk itself cannot go on."""
+    def recovery(self) -> List[RecoveryDrop]:
+        """What this open's recovery cut from damaged write-ahead logs
+        (empty if they were intact); the bytes are kept under the Db's
+        dropped/ folder."""

@@ -237,6 +237,7 @@ class SweepStats:
 class VerifyProblem:
     key_hex: str
     description: str
+    file: str  # A damaged table or a file under dropped/; "" for a record.
 
 
 @_record
@@ -246,7 +247,23 @@ class VerifyReport:
     messages: int
     problems: List[VerifyProblem]
     problem_count: int
+    tables: int  # Table files whose every block was read.
+    blocks: int
+    dropped: List[str]  # Files under the Db's dropped/ folder.
 
     @property
     def ok(self) -> bool:
         return self.problem_count == 0
+
+
+@_record
+class RecoveryDrop:
+    """What Db.open's recovery dropped from one damaged log (hq/db.h,
+    RecoveryReport::Dropped)."""
+    file: str
+    offset: int
+    bytes: int
+    damage: str
+    records: int  # Intact records among the dropped bytes.
+    torn_tail: bool
+    saved_as: str  # Relative to the Db's directory.

@@ -119,6 +119,34 @@ def test_compaction_and_verify(db):
     assert report.ok and report.problems == [] and report.queues == 1
 
 
+def test_damaged_log_recovers_a_prefix_and_says_so(tmp_path):
+    path = tmp_path / "db"
+    with hq.Db.open(path) as db:
+        q = db.create_queue("q")
+        for i in range(600):
+            q.put(b"%d" % i + b"x" * 100)
+    log = max(path.glob("*.log"), key=lambda p: p.stat().st_size)
+    data = bytearray(log.read_bytes())
+    page = len(data) // 2 // 4096 * 4096
+    data[page:page + 4096] = bytes(4096)
+    log.write_bytes(bytes(data))
+    with hq.Db.open(path) as db:
+        [drop] = db.recovery()
+        assert isinstance(drop, hq.RecoveryDrop)
+        assert drop.file == log.name and drop.records > 0
+        assert not drop.torn_tail
+        assert (path / drop.saved_as).stat().st_size == drop.bytes
+        kept = [int(m.payload.rstrip(b"x")) for m in db.open_queue("q").scan()]
+        assert kept == list(range(len(kept))) and 0 < len(kept) < 600
+        report = db.verify()
+        assert not report.ok
+        assert report.problems[0].file == drop.saved_as
+        assert report.dropped == [drop.saved_as]
+    with pytest.raises(hq.DataLoss):
+        (path / "CURRENT").unlink()
+        hq.Db.open(path)
+
+
 def test_reopen_keeps_messages(tmp_path):
     with hq.Db.open(tmp_path / "db") as db:
         db.create_queue("q").put(b"kept", sync=True)
