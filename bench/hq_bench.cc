@@ -170,6 +170,10 @@
 //                    fillseq_leveldb wrote, SeekToFirst to the end, reading
 //                    every key and value. REQUIRES: fillseq_leveldb earlier
 //                    in --benchmarks.
+//   scan_leveldb_checked  The same with ReadOptions::verify_checksums, as
+//                    every hq read is (hq's scan also checks each table
+//                    block's CRC in its Env, lib/checked_read.h): the cost
+//                    of checksums on a scan.
 //
 // Memory: every `heap_kb` line (and the lease memory line) is a growth of
 // the heap in use (malloc'ed and not freed; HeapKb in bench/bench_util.h),
@@ -182,6 +186,7 @@
 //   ratio put/leveldb_put : R      put msgs/s / fillseq_leveldb msgs/s
 //   ratio scan/leveldb_scan : R    scan msgs/s / scan_leveldb msgs/s
 //   ratio scan_lanes/leveldb_scan : R  scan_lanes msgs/s / scan_leveldb
+//   ratio leveldb_scan_checked/leveldb_scan : R  the checksums' cost
 //   ratio claim_complete/sqlite_claim_complete : R
 //   ratio claim_complete/redis_claim_complete : R
 //   ratio put/sqlite_put : R       put msgs/s / put_sqlite msgs/s
@@ -381,6 +386,7 @@ constexpr char kPut[] = "put";
 constexpr char kFillLevelDb[] = "fillseq_leveldb";
 constexpr char kScan[] = "scan";
 constexpr char kScanLevelDb[] = "scan_leveldb";
+constexpr char kScanLevelDbChecked[] = "scan_leveldb_checked";
 constexpr char kScanLanes[] = "scan_lanes";
 constexpr char kCreateQueues[] = "create_queues";
 constexpr char kReopen[] = "reopen";
@@ -580,16 +586,18 @@ absl::StatusOr<Config> ConfigFromFlags() {
             "' reads the queue 'put' writes: list put before it in "
             "--benchmarks"));
       }
-    } else if (name == kScanLevelDb) {
+    } else if (name == kScanLevelDb || name == kScanLevelDbChecked) {
       if (!fill) {
         return absl::FailedPreconditionError(
-            "'scan_leveldb' reads the database 'fillseq_leveldb' writes: "
-            "list fillseq_leveldb before scan_leveldb in --benchmarks");
+            absl::StrCat("'", name,
+                         "' reads the database 'fillseq_leveldb' writes: "
+                         "list fillseq_leveldb before it in --benchmarks"));
       }
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
           "unknown benchmark '", name,
           "'; known: put, fillseq_leveldb, scan, scan_lanes, scan_leveldb, "
+          "scan_leveldb_checked, "
           "create_queues, reopen, leases, ttl, claim_complete, "
           "claim_complete_sqlite, claim_complete_redis, claim_sparse, "
           "put_sqlite, put_redis, put_dedup, subscribe, subscribe_10"));
@@ -754,6 +762,7 @@ class Benchmark {
   absl::Status Run() {
     HQ_RETURN_IF_ERROR(MakeDirectories());
     PrintHeader();
+    std::optional<Result> scan_leveldb_checked;
     std::optional<Result> put, fill, scan, scan_lanes, scan_leveldb, claim,
         claim_sqlite, put_dedup, subscribe, subscribe10, put_sqlite, put_redis,
         claim_redis;
@@ -822,8 +831,9 @@ class Benchmark {
         r = Subscribe(name, name == kSubscribe ? 1 : 10);
         if (r.ok()) (name == kSubscribe ? subscribe : subscribe10) = *r;
       } else {
-        r = ScanLevelDb(h);
-        if (r.ok()) scan_leveldb = *r;
+        const bool checked = name == kScanLevelDbChecked;
+        r = ScanLevelDb(h, checked);
+        if (r.ok()) (checked ? scan_leveldb_checked : scan_leveldb) = *r;
       }
       if (!r.ok()) {
         return absl::Status(r.status().code(),
@@ -844,6 +854,9 @@ class Benchmark {
     print_ratio("put/leveldb_put", put, fill);
     print_ratio("scan/leveldb_scan", scan, scan_leveldb);
     print_ratio("scan_lanes/leveldb_scan", scan_lanes, scan_leveldb);
+    print_ratio("leveldb_scan_checked/leveldb_scan", scan_leveldb_checked,
+                scan_leveldb);
+    print_ratio("scan/leveldb_scan_checked", scan, scan_leveldb_checked);
     print_ratio("subscribe/leveldb_put", subscribe, fill);
     print_ratio("subscribe_10/leveldb_put", subscribe10, fill);
     print_ratio("put_dedup/put", put_dedup, put);
@@ -2080,7 +2093,8 @@ class Benchmark {
     return Result{seconds, count, payload_bytes};
   }
 
-  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ScanLevelDb(Histogram* hist) {
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ScanLevelDb(Histogram* hist,
+                                                             bool checked) {
     if (raw_.db == nullptr) {
       return absl::FailedPreconditionError(
           "no raw database: run fillseq_leveldb first");
@@ -2094,8 +2108,9 @@ class Benchmark {
     uint64_t touched = 0;
     const SteadyClock::time_point start = SteadyClock::now();
     {
-      std::unique_ptr<leveldb::Iterator> it(
-          raw_.db->NewIterator(leveldb::ReadOptions()));
+      leveldb::ReadOptions ro;
+      ro.verify_checksums = checked;
+      std::unique_ptr<leveldb::Iterator> it(raw_.db->NewIterator(ro));
       SteadyClock::time_point op_start =
           hist != nullptr ? SteadyClock::now() : SteadyClock::time_point();
       it->SeekToFirst();
