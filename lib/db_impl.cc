@@ -238,9 +238,7 @@ absl::Status DbImpl::Init() {
     }
     if (s.IsCorruption()) {
       // LevelDB read its MANIFEST (or a log it replays) and found damage.
-      std::string current;
-      leveldb::ReadFileToString(lo.env, path_ + "/CURRENT", &current).ok();
-      if (current.ends_with('\n')) current.pop_back();
+      const std::string current = CurrentManifest(lo.env, path_);
       return absl::DataLossError(absl::StrCat(
           "opening hq database '", path_, "': ", text, " (its CURRENT names ",
           current.empty() ? "nothing" : current,

@@ -19,8 +19,6 @@
 namespace hq {
 namespace {
 
-std::string_view ToStd(const std::string& s) { return s; }
-
 // "000123.log" -> 123.
 bool ParseLogName(const std::string& name, uint64_t* number) {
   std::string_view n = name;
@@ -60,13 +58,9 @@ struct LogFile {
 // MANIFEST it names cannot be read.
 bool LogsToReplay(leveldb::Env* env, const std::string& dir,
                   std::vector<LogFile>* logs) {
-  std::string current, manifest;
-  if (!leveldb::ReadFileToString(env, dir + "/CURRENT", &current).ok()) {
-    return false;
-  }
-  const std::string name(
-      absl::StripTrailingAsciiWhitespace(Av(ToStd(current))));
-  if (name.empty() || name.find('/') != std::string::npos ||
+  const std::string name = CurrentManifest(env, dir);
+  std::string manifest;
+  if (name.empty() ||
       !leveldb::ReadFileToString(env, dir + "/" + name, &manifest).ok()) {
     return false;
   }
@@ -93,10 +87,6 @@ std::string Describe(const RecoveryReport::Dropped& d) {
                       " bytes, ", d.records, " intact records): ", d.damage);
 }
 
-}  // namespace
-
-namespace {
-
 // True if `manifests` is the one MANIFEST LevelDB writes before CURRENT
 // when it creates a Db (MANIFEST-000001: no table, no sequence number), so
 // the creation was cut short and the directory never held a message.
@@ -113,6 +103,15 @@ bool IsUnfinishedCreation(leveldb::Env* env, const std::string& dir,
 }
 
 }  // namespace
+
+std::string CurrentManifest(leveldb::Env* env, const std::string& dir) {
+  std::string current;
+  if (!leveldb::ReadFileToString(env, dir + "/CURRENT", &current).ok()) {
+    return "";
+  }
+  std::string name(absl::StripTrailingAsciiWhitespace(Av(current)));
+  return name.find('/') == std::string::npos ? name : "";
+}
 
 absl::Status CheckNotOrphaned(leveldb::Env* env, const std::string& dir) {
   if (env->FileExists(dir + "/CURRENT")) return absl::OkStatus();
@@ -162,9 +161,8 @@ absl::Status RecoverLocked(leveldb::Env* env, const std::string& dir,
     d.damage = absl::StrCat(c.damage, " at offset ", c.damage_offset);
     d.records = c.intact_after;
     d.torn_tail = last && c.intact_after == 0;
-    d.saved_as =
-        absl::StrCat(kDroppedDir, "/", d.file,
-                     d.torn_tail ? ".torn-at-" : ".hole-at-", d.offset);
+    d.saved_as = absl::StrCat(kDroppedDir, "/", d.file,
+                              d.torn_tail ? kTornAt : kHoleAt, d.offset);
     dropped.push_back(d);
     for (size_t j = i + 1; j < logs.size(); ++j) {
       std::string later;

@@ -21,8 +21,17 @@
 
 namespace hq {
 
-// The folder, inside a Db's directory, where recovery keeps what it drops.
+// The folder, inside a Db's directory, where recovery keeps what it drops,
+// and the infixes of its file names there: "<log>.hole-at-<offset>" (intact
+// records were dropped after the damage), "<log>.torn-at-<offset>" (only
+// a torn tail), or a later log under its own name.
 inline constexpr char kDroppedDir[] = "dropped";
+inline constexpr char kHoleAt[] = ".hole-at-";
+inline constexpr char kTornAt[] = ".torn-at-";
+
+// The name of the MANIFEST that `dir`'s CURRENT names ("MANIFEST-000005"),
+// or "" if CURRENT cannot be read or names no file in `dir`.
+std::string CurrentManifest(leveldb::Env* env, const std::string& dir);
 
 // OK if `dir` holds a CURRENT file, or none of LevelDB's files, or only
 // the MANIFEST-000001 of a creation killed before it wrote CURRENT (no

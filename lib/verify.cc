@@ -50,12 +50,17 @@ struct QueueEntry {
 
 class Verifier {
  public:
-  // With `past_damage`, the walk reads on past damaged blocks (LevelDB's
-  // iterator steps over them) instead of failing at the first: the caller
-  // has found and reported them already.
+  // The records' problems are added to `report`, which holds what the
+  // caller found before (damaged blocks, dropped logs). With `past_damage`,
+  // the walk reads on past damaged blocks (LevelDB's iterator steps over
+  // them) instead of failing at the first: the caller has reported them.
   Verifier(leveldb::DB* db, const leveldb::ReadOptions& ro, absl::Time now,
-           bool past_damage)
-      : db_(db), ro_(ro), now_(now), past_damage_(past_damage) {}
+           VerifyReport report, bool past_damage)
+      : db_(db),
+        ro_(ro),
+        now_(now),
+        past_damage_(past_damage),
+        report_(std::move(report)) {}
 
   absl::StatusOr<VerifyReport> Run() {
     HQ_RETURN_IF_ERROR(ReadDropMarkers());
@@ -589,13 +594,13 @@ void AddDropped(leveldb::Env* env, const std::string& dir,
     if (n == "." || n == "..") continue;
     const std::string file = absl::StrCat(kDroppedDir, "/", n);
     report->dropped.push_back(file);
-    if (n.find(".torn-at-") != std::string::npos) continue;
+    if (n.find(kTornAt) != std::string::npos) continue;
     uint64_t bytes = 0;
     env->GetFileSize(dir + "/" + file, &bytes).ok();
     report->AddProblem(
         {.description = absl::StrCat(
              "recovery dropped ", bytes, " bytes of write-ahead log (",
-             n.find(".hole-at-") != std::string::npos
+             n.find(kHoleAt) != std::string::npos
                  ? "from damage to the log's end"
                  : "a whole log after a damaged one",
              ") to keep a prefix of the writes; they are kept in ", file),
@@ -608,6 +613,8 @@ void AddDropped(leveldb::Env* env, const std::string& dir,
 absl::StatusOr<VerifyReport> DbImpl::Verify() {
   OpScope op(this);
   HQ_RETURN_IF_ERROR(op.status());
+  // Damage first (tables, then dropped logs), then the records' problems in
+  // key order.
   VerifyReport damage;
   HQ_ASSIGN_OR_RETURN(std::vector<table_check::LiveTable> live,
                       table_check::LiveTables(db_.get()));
@@ -622,22 +629,11 @@ absl::StatusOr<VerifyReport> DbImpl::Verify() {
   absl::StatusOr<VerifyReport> report;
   {
     // Its iterators go before the snapshot is released.
-    Verifier v(db_.get(), ro, clock_->Now(),
+    Verifier v(db_.get(), ro, clock_->Now(), std::move(damage),
                /*past_damage=*/!tables.damage.empty());
     report = v.Run();
   }
   db_->ReleaseSnapshot(ro.snapshot);
-  if (!report.ok()) return report;
-  report->tables = damage.tables;
-  report->blocks = damage.blocks;
-  report->dropped = std::move(damage.dropped);
-  // Damage first, then the records' problems in key order.
-  std::vector<VerifyProblem> records = std::move(report->problems);
-  const int64_t record_count = report->problem_count;
-  report->problems = std::move(damage.problems);
-  report->problem_count = damage.problem_count;
-  for (VerifyProblem& p : records) report->AddProblem(std::move(p));
-  report->problem_count += record_count - static_cast<int64_t>(records.size());
   return report;
 }
 

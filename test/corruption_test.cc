@@ -97,10 +97,9 @@ class DamagedDb {
 
   // The MANIFEST that CURRENT names.
   std::string Manifest() {
-    std::string current = Read("CURRENT");
-    REQUIRE(current.ends_with("\n"));
-    current.pop_back();
-    return current;
+    const std::string name = CurrentManifest(env_, path_);
+    REQUIRE(!name.empty());
+    return name;
   }
 
   uint64_t Size(const std::string& name) {
