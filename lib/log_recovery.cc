@@ -141,10 +141,9 @@ absl::Status CheckNotOrphaned(leveldb::Env* env, const std::string& dir) {
 
 namespace {
 
-absl::Status RecoverLocked(leveldb::Env* env, const std::string& dir,
-                           Options::Recovery mode, RecoveryReport* report) {
-  std::vector<LogFile> logs;
-  if (!LogsToReplay(env, dir, &logs)) return absl::OkStatus();
+absl::Status CutLocked(leveldb::Env* env, const std::string& dir,
+                       const std::vector<LogFile>& logs, Options::Recovery mode,
+                       RecoveryReport* report) {
   for (size_t i = 0; i < logs.size(); ++i) {
     const std::string path = dir + "/" + logs[i].name;
     std::string data;
@@ -209,7 +208,30 @@ absl::Status RecoverLocked(leveldb::Env* env, const std::string& dir,
   return absl::OkStatus();
 }
 
+absl::Status RecoverLocked(leveldb::Env* env, const std::string& dir,
+                           Options::Recovery mode, RecoveryReport* report) {
+  std::vector<LogFile> logs;
+  if (!LogsToReplay(env, dir, &logs)) return absl::OkStatus();
+  return CutLocked(env, dir, logs, mode, report);
+}
+
 }  // namespace
+
+absl::Status CutAllLogs(leveldb::Env* env, const std::string& dir,
+                        RecoveryReport* report) {
+  std::vector<std::string> children;
+  leveldb::Status s = env->GetChildren(dir, &children);
+  if (!s.ok()) return Io(s, absl::StrCat("listing ", dir));
+  std::vector<LogFile> logs;
+  for (const std::string& child : children) {
+    uint64_t n;
+    if (ParseLogName(child, &n)) logs.push_back({n, child});
+  }
+  std::sort(logs.begin(), logs.end(), [](const LogFile& a, const LogFile& b) {
+    return a.number < b.number;
+  });
+  return CutLocked(env, dir, logs, Options::Recovery::kPointInTime, report);
+}
 
 absl::Status RecoverLogs(leveldb::Env* env, const std::string& dir,
                          Options::Recovery mode, RecoveryReport* report) {
