@@ -21,6 +21,7 @@
 #include <atomic>
 #include <cstdarg>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <queue>
 #include <set>
@@ -1415,6 +1416,13 @@ absl::StatusOr<RepairReport> Db::Repair(const std::string& path_arg,
   HQ_RETURN_IF_ERROR(format::ValidateOptions(options));
   leveldb::Env* env = options.env ? options.env : leveldb::Env::Default();
   std::string path = path_arg;
+  if (file_util::IsDefaultEnv(env)) {
+    // Absolute, so that "." or "db/" gets its copy aside beside it.
+    std::error_code ec;
+    const std::filesystem::path abs =
+        std::filesystem::absolute(path, ec).lexically_normal();
+    if (!ec) path = abs.string();
+  }
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   if (!file_util::DirExists(env, path)) {
     return absl::NotFoundError(

@@ -737,6 +737,9 @@ TEST_CASE("issue15: hq backup copies a Db, also one another process holds") {
   CHECK(r.code == 0);
   CHECK(absl::StrContains(r.err,
                           "is open in process " + std::to_string(getpid())));
+  r = Run({"backup", s.path(), s.path() + "/inside"});
+  CHECK(r.code == 1);
+  CHECK(absl::StrContains(r.err, "inside the database directory"));
   s.fixture().Close();
   r = Run({"--db=" + out.Sub("b2"), "scan", "q", "--partitions=1"});
   CHECK(absl::StrContains(r.out, "live"));

@@ -294,6 +294,13 @@ absl::StatusOr<LiveCopy> LiveCopy::Take(const std::string& db_dir) {
 absl::StatusOr<LiveCopyStats> CopyLiveInto(const std::string& db_dir,
                                            const std::string& dest) {
   std::error_code ec;
+  const fs::path rel = fs::weakly_canonical(fs::absolute(dest, ec), ec)
+                           .lexically_relative(fs::weakly_canonical(
+                               fs::absolute(db_dir, ec), ec));
+  if (!rel.empty() && *rel.begin() != "..") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the destination '", dest, "' is inside the database directory"));
+  }
   bool created = false;
   if (fs::exists(dest, ec)) {
     if (!fs::is_directory(dest, ec) || !fs::is_empty(dest, ec)) {
