@@ -5,6 +5,7 @@
 #include "lib/backup.h"
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -92,7 +93,8 @@ absl::StatusOr<bool> PrepareDest(leveldb::Env* env, const std::string& db,
 // deletions are pinned) into `to`; records every file it creates in
 // *created.
 absl::Status CopyState(leveldb::Env* env, const std::string& from,
-                       const std::string& to, BackupReport* report,
+                       const std::string& to, const std::function<void()>& hook,
+                       BackupReport* report,
                        std::vector<std::string>* created) {
   std::string current;
   leveldb::Status s =
@@ -120,6 +122,7 @@ absl::Status CopyState(leveldb::Env* env, const std::string& from,
         "Backup: the database's ", manifest_name, " is damaged: ", error));
   }
   manifest_data.resize(state.intact_end);
+  if (hook) hook();
 
   std::vector<std::string> children;
   s = env->GetChildren(from, &children);
@@ -240,7 +243,7 @@ absl::StatusOr<BackupReport> DbImpl::Backup(const std::string& dest) {
   report.path = dest;
   std::vector<std::string> created;
   pin_env_->Pin();
-  absl::Status s = CopyState(env, path_, dest, &report, &created);
+  absl::Status s = CopyState(env, path_, dest, backup_hook_, &report, &created);
   pin_env_->Unpin();
   if (!s.ok()) {
     // Only what this call made.

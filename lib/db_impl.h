@@ -73,6 +73,12 @@ class DbImpl final : public Db {
   absl::StatusOr<VerifyReport> Verify() override;    // lib/verify.cc
   absl::StatusOr<BackupReport> Backup(
       const std::string& dest) override;  // lib/backup.cc
+  // Runs `f` inside every later Backup, after it read the MANIFEST and
+  // before it links the tables (tests compact there). Not thread-safe with
+  // Backup.
+  void TEST_SetBackupHook(std::function<void()> f) {
+    backup_hook_ = std::move(f);
+  }
 
   // ---- For QueueImpl and ScannerImpl ----
 
@@ -235,6 +241,7 @@ class DbImpl final : public Db {
   // Between env_ and table_env_: defers LevelDB's file deletions while a
   // Backup runs (lib/backup.h).
   std::unique_ptr<FilePinEnv> pin_env_;
+  std::function<void()> backup_hook_;  // TEST_SetBackupHook.
   std::unique_ptr<leveldb::Env> env_;
   std::unique_ptr<leveldb::DB> db_;
   std::unique_ptr<LeaseManagerImpl> leases_;

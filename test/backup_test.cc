@@ -211,6 +211,58 @@ TEST_CASE("issue15: Backup links the tables and leaves the live Db alone") {
   CHECK(ValueOrDie(copy->Verify()).ok());
 }
 
+TEST_CASE("issue15: a compaction during Backup deletes nothing it copies") {
+  // Between Backup's read of the MANIFEST and its links, a compaction
+  // replaces every table the MANIFEST named: their deletion waits until
+  // Backup is done, so the copy gets them; then they go.
+  const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);
+  INFO(StorageName(storage));
+  Options options = NoBackgroundSweeps();
+  options.write_buffer_bytes = 64 << 10;
+  DbFixture f(storage, options);
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.partitions = 2}));
+  for (int i = 0; i < 3000; ++i) {
+    ValueOrDie(q->Put({.payload = Noise(i, 200)}));
+  }
+  leveldb::Env* env =
+      f.options().env ? f.options().env : leveldb::Env::Default();
+  auto tables = [&](const std::string& dir) {
+    std::vector<std::string> children;
+    std::set<std::string> out;
+    REQUIRE(env->GetChildren(dir, &children).ok());
+    for (const std::string& c : children) {
+      if (c.ends_with(".ldb")) out.insert(c);
+    }
+    return out;
+  };
+  std::set<std::string> during;
+  Impl(f.db())->TEST_SetBackupHook([&] {
+    Impl(f.db())->leveldb()->CompactRange(nullptr, nullptr);
+    during = tables(f.path());  // The new tables, and the old ones kept.
+  });
+  TempDir dir;
+  const std::string dest =
+      storage == Storage::kMemory ? "/hq-mem/copy" : dir.Sub("copy");
+  const BackupReport r = ValueOrDie(f.db()->Backup(dest));
+  Impl(f.db())->TEST_SetBackupHook(nullptr);
+  REQUIRE_FALSE(during.empty());
+  // Tables the copy needed were replaced by the compaction, and deleted
+  // only once Backup was done.
+  const std::set<std::string> copied = tables(dest), after = tables(f.path());
+  CHECK(static_cast<int64_t>(copied.size()) == r.tables);
+  int64_t deleted_after = 0;
+  for (const std::string& t : copied) {
+    CHECK(during.contains(t));
+    if (!after.contains(t)) ++deleted_after;
+  }
+  CHECK(deleted_after > 0);
+  Options o = f.options();
+  o.create_if_missing = false;
+  auto copy = ValueOrDie(Db::Open(dest, o));
+  CHECK(ValueOrDie(copy->Verify()).ok());
+  CHECK(ScanAll(ValueOrDie(copy->OpenQueue("q"))).size() == 3000);
+}
+
 TEST_CASE("issue15: Backup refuses a destination it cannot use") {
   DbFixture f(Storage::kDisk, NoBackgroundSweeps());
   ValueOrDie(f.db()->CreateQueue("q", {}));
