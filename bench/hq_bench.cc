@@ -175,7 +175,8 @@
 //                    `backup_copied` lines: the three times, their median,
 //                    the Db's table bytes and the bytes each backup copied.
 //                    REQUIRES: `put` earlier in --benchmarks. For a 1 GB Db:
-//                    --benchmarks=put,backup --num=5000000 --value_size=200
+//                    --benchmarks=put,backup --num=4500000 --value_size=400
+//                    --partitions=8 --batch=100 --peers=none
 //   scan_leveldb     A raw leveldb::Iterator over the database
 //                    fillseq_leveldb wrote, SeekToFirst to the end, reading
 //                    every key and value. REQUIRES: fillseq_leveldb earlier

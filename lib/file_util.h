@@ -67,8 +67,8 @@ absl::StatusOr<std::vector<Entry>> ListFiles(leveldb::Env* env,
 // any file lies under it).
 bool DirExists(leveldb::Env* env, const std::string& path);
 
-// The free bytes of the file system holding `dir`; nullopt-like -1 when
-// `env` is not the real file system or it cannot be told.
+// The free bytes of the file system holding `dir`; -1 when `env` is not
+// the real file system or it cannot be told.
 int64_t FreeBytes(leveldb::Env* env, const std::string& dir);
 
 }  // namespace hq::file_util

@@ -4,6 +4,8 @@
 //   - repair::ReadFiles: the read of the files as they were ("before");
 //   - CopyAside: the copy of the directory beside it;
 //   - CutAllLogs (lib/log_recovery.h) and LevelDB's RepairDB;
+//   - RecreateLostQueues: catalog records written again for queues whose
+//     record was lost while their messages remain;
 //   - Mender: one pass over the repaired LevelDB in key order that mends
 //     hq's records. It checks what Db::Verify checks (lib/verify.cc), in
 //     the same order and with the same per-queue memory, and for each

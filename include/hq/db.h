@@ -170,9 +170,10 @@ struct RepairReport {
   // database of their own in this directory
   // ("<path>/lost/hq-records-<UTC time>"; "" if none was moved): records
   // hq does not understand (unknown tags, keys or values that do not
-  // decode) and records whose owner is gone (a queue missing from the
-  // catalog, a group or subscription its queue does not have). Open it
-  // with any LevelDB tool to read them.
+  // decode) and records whose owner is gone (a group or subscription its
+  // queue does not have; records of a queue missing from the catalog that
+  // has no message left, see Repair). Open it with any LevelDB tool to
+  // read them.
   std::string moved_aside_to;
   int64_t moved_aside = 0;
 
@@ -367,7 +368,12 @@ class HQ_EXPORT Db {
   //      in Verify's comment): metadata counters, catalog, reservations,
   //      lane directory, TTL index, groups, subscriptions, cursors beyond
   //      their lane's end, and the rest; what cannot be mended is moved
-  //      aside (RepairReport::moved_aside_to), never deleted;
+  //      aside (RepairReport::moved_aside_to), never deleted. A queue whose
+  //      catalog record was lost while messages of it remain gets one
+  //      again: named as its TTL index record says, else
+  //      "recovered-<queue id>", with the partitions, priorities and
+  //      layout its records show, no TTL (stored nowhere else) and the
+  //      default payload limit;
   //   7. opens the result with Db::Open and runs Verify, mending again
   //      while that finds something (up to three rounds).
   // Afterwards Db::Open succeeds, and the report says whether Verify is
