@@ -1274,9 +1274,21 @@ void PrintRepairText(const std::string& path, const RepairReport& r) {
                 absl::StrJoin(r.moved_to_lost, ", ").c_str());
   }
   if (!r.leveldb_log.empty()) {
+    // A line per intact table is noise on a big Db: counted, not listed
+    // (--json has every line).
     std::printf("\nLevelDB's repair log:\n");
+    int64_t intact = 0;
     for (const std::string& line : r.leveldb_log) {
+      if (absl::StartsWith(line, "Table #") &&
+          absl::EndsWith(line, " entries OK")) {
+        ++intact;
+        continue;
+      }
       std::printf("  %s\n", line.c_str());
+    }
+    if (intact > 0) {
+      std::printf("  (%lld tables read intact, not listed)\n",
+                  static_cast<long long>(intact));
     }
   }
   if (!r.changes.empty()) {
