@@ -119,10 +119,12 @@ struct RepairReport {
   struct Damage {
     std::string file;  // "000005.ldb", "MANIFEST-000004", "CURRENT", ...
     std::string what;  // What is wrong ("checksum mismatch", "missing").
-    // The keys that could not be read, if known: for a damaged block, the
-    // readable keys on either side (lowercase hex, "" for the file's start
-    // or end); for a missing or unreadable table the MANIFEST names, its
-    // smallest and largest key.
+    // The keys that could not be read, in words, if known: for a damaged
+    // block, "between K1 and K2", the readable keys on either side in
+    // lowercase hex (or "the table's start" / "the table's end"), and where
+    // they are messages, their queue, partition, priority and ids; for a
+    // missing or unreadable table the MANIFEST names, "from K1 to K2", its
+    // smallest and largest key. For people: the format may change.
     std::string lost_keys;
     // Whether keys were lost with it: true for a table (a block, or all of
     // it); false for CURRENT or a MANIFEST, which RepairDB rebuilds from
@@ -379,11 +381,13 @@ class HQ_EXPORT Db {
   // Afterwards Db::Open succeeds, and the report says whether Verify is
   // clean (RepairReport::clean()); it also says what was found damaged,
   // cut, moved and changed, and the message counts before and after. A Db
-  // without damage comes out with the same messages. Only Options::env
-  // and Options::clock (for the TTL cutoff of cursor checks) are used. If
-  // Repair fails part-way, or the process dies, the copy aside is the Db as
-  // it was: run Repair again, or restore it from there. Between step 5 and
-  // step 6 the directory is briefly not locked; a process that opens it
+  // without damage comes out with the same messages. Of `options`, Repair
+  // uses env, clock (the TTL cutoff of cursor checks), bloom_bits_per_key
+  // and write_buffer_bytes (for the tables it writes); logs are always cut
+  // as with Recovery::kPointInTime. If Repair fails part-way, or the
+  // process dies, the copy aside is the Db as it was: run Repair again, or
+  // restore it from there. Between steps 5 and 6, and while step 7 opens
+  // the Db, the directory is briefly not locked; a process that opens it
   // then makes Repair fail with FailedPrecondition.
   // Errors: InvalidArgument (empty path, bad options), NotFound (no
   // directory, or no LevelDB file in it), FailedPrecondition (open in
