@@ -183,6 +183,23 @@ absl::StatusOr<std::unique_ptr<Db>> DbImpl::Open(const std::string& path,
   return std::unique_ptr<Db>(std::move(db));
 }
 
+absl::StatusOr<std::string> DbImpl::ClaimDirectory(const std::string& path,
+                                                   leveldb::Env* env) {
+  std::string key = LockKey(path, env);
+  MutexLock l(&registry_mu);
+  if (!OpenDirs()->insert(key).second) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "hq database directory '", path,
+        "' is already open in this process; close the other Db first"));
+  }
+  return key;
+}
+
+void DbImpl::ReleaseDirectory(const std::string& key) {
+  MutexLock l(&registry_mu);
+  OpenDirs()->erase(key);
+}
+
 DbImpl::DbImpl(std::string path, const Options& options, std::string lock_key)
     : path_(std::move(path)),
       options_(options),
@@ -194,7 +211,8 @@ absl::Status DbImpl::Init() {
   leveldb::Options lo;
   table_env_ = std::make_unique<TableCheckEnv>(
       options_.env ? options_.env : leveldb::Env::Default());
-  env_ = std::make_unique<SyncLogOnCloseEnv>(table_env_.get());
+  pin_env_ = std::make_unique<FilePinEnv>(table_env_.get());
+  env_ = std::make_unique<SyncLogOnCloseEnv>(pin_env_.get());
   lo.env = env_.get();
   lo.create_if_missing = options_.create_if_missing;
   lo.error_if_exists = options_.error_if_exists;

@@ -24,6 +24,7 @@
 #include "leveldb/db.h"
 #include "leveldb/filter_policy.h"
 #include "leveldb/write_batch.h"
+#include "lib/backup.h"
 #include "lib/delivery_pool.h"
 #include "lib/format.h"
 #include "lib/lease_manager.h"
@@ -70,6 +71,14 @@ class DbImpl final : public Db {
   absl::StatusOr<SweepStats> CompactExpired() override;
   absl::StatusOr<SweepStats> CompactAll() override;  // lib/inspect.cc
   absl::StatusOr<VerifyReport> Verify() override;    // lib/verify.cc
+  absl::StatusOr<BackupReport> Backup(
+      const std::string& dest) override;  // lib/backup.cc
+  // Runs `f` inside every later Backup, after it read the MANIFEST and
+  // before it links the tables (tests compact there). Not thread-safe with
+  // Backup.
+  void TEST_SetBackupHook(std::function<void()> f) {
+    backup_hook_ = std::move(f);
+  }
 
   // ---- For QueueImpl and ScannerImpl ----
 
@@ -152,6 +161,15 @@ class DbImpl final : public Db {
 
   static constexpr uint64_t kReserveWindowMs = 1000;
 
+  // ---- For Db::Repair (lib/repair.cc) ----
+
+  // Marks directory `path` of `env` as open in this process, as Open does,
+  // so that an Open of it fails meanwhile. Returns the key to release it
+  // with; FailedPrecondition if it is open already.
+  static absl::StatusOr<std::string> ClaimDirectory(const std::string& path,
+                                                    leveldb::Env* env);
+  static void ReleaseDirectory(const std::string& key);
+
  private:
   struct Writer;
   struct PartitionIds {
@@ -220,6 +238,10 @@ class DbImpl final : public Db {
   // (checks every table block read) over Options::env.
   RecoveryReport recovery_;  // Set by Init.
   std::unique_ptr<leveldb::Env> table_env_;
+  // Between env_ and table_env_: defers LevelDB's file deletions while a
+  // Backup runs (lib/backup.h).
+  std::unique_ptr<FilePinEnv> pin_env_;
+  std::function<void()> backup_hook_;  // TEST_SetBackupHook.
   std::unique_ptr<leveldb::Env> env_;
   std::unique_ptr<leveldb::DB> db_;
   std::unique_ptr<LeaseManagerImpl> leases_;

@@ -55,23 +55,6 @@ struct LogCheck {
 LogCheck Check(std::string_view data,
                const std::function<void(std::string_view)>& record = {});
 
-// The numbers LevelDB replays logs from, as a MANIFEST's version edits
-// set them (LevelDB's db/version_edit.cc): every log numbered at least
-// log_number, and the one numbered prev_log_number (0: none). new_files
-// counts the tables the edits add and last_sequence is the last one set:
-// both are 0 in the MANIFEST of a Db LevelDB created and never wrote.
-struct ManifestLogs {
-  uint64_t log_number = 0;
-  uint64_t prev_log_number = 0;
-  uint64_t last_sequence = 0;
-  uint64_t new_files = 0;
-};
-
-// Reads the log numbers from the contents of a MANIFEST file. False if it
-// is damaged or holds an edit this reader does not know (then hq leaves
-// the logs to LevelDB, which fails Open on such a MANIFEST).
-bool ReadManifestLogs(std::string_view manifest, ManifestLogs* out);
-
 }  // namespace hq::log_check
 
 #endif  // HQ_LIB_LOG_CHECK_H_

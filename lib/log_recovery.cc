@@ -13,23 +13,12 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "lib/log_check.h"
+#include "lib/manifest.h"
 #include "lib/status_macros.h"
 #include "lib/strings.h"
 
 namespace hq {
 namespace {
-
-// "000123.log" -> 123.
-bool ParseLogName(const std::string& name, uint64_t* number) {
-  std::string_view n = name;
-  if (!n.ends_with(".log") || n.size() <= 4) return false;
-  n.remove_suffix(4);
-  if (!std::all_of(n.begin(), n.end(),
-                   [](char c) { return c >= '0' && c <= '9'; })) {
-    return false;
-  }
-  return absl::SimpleAtoi(Av(n), number);
-}
 
 absl::Status Io(const leveldb::Status& s, std::string_view what) {
   return absl::InternalError(absl::StrCat(Av(what), ": ", s.ToString()));
@@ -64,13 +53,14 @@ bool LogsToReplay(leveldb::Env* env, const std::string& dir,
       !leveldb::ReadFileToString(env, dir + "/" + name, &manifest).ok()) {
     return false;
   }
-  log_check::ManifestLogs numbers;
-  if (!log_check::ReadManifestLogs(manifest, &numbers)) return false;
+  manifest::State numbers;
+  std::string error;
+  if (!manifest::Read(manifest, &numbers, &error)) return false;
   std::vector<std::string> children;
   if (!env->GetChildren(dir, &children).ok()) return false;
   for (const std::string& child : children) {
     uint64_t n;
-    if (ParseLogName(child, &n) &&
+    if (manifest::ParseLogName(child, &n) &&
         (n >= numbers.log_number ||
          (numbers.prev_log_number != 0 && n == numbers.prev_log_number))) {
       logs->push_back({n, child});
@@ -96,9 +86,10 @@ bool IsUnfinishedCreation(leveldb::Env* env, const std::string& dir,
     return false;
   }
   std::string data;
-  log_check::ManifestLogs m;
+  manifest::State m;
+  std::string error;
   return leveldb::ReadFileToString(env, dir + "/" + manifests[0], &data).ok() &&
-         log_check::ReadManifestLogs(data, &m) && m.new_files == 0 &&
+         manifest::Read(data, &m, &error) && m.tables.empty() &&
          m.last_sequence == 0;
 }
 
@@ -123,7 +114,7 @@ absl::Status CheckNotOrphaned(leveldb::Env* env, const std::string& dir) {
     uint64_t n;
     if (c.starts_with("MANIFEST-")) manifests.push_back(c);
     if (c.ends_with(".ldb") || c.ends_with(".sst")) ++tables;
-    if (ParseLogName(c, &n)) ++logs;
+    if (manifest::ParseLogName(c, &n)) ++logs;
   }
   if (tables == 0 && logs == 0 &&
       (manifests.empty() || IsUnfinishedCreation(env, dir, manifests))) {
@@ -140,10 +131,9 @@ absl::Status CheckNotOrphaned(leveldb::Env* env, const std::string& dir) {
 
 namespace {
 
-absl::Status RecoverLocked(leveldb::Env* env, const std::string& dir,
-                           Options::Recovery mode, RecoveryReport* report) {
-  std::vector<LogFile> logs;
-  if (!LogsToReplay(env, dir, &logs)) return absl::OkStatus();
+absl::Status CutLocked(leveldb::Env* env, const std::string& dir,
+                       const std::vector<LogFile>& logs, Options::Recovery mode,
+                       RecoveryReport* report) {
   for (size_t i = 0; i < logs.size(); ++i) {
     const std::string path = dir + "/" + logs[i].name;
     std::string data;
@@ -207,7 +197,30 @@ absl::Status RecoverLocked(leveldb::Env* env, const std::string& dir,
   return absl::OkStatus();
 }
 
+absl::Status RecoverLocked(leveldb::Env* env, const std::string& dir,
+                           Options::Recovery mode, RecoveryReport* report) {
+  std::vector<LogFile> logs;
+  if (!LogsToReplay(env, dir, &logs)) return absl::OkStatus();
+  return CutLocked(env, dir, logs, mode, report);
+}
+
 }  // namespace
+
+absl::Status CutAllLogs(leveldb::Env* env, const std::string& dir,
+                        RecoveryReport* report) {
+  std::vector<std::string> children;
+  leveldb::Status s = env->GetChildren(dir, &children);
+  if (!s.ok()) return Io(s, absl::StrCat("listing ", dir));
+  std::vector<LogFile> logs;
+  for (const std::string& child : children) {
+    uint64_t n;
+    if (manifest::ParseLogName(child, &n)) logs.push_back({n, child});
+  }
+  std::sort(logs.begin(), logs.end(), [](const LogFile& a, const LogFile& b) {
+    return a.number < b.number;
+  });
+  return CutLocked(env, dir, logs, Options::Recovery::kPointInTime, report);
+}
 
 absl::Status RecoverLogs(leveldb::Env* env, const std::string& dir,
                          Options::Recovery mode, RecoveryReport* report) {

@@ -53,6 +53,12 @@ absl::Status CheckNotOrphaned(leveldb::Env* env, const std::string& dir);
 absl::Status RecoverLogs(leveldb::Env* env, const std::string& dir,
                          Options::Recovery mode, RecoveryReport* report);
 
+// Db::Repair's cut: RecoverLogs' kPointInTime cut applied to every log in
+// `dir`, in number order, whatever the MANIFEST says (Repair converts them
+// all into tables). REQUIRES: the caller holds the directory's LOCK.
+absl::Status CutAllLogs(leveldb::Env* env, const std::string& dir,
+                        RecoveryReport* report);
+
 }  // namespace hq
 
 #endif  // HQ_LIB_LOG_RECOVERY_H_

@@ -708,6 +708,120 @@ TEST_CASE("hq compact sweeps expired messages and compacts") {
   CHECK(r.code == 0);
 }
 
+// ---- issue 15: repair and backup.
+
+// Writes `key` -> `value` into the closed Db at `path` through raw LevelDB.
+void RawPut(const std::string& path, const std::string& key,
+            const std::string& value) {
+  leveldb::DB* raw = nullptr;
+  REQUIRE(leveldb::DB::Open(leveldb::Options(), path, &raw).ok());
+  std::unique_ptr<leveldb::DB> owned(raw);
+  REQUIRE(raw->Put({}, key, value).ok());
+}
+
+TEST_CASE("issue15: hq repair mends a damaged Db and says what it did") {
+  Sample s;
+  RawPut(s.path(),
+         "\x7f"
+         "unknown",
+         "v");
+  Result r = Run({s.db_flag(), "verify"});
+  REQUIRE(r.code == 3);
+
+  // Held by another process (this one): refused, the holder named.
+  s.fixture().Reopen();
+  r = Run({"repair", s.path()});
+  CHECK(r.code == 4);
+  CHECK(absl::StrContains(r.err, "in use by another process"));
+  CHECK(absl::StrContains(r.err, "held by pid " + std::to_string(getpid())));
+  s.fixture().Close();
+
+  r = Run({"repair", s.path()});
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  CHECK(absl::StrContains(r.out, "copied " + s.path() + " aside to " +
+                                     s.path() + ".before-repair-"));
+  CHECK(absl::StrContains(r.out, "hq records changed:"));
+  CHECK(absl::StrContains(r.out, "7f756e6b6e6f776e  1      moved aside"));
+  CHECK(absl::StrContains(r.out, "unknown record tag 0x7f: moved aside"));
+  CHECK(absl::StrContains(r.out, "1 records moved aside"));
+  CHECK(absl::StrContains(r.out, "LevelDB's repair log:"));
+  CHECK(absl::StrContains(r.out, "MESSAGES_BEFORE  MESSAGES_AFTER"));
+  CHECK(absl::StrContains(
+      r.out, "repaired " + s.path() + ": verifies clean; see above"));
+  r = Run({s.db_flag(), "verify"});
+  CHECK(r.code == 0);
+
+  // A missing CURRENT: Open refuses and says what to run; that works.
+  REQUIRE(std::filesystem::remove(s.path() + "/CURRENT"));
+  r = Run({s.db_flag(), "ls"});
+  CHECK(r.code == 3);
+  CHECK(absl::StrContains(r.err, "run `hq repair " + s.path() + "`"));
+  r = Run({s.db_flag(), "repair", "--json"});
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  CHECK(absl::StrContains(r.out,
+                          "\"damage\":[{\"file\":\"CURRENT\","
+                          "\"what\":\"missing\""));
+  CHECK(absl::StrContains(r.out, "\"clean\":true"));
+  CHECK(absl::StrContains(r.out,
+                          "\"messages_before\":20,"
+                          "\"messages_after\":20"));
+  r = Run({s.db_flag(), "scan", "q", "--json"});
+  CHECK(r.code == 0);
+  CHECK(Occurrences(r.out, "\"payload\":") == 13);
+
+  // Usage errors.
+  CHECK(Run({"--db=/elsewhere", "repair", s.path()}).code == 2);
+  CHECK(Run({"repair", s.path(), "extra"}).code == 2);
+  CHECK(Run({"repair"}).code == 2);  // No database at all.
+}
+
+TEST_CASE("issue15: hq backup copies a Db, also one another process holds") {
+  Sample s;
+  TempDir out;
+  Result r = Run({s.db_flag(), "backup", out.Sub("b1"), "--verify"});
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  CHECK(absl::StartsWith(
+      r.out, "backup of " + s.path() + " in " + out.Sub("b1") + ": "));
+  CHECK(absl::StrContains(r.out, "verify: "));
+  CHECK(absl::StrContains(r.out, "20 messages: no problems"));
+  r = Run({"--db=" + out.Sub("b1"), "scan", "q", "--json"});
+  CHECK(Occurrences(r.out, "\"payload\":") == 13);
+
+  // Held by this process, which keeps writing: copied from outside.
+  s.fixture().Reopen();
+  Queue* q = ValueOrDie(s.fixture().db()->OpenQueue("q"));
+  ValueOrDie(q->Put({.payload = "live", .partition = 1}));
+  r = Run({"backup", s.path(), out.Sub("b2"), "--json", "--verify"});
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  CHECK(absl::StrContains(r.out,
+                          "\"method\":\"live_copy\","
+                          "\"owner_pid\":" +
+                              std::to_string(getpid())));
+  CHECK(absl::StrContains(r.out, "\"verify\":{\"ok\":true"));
+  r = Run({"backup", s.path(), out.Sub("b3")});
+  CHECK(r.code == 0);
+  CHECK(absl::StrContains(r.err,
+                          "is open in process " + std::to_string(getpid())));
+  r = Run({"backup", s.path(), s.path() + "/inside"});
+  CHECK(r.code == 1);
+  CHECK(absl::StrContains(r.err, "inside the database directory"));
+  s.fixture().Close();
+  r = Run({"--db=" + out.Sub("b2"), "scan", "q", "--partitions=1"});
+  CHECK(absl::StrContains(r.out, "live"));
+
+  // Errors: a destination that exists, bad arguments.
+  r = Run({s.db_flag(), "backup", out.Sub("b1")});
+  CHECK(r.code == 1);
+  CHECK(absl::StrContains(r.err, "is not empty"));
+  CHECK(Run({s.db_flag(), "backup"}).code == 2);
+  CHECK(Run({s.db_flag(), "backup", "a", "b", "c"}).code == 2);
+  CHECK(Run({s.db_flag(), "ls", "--verify"}).code == 2);
+}
+
 }  // namespace
 }  // namespace hq::test
 

@@ -11,12 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "catch2/catch.hpp"
 #include "leveldb/db.h"
 #include "leveldb/env.h"
 #include "leveldb/helpers/memenv.h"
 #include "leveldb/write_batch.h"
+#include "lib/manifest.h"
 
 namespace hq::log_check {
 namespace {
@@ -156,37 +159,45 @@ TEST_CASE("a MANIFEST's log numbers, as LevelDB wrote them") {
   current.pop_back();  // The newline.
   REQUIRE(
       leveldb::ReadFileToString(env.get(), "/db/" + current, &manifest).ok());
-  ManifestLogs m;
-  REQUIRE(ReadManifestLogs(manifest, &m));
-  CHECK(m.new_files > 0);
+  manifest::State m;
+  std::string error;
+  REQUIRE(manifest::Read(manifest, &m, &error));
+  CHECK(!m.tables.empty());
   CHECK(m.last_sequence > 0);
+  CHECK(m.intact_end == manifest.size());
   // The live log is the one LevelDB replays: numbered log_number.
   std::vector<std::string> names;
   REQUIRE(env->GetChildren("/db", &names).ok());
   bool found = false;
   for (const std::string& n : names) {
-    if (n.ends_with(".log")) {
+    uint64_t number;
+    if (manifest::ParseLogName(n, &number)) {
       found = true;
-      CHECK(std::stoull(n) >= m.log_number);
+      CHECK(number >= m.log_number);
     }
   }
   CHECK(found);
+  for (const auto& [number, table] : m.tables) {  // Every live table exists.
+    CHECK(env->FileExists(absl::StrFormat("/db/%06d.ldb", number)));
+  }
 
   // A damaged edit refuses the whole MANIFEST: which logs to replay is
   // unknown. The first edit's payload starts after its header.
   std::string flipped = manifest;
   flipped[kHeaderSize + 2] ^= 0x40;
-  ManifestLogs untouched = m;
-  CHECK(!ReadManifestLogs(flipped, &untouched));
+  manifest::State untouched = m;
+  CHECK(!manifest::Read(flipped, &untouched, &error));
+  CHECK(absl::StrContains(error, "checksum"));
   CHECK(untouched.log_number == m.log_number);
 
   // An edit cut short by the end of the file is what a writer killed
   // mid-write leaves. LevelDB's own recovery ignores it and keeps the edits
   // before it, and so does this reader.
-  ManifestLogs torn;
-  REQUIRE(ReadManifestLogs(manifest.substr(0, manifest.size() - 1), &torn));
-  CHECK(torn.new_files <= m.new_files);
-  CHECK(torn.log_number <= m.log_number);
+  manifest::State torn;
+  REQUIRE(
+      manifest::Read(manifest.substr(0, manifest.size() - 1), &torn, &error));
+  CHECK(torn.edits == m.edits - 1);
+  CHECK(torn.intact_end < manifest.size());
 }
 
 }  // namespace

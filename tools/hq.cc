@@ -19,6 +19,10 @@
 //   dead QUEUE GROUP     dead letters of a group (--requeue puts them back)
 //   compact              TTL sweep, then a full LevelDB compaction
 //   verify               checks every key and record (Db::Verify)
+//   repair [DIR]         Db::Repair: copies the directory aside, rebuilds it,
+//                        mends hq's records; prints what changed and was lost
+//   backup [DIR] DEST    a consistent copy (Db::Backup; from outside if
+//                        another process holds the database)
 //   help [SUBCOMMAND]    this list, or one subcommand's flags
 //
 // Every flag is checked against the subcommand (a flag it does not take is a
@@ -124,6 +128,10 @@ ABSL_FLAG(int32_t, num_priorities, 1, "create: priority levels (1..256).");
 ABSL_FLAG(absl::Duration, ttl, absl::InfiniteDuration(),
           "create: message time to live (default: forever).");
 ABSL_FLAG(std::string, layout, "time", "create: rowkey layout, time or topic.");
+// backup
+ABSL_FLAG(bool, verify, false,
+          "backup: then open the backup and verify it (exit 3 if it finds "
+          "problems).");
 ABSL_FLAG(bool, version, false, "Print the version of hq and exit.");
 
 namespace hq::tool {
@@ -156,6 +164,12 @@ constexpr char kUsage[] =
     "  compact              TTL sweep, then a full compaction\n"
     "  verify               check every block, key and record; exit 3 on\n"
     "                       problems\n"
+    "  repair [DIR]         repair a damaged database (copies it aside "
+    "first);\n"
+    "                       exit 3 if it does not verify clean after\n"
+    "  backup [DIR] DEST    consistent copy of a database, also of one in "
+    "use\n"
+    "                       [--verify]\n"
     "  help [SUBCOMMAND]    this text, or a subcommand's flags (as\n"
     "                       hq SUBCOMMAND --help)\n"
     "\n"
@@ -1246,6 +1260,315 @@ int Verify(const std::vector<std::string>& args) {
   return r.ok() ? kExitOk : kExitProblems;
 }
 
+// ------------------------------------------------------- repair, backup
+
+// `hq repair [DIR]` and `hq backup [DIR] DEST` also take the database as
+// their first argument (Db::Open's refusal of a damaged directory says
+// "run `hq repair DIR`"); it must then agree with --db, which it sets.
+std::vector<std::string> TakeDbArgument(std::vector<std::string> args,
+                                        size_t rest, const char* synopsis) {
+  if (args.size() != rest && args.size() != rest + 1) {
+    throw Usage(absl::StrCat(
+        args.size() < rest ? "missing arguments" : "too many arguments",
+        ": hq ", synopsis));
+  }
+  if (args.size() == rest + 1) {
+    const std::string flag = absl::GetFlag(FLAGS_db);
+    if (!flag.empty() && flag != args[0]) {
+      throw Usage(absl::StrCat("the database is given twice: --db=", flag,
+                               " and ", args[0]));
+    }
+    absl::SetFlag(&FLAGS_db, args[0]);
+    args.erase(args.begin());
+  }
+  return args;
+}
+
+const char* ActionName(RepairReport::Change::Action a) {
+  switch (a) {
+    case RepairReport::Change::Action::kRewritten:
+      return "rewritten";
+    case RepairReport::Change::Action::kAdded:
+      return "added";
+    case RepairReport::Change::Action::kMovedAside:
+      return "moved aside";
+  }
+  return "?";
+}
+
+void PrintRepairText(const std::string& path, const RepairReport& r) {
+  std::printf("copied %s aside to %s (%s) before changing anything\n",
+              path.c_str(), r.copied_to.c_str(),
+              HumanBytes(r.copied_bytes).c_str());
+  if (!r.damage.empty()) {
+    std::printf("\ndamage found in the files as they were:\n");
+    Table t({"FILE", "DAMAGE", "KEYS LOST"});
+    for (const RepairReport::Damage& d : r.damage) {
+      t.Add({d.file, Cell(d.what), d.lost_keys.empty() ? "-" : d.lost_keys});
+    }
+    t.Print(stdout);
+  }
+  if (!r.logs.dropped.empty()) {
+    std::printf("\nlogs cut at their first damaged record (kept in %s/):\n",
+                (path + "/dropped").c_str());
+    Table t({"LOG", "OFFSET", "BYTES", "INTACT_RECORDS", "DAMAGE", "SAVED_AS"});
+    for (const RecoveryReport::Dropped& d : r.logs.dropped) {
+      t.Add({d.file, std::to_string(d.offset), std::to_string(d.bytes),
+             d.torn_tail ? "0 (torn tail)" : std::to_string(d.records),
+             Cell(d.damage), d.saved_as});
+    }
+    t.Print(stdout);
+  }
+  if (!r.moved_to_lost.empty()) {
+    std::printf("\nLevelDB's repair moved into %s/lost/: %s\n", path.c_str(),
+                absl::StrJoin(r.moved_to_lost, ", ").c_str());
+  }
+  if (!r.leveldb_log.empty()) {
+    // A line per intact table is noise on a big Db: counted, not listed
+    // (--json has every line).
+    std::printf("\nLevelDB's repair log:\n");
+    int64_t intact = 0;
+    for (const std::string& line : r.leveldb_log) {
+      if (absl::StartsWith(line, "Table #") &&
+          absl::EndsWith(line, " entries OK")) {
+        ++intact;
+        continue;
+      }
+      std::printf("  %s\n", line.c_str());
+    }
+    if (intact > 0) {
+      std::printf("  (%lld tables read intact, not listed)\n",
+                  static_cast<long long>(intact));
+    }
+  }
+  if (!r.changes.empty()) {
+    // Changes with the same problem (the records of a queue moved aside)
+    // on one line: the first key and how many.
+    std::printf("\nhq records changed:\n");
+    Table t({"KEY", "COUNT", "ACTION", "PROBLEM"});
+    std::vector<std::pair<const RepairReport::Change*, int64_t>> groups;
+    std::map<std::pair<int, std::string>, size_t> index;
+    for (const RepairReport::Change& c : r.changes) {
+      auto [it, added] = index.try_emplace(
+          std::make_pair(static_cast<int>(c.action), c.problem), groups.size());
+      if (added) groups.push_back({&c, 0});
+      ++groups[it->second].second;
+    }
+    for (const auto& [c, n] : groups) {
+      t.Add({Cell(c->key_hex) + (n > 1 ? " ..." : ""), std::to_string(n),
+             ActionName(c->action), Cell(c->problem)});
+    }
+    t.Print(stdout);
+    if (r.change_count > static_cast<int64_t>(r.changes.size())) {
+      std::printf("(%lld more not listed)\n",
+                  static_cast<long long>(
+                      r.change_count - static_cast<int64_t>(r.changes.size())));
+    }
+  }
+  if (r.moved_aside > 0) {
+    std::printf(
+        "\n%lld records moved aside, keys and values unchanged, into the "
+        "LevelDB database %s\n",
+        static_cast<long long>(r.moved_aside), r.moved_aside_to.c_str());
+  }
+  std::printf("\n");
+  Table t({"QUEUE", "MESSAGES_BEFORE", "MESSAGES_AFTER"});
+  for (const RepairReport::QueueCount& q : r.queues) {
+    t.Add({Cell(q.queue), std::to_string(q.messages_before),
+           std::to_string(q.messages_after)});
+  }
+  t.Add({"(all)", std::to_string(r.messages_before),
+         std::to_string(r.messages_after)});
+  t.Print(stdout);
+  std::printf("keys: %lld before, %lld after\n",
+              static_cast<long long>(r.keys_before),
+              static_cast<long long>(r.keys_after));
+  if (!r.verify.ok()) {
+    std::printf("\nverify after the repair:\n");
+    Table v({"KEY", "PROBLEM"});
+    for (const VerifyProblem& p : r.verify.problems) {
+      v.Add({p.key_hex, Cell(p.description)});
+    }
+    v.Print(stdout);
+  }
+  std::printf("\nrepaired %s: %s; %s\n", path.c_str(),
+              r.clean() ? "verifies clean"
+                        : absl::StrCat("verify still finds ",
+                                       r.verify.problem_count, " problems")
+                              .c_str(),
+              r.lost_nothing() ? "nothing lost"
+                               : "see above for what was lost or moved");
+}
+
+void RepairJson(Json& j, const RepairReport& r) {
+  j.Key("copied_to").String(r.copied_to);
+  j.Key("copied_bytes").Uint(r.copied_bytes);
+  j.Key("damage").BeginArray();
+  for (const RepairReport::Damage& d : r.damage) {
+    j.BeginObject().Key("file").String(d.file);
+    j.Key("what").String(IsUtf8(d.what) ? d.what : "(not UTF-8)");
+    j.Key("lost_keys").String(d.lost_keys).EndObject();
+  }
+  j.EndArray().Key("logs_cut").BeginArray();
+  for (const RecoveryReport::Dropped& d : r.logs.dropped) {
+    j.BeginObject().Key("file").String(d.file).Key("offset").Uint(d.offset);
+    j.Key("bytes").Uint(d.bytes).Key("damage").String(d.damage);
+    j.Key("intact_records").Int(d.records).Key("torn_tail").Bool(d.torn_tail);
+    j.Key("saved_as").String(d.saved_as).EndObject();
+  }
+  j.EndArray().Key("moved_to_lost").BeginArray();
+  for (const std::string& f : r.moved_to_lost) j.String(f);
+  j.EndArray().Key("leveldb_log").BeginArray();
+  for (const std::string& l : r.leveldb_log) {
+    j.String(IsUtf8(l) ? l : "(not UTF-8)");
+  }
+  j.EndArray().Key("changes").BeginArray();
+  for (const RepairReport::Change& c : r.changes) {
+    j.BeginObject().Key("key_hex").String(c.key_hex);
+    j.Key("action").String(ActionName(c.action));
+    j.Key("problem").String(IsUtf8(c.problem) ? c.problem : "(not UTF-8)");
+    j.EndObject();
+  }
+  j.EndArray().Key("change_count").Int(r.change_count);
+  j.Key("moved_aside").Int(r.moved_aside);
+  j.Key("moved_aside_to").String(r.moved_aside_to);
+  j.Key("queues").BeginArray();
+  for (const RepairReport::QueueCount& q : r.queues) {
+    j.BeginObject().Bytes("name", q.queue);
+    j.Key("messages_before").Int(q.messages_before);
+    j.Key("messages_after").Int(q.messages_after).EndObject();
+  }
+  j.EndArray().Key("keys_before").Int(r.keys_before);
+  j.Key("keys_after").Int(r.keys_after);
+  j.Key("messages_before").Int(r.messages_before);
+  j.Key("messages_after").Int(r.messages_after);
+  j.Key("clean").Bool(r.clean()).Key("lost_nothing").Bool(r.lost_nothing());
+  j.Key("verify_problems").BeginArray();
+  for (const VerifyProblem& p : r.verify.problems) {
+    j.BeginObject().Key("key_hex").String(p.key_hex);
+    j.Key("description").String(p.description).EndObject();
+  }
+  j.EndArray();
+}
+
+int RepairCommand(const std::vector<std::string>& args) {
+  TakeDbArgument(args, 0, "repair [DIR]");
+  const std::string path = DbPath();
+  const RepairReport r = Must(Db::Repair(path));
+  if (absl::GetFlag(FLAGS_json)) {
+    Json j;
+    j.BeginObject().Key("db").String(path);
+    RepairJson(j, r);
+    j.EndObject();
+    PrintJson(j);
+  } else {
+    PrintRepairText(path, r);
+  }
+  return r.clean() ? kExitOk : kExitProblems;
+}
+
+// Opens a finished backup (which settles its logs) and, with --verify,
+// verifies it. Returns the verify report if asked for.
+std::optional<VerifyReport> SettleBackup(const std::string& dest,
+                                         RecoveryReport* recovery) {
+  Options options;
+  options.create_if_missing = false;
+  options.ttl_sweep_interval = absl::ZeroDuration();
+  std::unique_ptr<Db> db = Must(Db::Open(dest, options));
+  *recovery = db->recovery();
+  if (!absl::GetFlag(FLAGS_verify)) return std::nullopt;
+  return Must(db->Verify());
+}
+
+int BackupCommand(const std::vector<std::string>& args) {
+  const std::vector<std::string> rest =
+      TakeDbArgument(args, 1, "backup [DIR] DEST");
+  const std::string path = DbPath(), dest = rest[0];
+  CheckIsDb(path);
+  BackupReport r;
+  std::string method = "in_process";
+  pid_t owner = 0;
+  RecoveryReport recovery;
+  if (absl::StatusOr<pid_t> o = LockOwner(path); o.ok() && *o > 0) {
+    // Db::Backup runs inside the process that has the Db open; from here
+    // only a copy from outside is possible (tools/live_view.h).
+    owner = *o;
+    method = "live_copy";
+    const LiveCopyStats st = Must(CopyLiveInto(path, dest));
+    r.path = dest;
+    r.bytes_copied = st.copied_bytes;
+    r.as_of = st.taken;
+    r.took = st.took;
+    if (!absl::GetFlag(FLAGS_json)) {
+      std::fprintf(
+          stderr,
+          "hq: %s is open in process %d: copied from outside (%d attempt%s), "
+          "as a kill -9 of it now would leave it; tasks in flight there are "
+          "due for redelivery in the copy. For a copy that cannot fail "
+          "under constant compaction, call Db::Backup in that process.\n",
+          path.c_str(), static_cast<int>(owner), st.attempts,
+          st.attempts == 1 ? "" : "s");
+    }
+  } else {
+    std::unique_ptr<Db> db = OpenDb();
+    r = Must(db->Backup(dest));
+  }
+  const std::optional<VerifyReport> v = SettleBackup(dest, &recovery);
+  if (absl::GetFlag(FLAGS_json)) {
+    Json j;
+    j.BeginObject().Key("db").String(path).Key("backup").BeginObject();
+    j.Key("path").String(r.path).Key("method").String(method);
+    if (owner > 0) j.Key("owner_pid").Int(owner);
+    j.Key("tables").Int(r.tables).Key("tables_linked").Int(r.tables_linked);
+    j.Key("table_bytes").Uint(r.table_bytes).Key("logs").Int(r.logs);
+    j.Key("bytes_copied").Uint(r.bytes_copied);
+    j.Key("as_of").String(TimeText(r.as_of));
+    j.Key("took_ms").Int(absl::ToInt64Milliseconds(r.took));
+    j.Key("log_bytes_dropped_at_open").BeginArray();
+    for (const RecoveryReport::Dropped& d : recovery.dropped) {
+      j.Uint(d.bytes);
+    }
+    j.EndArray().EndObject();
+    if (v) {
+      j.Key("verify").BeginObject().Key("ok").Bool(v->ok());
+      j.Key("keys").Int(v->keys).Key("messages").Int(v->messages);
+      j.Key("problem_count").Int(v->problem_count).EndObject();
+    }
+    j.EndObject();
+    PrintJson(j);
+  } else {
+    if (method == "in_process") {
+      std::printf(
+          "backup of %s in %s: %lld tables (%lld linked, %s), %lld logs, %s "
+          "copied; as of %s; took %s\n",
+          path.c_str(), dest.c_str(), static_cast<long long>(r.tables),
+          static_cast<long long>(r.tables_linked),
+          HumanBytes(r.table_bytes).c_str(), static_cast<long long>(r.logs),
+          HumanBytes(r.bytes_copied).c_str(), TimeText(r.as_of).c_str(),
+          absl::FormatDuration(r.took).c_str());
+    } else {
+      std::printf(
+          "backup of %s (open in process %d) in %s: %s copied, the tables "
+          "linked where possible; as of %s; took %s\n",
+          path.c_str(), static_cast<int>(owner), dest.c_str(),
+          HumanBytes(r.bytes_copied).c_str(), TimeText(r.as_of).c_str(),
+          absl::FormatDuration(r.took).c_str());
+    }
+    for (const RecoveryReport::Dropped& d : recovery.dropped) {
+      std::printf("opening the copy cut %s at %llu (%s)\n", d.file.c_str(),
+                  static_cast<unsigned long long>(d.offset), d.damage.c_str());
+    }
+    if (v) {
+      std::printf(
+          "verify: %lld keys, %lld messages: %s\n",
+          static_cast<long long>(v->keys), static_cast<long long>(v->messages),
+          v->ok() ? "no problems"
+                  : absl::StrCat(v->problem_count, " problems").c_str());
+    }
+  }
+  return !v || v->ok() ? kExitOk : kExitProblems;
+}
+
 // ----------------------------------------------------------------- main
 
 // The flags every subcommand takes.
@@ -1315,6 +1638,36 @@ const std::vector<Subcommand>& Subcommands() {
        "problems.",
        {},
        Verify},
+      {"repair",
+       "repair [DIR]",
+       "Repairs a damaged database (Db::Repair), which no process may have "
+       "open (exit 4 if one does): copies the directory aside "
+       "(DIR.before-repair-TIME), cuts damaged logs to their intact prefix, "
+       "runs LevelDB's RepairDB, then mends hq's own records until Verify "
+       "is clean, moving what it cannot mend into DIR/lost/hq-records-TIME "
+       "(a LevelDB database). Prints the damage found, what LevelDB moved "
+       "to lost/, every record changed and the messages per queue before "
+       "and after. Exit 3 if the result still does not verify clean. DIR "
+       "is the database, as --db.",
+       {},
+       RepairCommand},
+      {"backup",
+       "backup [DIR] DEST",
+       "Writes a consistent copy of the database into DEST (which must not "
+       "exist, or be empty): a prefix of the writes that opens and verifies "
+       "clean, its table files hard-linked where the file system allows. "
+       "If no process has the database open, hq opens it and calls "
+       "Db::Backup. If another process has it open, hq cannot run code in "
+       "that process: it copies the files from outside, as a kill -9 of the "
+       "owner at that moment would leave them (every write it made, synced "
+       "or not; its tasks in flight due for redelivery), retrying when the "
+       "owner's compactions change the files under it, and gives up after "
+       "10 attempts; a process that must be able to back up under any load "
+       "calls Db::Backup itself. Then opens the copy once (which replays "
+       "its logs), and with --verify verifies it (exit 3 on problems). DIR "
+       "is the database, as --db.",
+       {"verify"},
+       BackupCommand},
   };
   return kAll;
 }

@@ -291,6 +291,55 @@ absl::StatusOr<LiveCopy> LiveCopy::Take(const std::string& db_dir) {
       "no consistent copy of ", db_dir, " in 10 attempts: ", last.message()));
 }
 
+absl::StatusOr<LiveCopyStats> CopyLiveInto(const std::string& db_dir,
+                                           const std::string& dest) {
+  std::error_code ec;
+  const fs::path rel = fs::weakly_canonical(fs::absolute(dest, ec), ec)
+                           .lexically_relative(fs::weakly_canonical(
+                               fs::absolute(db_dir, ec), ec));
+  if (!rel.empty() && *rel.begin() != "..") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the destination '", dest, "' is inside the database directory"));
+  }
+  bool created = false;
+  if (fs::exists(dest, ec)) {
+    if (!fs::is_directory(dest, ec) || !fs::is_empty(dest, ec)) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "the destination '", dest, "' is a file or a non-empty directory"));
+    }
+  } else if (!fs::create_directory(dest, ec) || ec) {
+    return ErrnoStatus(absl::StrCat("creating ", dest), ec.value());
+  } else {
+    created = true;
+  }
+  // Removes what an attempt made (dest holds nothing else).
+  auto clear = [&dest] {
+    std::error_code e;
+    for (const fs::directory_entry& f : fs::directory_iterator(dest, e)) {
+      fs::remove_all(f.path(), e);
+    }
+  };
+  const absl::Time start = absl::Now();
+  LiveCopyStats stats;
+  absl::Status last;
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    stats.attempts = attempt + 1;
+    stats.copied_bytes = 0;
+    last = CopyOnce(db_dir, dest, &stats.copied_bytes);
+    if (last.ok()) {
+      stats.taken = absl::Now();
+      stats.took = stats.taken - start;
+      return stats;
+    }
+    clear();
+    if (!absl::IsNotFound(last)) break;
+  }
+  if (created) fs::remove(dest, ec);
+  if (!absl::IsNotFound(last)) return last;
+  return absl::UnavailableError(absl::StrCat(
+      "no consistent copy of ", db_dir, " in 10 attempts: ", last.message()));
+}
+
 LiveCopy::LiveCopy(LiveCopy&& other) noexcept
     : path_(std::move(other.path_)),
       taken_(other.taken_),

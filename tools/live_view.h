@@ -75,6 +75,24 @@ class LiveCopy {
   uint64_t copied_bytes_ = 0;
 };
 
+// What CopyLiveInto made.
+struct LiveCopyStats {
+  absl::Time taken;           // When the copy was complete.
+  absl::Duration took;        // How long it took, all attempts.
+  uint64_t copied_bytes = 0;  // Bytes copied (not linked).
+  int attempts = 0;
+};
+
+// `hq backup` of a database another process holds: the copy LiveCopy
+// takes, made in `dest` (which must not exist, its parent must, or be an
+// empty directory) and kept. It cannot pin the owner's files as
+// Db::Backup does from inside the owner, so it retries while the owner
+// changes its MANIFEST, and fails with Unavailable after 10 attempts;
+// what it made in `dest` is then removed. Errors: AlreadyExists (`dest`
+// is a file or not empty), NotFound, Unavailable.
+absl::StatusOr<LiveCopyStats> CopyLiveInto(const std::string& db_dir,
+                                           const std::string& dest);
+
 }  // namespace hq::tool
 
 #endif  // HQ_TOOLS_LIVE_VIEW_H_

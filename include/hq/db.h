@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "hq/export.h"
 #include "hq/lease.h"
 #include "hq/options.h"
@@ -98,6 +99,132 @@ struct VerifyReport {
   void AddProblem(VerifyProblem p) {
     ++problem_count;
     if (problems.size() < kMaxListedProblems) problems.push_back(std::move(p));
+  }
+};
+
+// ---- Backup and repair (Db::Backup, Db::Repair) ----
+
+// What Db::Backup made.
+struct BackupReport {
+  std::string path;           // The backup's directory (`dest`).
+  int64_t tables = 0;         // Table files in the backup.
+  int64_t tables_linked = 0;  // Of them, hard links to the Db's own files.
+  uint64_t table_bytes = 0;   // The tables' total size.
+  int64_t logs = 0;           // Write-ahead logs copied.
+  // Bytes written: the logs, the MANIFEST, CURRENT, and the tables that
+  // could not be linked. With every table linked, about the Db's write
+  // buffers (Options::write_buffer_bytes), whatever the Db's size.
+  uint64_t bytes_copied = 0;
+  // The backup holds every write acknowledged before this moment (it is
+  // taken after the last log was read).
+  absl::Time as_of;
+  absl::Duration took;  // How long Backup took.
+};
+
+// What Db::Repair found, changed and lost. Every list is in the order it
+// was found; nothing it names was deleted.
+struct RepairReport {
+  // The directory as it was, copied before anything was changed:
+  // "<path>.before-repair-<UTC time>" beside it (e.g.
+  // "/data/q.before-repair-20260101T120000Z"), every file and subdirectory,
+  // synced. hq never deletes it: once the repaired Db is trusted, delete it
+  // yourself.
+  std::string copied_to;
+  uint64_t copied_bytes = 0;
+
+  // Damage found by the read of the files as they were, before anything
+  // was changed.
+  struct Damage {
+    std::string file;  // "000005.ldb", "MANIFEST-000004", "CURRENT", ...
+    std::string what;  // What is wrong ("checksum mismatch", "missing").
+    // The keys that could not be read, in words, if known: for a damaged
+    // block, "between K1 and K2", the readable keys on either side in
+    // lowercase hex (or "the table's start" / "the table's end"), and where
+    // they are messages, their queue, partition, priority and ids; for a
+    // missing or unreadable table the MANIFEST names, "from K1 to K2", its
+    // smallest and largest key. For people: the format may change.
+    std::string lost_keys;
+    // Whether keys were lost with it: true for a table (a block, or all of
+    // it); false for CURRENT or a MANIFEST, which RepairDB rebuilds from
+    // the tables.
+    bool keys_lost = false;
+  };
+  std::vector<Damage> damage;
+
+  // Logs cut at their first damaged record, as Db::Open's point-in-time
+  // recovery cuts them (Options::Recovery::kPointInTime): the cut bytes,
+  // and any later log, are kept in <path>/lost/ (Dropped::saved_as), as is
+  // whatever an earlier Open left in <path>/dropped/, so the repaired Db
+  // verifies clean. LevelDB's own repair would convert the intact records
+  // after the damage too, leaving a hole; hq keeps a prefix of the writes.
+  RecoveryReport logs;
+
+  // Files LevelDB's RepairDB moved into <path>/lost/ (as "lost/000005.ldb"):
+  // damaged tables (after copying their readable entries into a new table
+  // of the same number), logs (after converting them into tables) and the
+  // old MANIFESTs.
+  std::vector<std::string> moved_to_lost;
+  // RepairDB's own account, one line per event (its info log): entries
+  // recovered per table and log, what it dropped.
+  std::vector<std::string> leveldb_log;
+
+  // One change to an hq record (doc/format.md) after RepairDB.
+  struct Change {
+    enum class Action {
+      kRewritten,   // The record's value was corrected (a counter raised,
+                    // a cursor lowered to its lane's end, ...).
+      kAdded,       // A missing record was written (a lane directory entry,
+                    // a reservation, a TTL index record, ...).
+      kMovedAside,  // The record was moved to `moved_aside_to` (see there).
+    };
+    std::string key_hex;  // The record's key, in lowercase hex.
+    std::string problem;  // What was wrong, and what was done about it.
+    Action action = Action::kRewritten;
+  };
+  // At most kMaxListedChanges of them; change_count counts them all.
+  std::vector<Change> changes;
+  int64_t change_count = 0;
+  static constexpr size_t kMaxListedChanges = 1000;
+
+  // Records Repair cannot mend are neither deleted nor left to fail
+  // Verify: they are moved, keys and values unchanged, into a LevelDB
+  // database of their own in this directory
+  // ("<path>/lost/hq-records-<UTC time>"; "" if none was moved): records
+  // hq does not understand (unknown tags, keys or values that do not
+  // decode) and records whose owner is gone (a group or subscription its
+  // queue does not have; records of a queue missing from the catalog that
+  // has no message left, see Repair). Open it with any LevelDB tool to
+  // read them.
+  std::string moved_aside_to;
+  int64_t moved_aside = 0;
+
+  // Messages per queue, before (read from the files as they were, as far
+  // as they could be read: tables block by block, logs up to their first
+  // damage) and after. A queue missing from the catalog is named
+  // "queue id N".
+  struct QueueCount {
+    std::string queue;
+    int64_t messages_before = 0;
+    int64_t messages_after = 0;
+  };
+  std::vector<QueueCount> queues;
+  int64_t keys_before = 0, keys_after = 0;
+  int64_t messages_before = 0, messages_after = 0;
+
+  // Db::Verify of the repaired Db.
+  VerifyReport verify;
+
+  // The repaired Db verifies clean.
+  bool clean() const { return verify.ok(); }
+  // No table key was lost, no intact log record dropped (a torn last
+  // record is not intact), no record moved aside, and every message read
+  // before is there after.
+  bool lost_nothing() const {
+    for (const Damage& d : damage) {
+      if (d.keys_lost) return false;
+    }
+    return logs.lost_nothing_intact() && moved_aside == 0 &&
+           messages_after >= messages_before;
   }
 };
 
@@ -221,6 +348,77 @@ class HQ_EXPORT Db {
 
   // What this Open's recovery dropped from damaged logs (Options::recovery).
   virtual const RecoveryReport& recovery() const = 0;
+
+  // ---- Backup and repair ----
+
+  // Writes a consistent copy of this Db into directory `dest`, while reads
+  // and writes go on: the copy holds a prefix of the writes in commit
+  // order (what a kill -9 of this process at one moment during the call
+  // would leave), including every write acknowledged before Backup was
+  // called, and opens as a Db that verifies clean. `dest` must not exist
+  // (its parent must) or be an empty directory. Table files are hard-linked
+  // when Options::env is the file system and `dest` is on the same one
+  // (they are never modified, so the link is a copy at no cost); copied
+  // otherwise. The MANIFEST and the write-ahead logs are copied, the last
+  // log up to its last complete record. Nothing is locked: while it runs,
+  // LevelDB's deletions of obsolete files in this Db are deferred to its
+  // end, so their disk space returns a little later. Tasks in flight,
+  // leases and unwritten subscription checkpoints are this process's
+  // memory, not the Db's: in the copy they are as after a crash.
+  // Everything is synced before it returns. If it fails, what it created
+  // in `dest` is removed.
+  // Errors: InvalidArgument (empty `dest`, or `dest` inside this Db's
+  // directory), AlreadyExists (`dest` is a file or a non-empty directory),
+  // NotFound (`dest`'s parent does not exist), PermissionDenied,
+  // ResourceExhausted (no room), FailedPrecondition (closing), DataLoss
+  // (this Db's MANIFEST or log is damaged), Internal (other I/O errors).
+  virtual absl::StatusOr<BackupReport> Backup(const std::string& dest) = 0;
+
+  // Repairs the Db in directory `path`, which no process may have open:
+  //   1. checks that nothing holds it, that it is an hq database of this
+  //      format version, and that there is room beside it for a copy;
+  //   2. reads every file as far as it can (the "before" of the report,
+  //      and the damage it finds);
+  //   3. copies the directory aside (RepairReport::copied_to);
+  //   4. cuts damaged logs at their first damaged record, as Open's
+  //      point-in-time recovery does, and moves the cut bytes, and all of
+  //      dropped/, into lost/;
+  //   5. runs LevelDB's RepairDB: it rebuilds the MANIFEST from the tables
+  //      it finds, converts the logs into tables and moves what it cannot
+  //      use into lost/;
+  //   6. mends hq's own records, in the order Verify checks them (its list
+  //      in Verify's comment): metadata counters, catalog, reservations,
+  //      lane directory, TTL index, groups, subscriptions, cursors beyond
+  //      their lane's end, and the rest; what cannot be mended is moved
+  //      aside (RepairReport::moved_aside_to), never deleted. A queue whose
+  //      catalog record was lost while messages of it remain gets one
+  //      again: named as its TTL index record says, else
+  //      "recovered-<queue id>", with the partitions, priorities and
+  //      layout its records show, no TTL (stored nowhere else) and the
+  //      default payload limit;
+  //   7. opens the result with Db::Open and runs Verify, mending again
+  //      while that finds something (up to three rounds).
+  // Afterwards Db::Open succeeds, and the report says whether Verify is
+  // clean (RepairReport::clean()); it also says what was found damaged,
+  // cut, moved and changed, and the message counts before and after. A Db
+  // without damage comes out with the same messages. Of `options`, Repair
+  // uses env, clock (the TTL cutoff of cursor checks), bloom_bits_per_key
+  // and write_buffer_bytes (for the tables it writes); logs are always cut
+  // as with Recovery::kPointInTime. If Repair fails part-way, or the
+  // process dies, the copy aside is the Db as it was: run Repair again, or
+  // restore it from there. Between steps 5 and 6, and while step 7 opens
+  // the Db, the directory is briefly not locked; a process that opens it
+  // then makes Repair fail with FailedPrecondition.
+  // Errors: InvalidArgument (empty path, bad options), NotFound (no
+  // directory, or no LevelDB file in it), FailedPrecondition (open in
+  // this or another process: the message names the directory; not an hq
+  // database; another hq format version), AlreadyExists (the copy aside's
+  // name is taken), ResourceExhausted (no room for the copy aside: nothing
+  // was changed), PermissionDenied (the directory or its parent is not
+  // writable: nothing was changed), Internal / DataLoss (storage errors;
+  // the message names the copy aside once it exists).
+  static absl::StatusOr<RepairReport> Repair(const std::string& path,
+                                             const Options& options = {});
 };
 
 }  // namespace hq

@@ -28,6 +28,8 @@ expect "hq stat q --la" --lanes=
 expect "hq scan q --fol" --follow
 expect "hq scan q --fol" --follow_for=
 expect "hq --ver" --version
+expect "hq rep" repair
+expect "hq backup dest --ver" --verify
 complete_line "hq ls --lim"  # ls takes no --limit.
 if [[ ${#COMPREPLY[@]} -gt 0 ]]; then
   echo "completing 'hq ls --lim': wanted nothing, got: ${COMPREPLY[*]}"
