@@ -265,6 +265,10 @@ struct DamageKind {
   // replayed the log into a new table and written a new MANIFEST (as at
   // every Open), and only the tables must all be kept.
   bool untouched = false;
+  // What Db::Repair gives back: every message, a prefix of the writes (a
+  // damaged log is cut at its first damaged record), or all but those in
+  // the damaged part of a table.
+  enum class Repaired { kAll, kPrefix, kSome } repaired = Repaired::kAll;
 };
 
 std::vector<DamageKind> Kinds() {
@@ -277,7 +281,10 @@ std::vector<DamageKind> Kinds() {
        },
        Fails::kRead,
        C::kDataLoss,
-       {".ldb", "checksum mismatch"}},
+       {".ldb", "checksum mismatch"},
+       /*hole=*/false,
+       /*untouched=*/false,
+       DamageKind::Repaired::kSome},
       {"a truncated table",
        [](DamagedDb& d) {
          const std::string t = d.Largest(".ldb");
@@ -285,19 +292,26 @@ std::vector<DamageKind> Kinds() {
        },
        Fails::kOpen,
        C::kDataLoss,
-       {".ldb"}},
+       {".ldb"},
+       /*hole=*/false,
+       /*untouched=*/false,
+       DamageKind::Repaired::kSome},
       {"a missing table",
        [](DamagedDb& d) { d.Remove(d.Largest(".ldb")); },
        Fails::kOpen,
        C::kDataLoss,
-       {".ldb", "missing"}},
+       {".ldb", "missing"},
+       /*hole=*/false,
+       /*untouched=*/false,
+       DamageKind::Repaired::kSome},
       {"a missing CURRENT",
        [](DamagedDb& d) { d.Remove("CURRENT"); },
        Fails::kOpen,
        C::kDataLoss,
        {"no CURRENT", "hq repair"},
        /*hole=*/false,
-       /*untouched=*/true},
+       /*untouched=*/true,
+       DamageKind::Repaired::kAll},
       {"a garbage MANIFEST",
        [](DamagedDb& d) {
          const std::string m = d.Manifest();
@@ -307,7 +321,8 @@ std::vector<DamageKind> Kinds() {
        C::kDataLoss,
        {"MANIFEST-", "hq repair"},
        /*hole=*/false,
-       /*untouched=*/true},
+       /*untouched=*/true,
+       DamageKind::Repaired::kAll},
       {"a flipped log record in the middle",
        [](DamagedDb& d) {
          const std::string log = d.Largest(".log");
@@ -316,7 +331,9 @@ std::vector<DamageKind> Kinds() {
        Fails::kNone,
        C::kOk,
        {},
-       /*hole=*/true},
+       /*hole=*/true,
+       /*untouched=*/false,
+       DamageKind::Repaired::kPrefix},
       {"a torn log tail",
        [](DamagedDb& d) {
          const std::string log = d.Largest(".log");
@@ -324,7 +341,10 @@ std::vector<DamageKind> Kinds() {
        },
        Fails::kNone,
        C::kOk,
-       {}},
+       {},
+       /*hole=*/false,
+       /*untouched=*/false,
+       DamageKind::Repaired::kPrefix},
       {"a zeroed page in the log",
        [](DamagedDb& d) {
          const std::string log = d.Largest(".log");
@@ -333,7 +353,9 @@ std::vector<DamageKind> Kinds() {
        Fails::kNone,
        C::kOk,
        {},
-       /*hole=*/true},
+       /*hole=*/true,
+       /*untouched=*/false,
+       DamageKind::Repaired::kPrefix},
   };
 }
 
@@ -343,10 +365,11 @@ void RequireWords(const absl::Status& s, const DamageKind& kind) {
   for (const char* w : kind.words) CHECK(absl::StrContains(s.message(), w));
 }
 
-// The indexes of the messages a scan of "q" returns, sorted; or the scan's
-// error.
-absl::StatusOr<std::vector<int>> ScanIndexes(Db* db) {
-  absl::StatusOr<Queue*> q = db->OpenQueue("q");
+// The indexes of the messages a scan of queue `name` returns, sorted; or
+// the scan's error.
+absl::StatusOr<std::vector<int>> ScanIndexes(Db* db,
+                                             const std::string& name = "q") {
+  absl::StatusOr<Queue*> q = db->OpenQueue(name);
   if (!q.ok()) return q.status();
   absl::StatusOr<std::unique_ptr<Scanner>> scanner = (*q)->NewScanner({});
   if (!scanner.ok()) return scanner.status();
@@ -444,6 +467,59 @@ TEST_CASE("every kind of damage: the call that fails, never a short OK") {
           }
         }
         RequireNothingDeleted(before, d, /*tables_only=*/true);
+      }
+    }
+  }
+}
+
+TEST_CASE("every kind of damage: Repair gives back a Db that verifies clean") {
+  constexpr int kAll = DamagedDb::kInTables + DamagedDb::kInLog;
+  for (Storage storage : {Storage::kDisk, Storage::kMemory}) {
+    for (const DamageKind& kind : Kinds()) {
+      DYNAMIC_SECTION(StorageName(storage) << ": " << kind.name) {
+        DamagedDb d(storage);
+        d.Build();
+        kind.damage(d);
+        const RepairReport r = ValueOrDie(Db::Repair(d.path(), d.options()));
+        auto db = ValueOrDie(Db::Open(d.path(), d.options()));
+        const VerifyReport v = ValueOrDie(db->Verify());
+        // "q", or, if its catalog record was in the lost part of a table,
+        // the queue Repair recreated from the messages' records.
+        const std::vector<std::string> queues = ValueOrDie(db->ListQueues());
+        REQUIRE(queues.size() == 1);
+        if (queues[0] != "q") CHECK(queues[0].starts_with("recovered-"));
+        const std::vector<int> got =
+            ValueOrDie(ScanIndexes(db.get(), queues[0]));
+        std::printf(
+            "corruption_test: %s, %s: Db::Repair -> %s; %d of %d messages "
+            "kept in queue %s; %zu log cuts; %zu files moved to lost/; %lld "
+            "hq records changed; verify after: %lld problems\n",
+            StorageName(storage), kind.name, r.clean() ? "clean" : "NOT CLEAN",
+            static_cast<int>(got.size()), kAll, queues[0].c_str(),
+            r.logs.dropped.size(), r.moved_to_lost.size(),
+            static_cast<long long>(r.change_count),
+            static_cast<long long>(v.problem_count));
+        INFO("kept " << got.size() << " messages");
+        CHECK(r.clean());
+        CHECK(v.ok());
+        CHECK(static_cast<int64_t>(got.size()) == r.messages_after);
+        CHECK(std::adjacent_find(got.begin(), got.end()) == got.end());
+        switch (kind.repaired) {
+          case DamageKind::Repaired::kAll:
+            CHECK(static_cast<int>(got.size()) == kAll);
+            CHECK(r.lost_nothing());
+            break;
+          case DamageKind::Repaired::kPrefix:
+            CHECK(IsPrefix(got));
+            CHECK(static_cast<int>(got.size()) >= DamagedDb::kInTables);
+            CHECK(r.lost_nothing() == !kind.hole);
+            break;
+          case DamageKind::Repaired::kSome:
+            CHECK(static_cast<int>(got.size()) < kAll);
+            CHECK(!got.empty());
+            CHECK_FALSE(r.lost_nothing());
+            break;
+        }
       }
     }
   }
