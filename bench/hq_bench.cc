@@ -24,9 +24,9 @@
 //                    one leveldb::DB::Put each (one leveldb::WriteBatch of
 //                    --batch entries per Write when --batch > 1). Keys and
 //                    values are the ones hq stores: encoded inside the timed
-//                    loop with hq's own encoders (lib/layout_codec.h,
-//                    lib/format.h), with MessageIds assigned as hq assigns
-//                    them (clock ms, seq increasing within a ms, per
+//                    loop with hq's own encoders (lib/format/layout_codec.h,
+//                    lib/format/format.h), with MessageIds assigned as hq
+//                    assigns them (clock ms, seq increasing within a ms, per
 //                    partition). The database uses the leveldb::Options hq
 //                    uses (DbImpl::Init): write buffer, block cache of
 //                    --cache_bytes, 10-bit bloom filter, max_open_files.
@@ -183,8 +183,8 @@
 //                    in --benchmarks.
 //   scan_leveldb_checked  The same with ReadOptions::verify_checksums, as
 //                    every hq read is (hq's scan also checks each table
-//                    block's CRC in its Env, lib/checked_read.h): the cost
-//                    of checksums on a scan.
+//                    block's CRC in its Env, lib/engine/checked_read.h): the
+//                    cost of checksums on a scan.
 //
 // Memory: every `heap_kb` line (and the lease memory line) is a growth of
 // the heap in use (malloc'ed and not freed; HeapKb in bench/bench_util.h),
@@ -330,12 +330,12 @@
 #include "leveldb/iterator.h"
 #include "leveldb/options.h"
 #include "leveldb/write_batch.h"
-#include "lib/db_impl.h"
-#include "lib/format.h"
-#include "lib/layout_codec.h"
-#include "lib/lease_manager.h"
-#include "lib/queue_impl.h"
-#include "lib/status_macros.h"
+#include "lib/engine/db_impl.h"
+#include "lib/engine/lease_manager.h"
+#include "lib/engine/queue_impl.h"
+#include "lib/format/format.h"
+#include "lib/format/layout_codec.h"
+#include "lib/util/status_macros.h"
 #include "sqlite3.h"
 
 #ifndef HQ_VERSION

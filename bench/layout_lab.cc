@@ -18,7 +18,7 @@
 #include "leveldb/db.h"
 #include "leveldb/iterator.h"
 #include "leveldb/write_batch.h"
-#include "lib/status_macros.h"
+#include "lib/util/status_macros.h"
 
 namespace hq::bench {
 namespace {

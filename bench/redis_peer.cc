@@ -23,7 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "lib/status_macros.h"
+#include "lib/util/status_macros.h"
 
 namespace hq::bench {
 namespace {

@@ -3,10 +3,8 @@
 // Db::Backup: a copy taken while writers go on opens, verifies clean and
 // holds, for every writer, a prefix of what it wrote that contains all it
 // had acknowledged when Backup was called. Also the MANIFEST reader it
-// relies on (lib/manifest.h), the Env that defers deletions while a backup
-// runs (lib/backup.h) and Backup's errors.
-
-#include "lib/backup.h"
+// relies on (lib/format/manifest.h), the Env that defers deletions while a
+// backup runs (lib/engine/file_pin_env.h) and Backup's errors.
 
 #include <sys/stat.h>
 
@@ -25,7 +23,8 @@
 #include "catch2/catch.hpp"
 #include "hq/hq.h"
 #include "leveldb/env.h"
-#include "lib/manifest.h"
+#include "lib/engine/file_pin_env.h"
+#include "lib/format/manifest.h"
 #include "test/test_util.h"
 
 namespace hq::test {

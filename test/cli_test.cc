@@ -35,9 +35,9 @@
 #include "catch2/catch.hpp"
 #include "hq/hq.h"
 #include "leveldb/db.h"
-#include "lib/format.h"
-#include "lib/layout_codec.h"
-#include "lib/queue_impl.h"
+#include "lib/engine/queue_impl.h"
+#include "lib/format/format.h"
+#include "lib/format/layout_codec.h"
 #include "test/sample_db.h"
 #include "test/test_util.h"
 

@@ -1,6 +1,6 @@
 // Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
 
-#include "lib/coding.h"
+#include "lib/format/coding.h"
 
 #include <random>
 #include <vector>

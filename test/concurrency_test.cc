@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "lib/strings.h"
-#include "lib/sync.h"
+#include "lib/util/strings.h"
+#include "lib/util/sync.h"
 #include "test/test_util.h"
 
 namespace hq::test {

@@ -18,7 +18,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "leveldb/env.h"
-#include "lib/log_recovery.h"
+#include "lib/engine/log_recovery.h"
 #include "test/test_util.h"
 
 namespace hq {

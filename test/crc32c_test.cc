@@ -1,6 +1,6 @@
 // Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
 
-#include "lib/crc32c.h"
+#include "lib/util/crc32c.h"
 
 #include <random>
 #include <string>

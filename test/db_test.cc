@@ -6,9 +6,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "lib/db_impl.h"
-#include "lib/format.h"
-#include "lib/queue_impl.h"
+#include "lib/engine/db_impl.h"
+#include "lib/engine/queue_impl.h"
+#include "lib/format/format.h"
 #include "test/test_util.h"
 
 namespace hq {

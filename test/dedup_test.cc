@@ -10,8 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "hq/hq.h"
-#include "lib/format.h"
-#include "lib/queue_impl.h"
+#include "lib/engine/queue_impl.h"
+#include "lib/format/format.h"
 #include "test/test_util.h"
 
 namespace hq {

@@ -22,7 +22,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "lib/db_impl.h"
+#include "lib/engine/db_impl.h"
 #include "test/fault_env.h"
 #include "test/test_util.h"
 

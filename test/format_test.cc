@@ -1,6 +1,6 @@
 // Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
 
-#include "lib/format.h"
+#include "lib/format/format.h"
 
 #include "test/test_util.h"
 

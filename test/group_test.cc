@@ -15,10 +15,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "hq/hq.h"
-#include "lib/coding.h"
-#include "lib/format.h"
-#include "lib/group_impl.h"
-#include "lib/queue_impl.h"
+#include "lib/consume/group_impl.h"
+#include "lib/engine/queue_impl.h"
+#include "lib/format/coding.h"
+#include "lib/format/format.h"
 #include "test/group_util.h"
 #include "test/test_util.h"
 

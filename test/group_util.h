@@ -16,7 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "hq/hq.h"
-#include "lib/group_impl.h"
+#include "lib/consume/group_impl.h"
 #include "test/test_util.h"
 
 namespace hq::test {

@@ -5,7 +5,7 @@
 #include <tuple>
 #include <vector>
 
-#include "lib/layout_codec.h"
+#include "lib/format/layout_codec.h"
 #include "test/test_util.h"
 
 namespace hq {
@@ -189,8 +189,8 @@ TEST_CASE("fuzz: lane prefixes with a topic over the limit are rejected") {
   prefix.clear();
   codec.AppendLanePrefix(&prefix, 1, 2, 3,
                          std::string(format::kMaxTopicBytes + 1, 't'));
-  CHECK_FALSE(LayoutCodec::ParseLanePrefix(prefix, true, &partition,
-                                           &priority, &topic));
+  CHECK_FALSE(LayoutCodec::ParseLanePrefix(prefix, true, &partition, &priority,
+                                           &topic));
 }
 
 }  // namespace

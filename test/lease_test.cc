@@ -10,8 +10,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/synchronization/notification.h"
-#include "lib/db_impl.h"
-#include "lib/lease_manager.h"
+#include "lib/engine/db_impl.h"
+#include "lib/engine/lease_manager.h"
 #include "test/test_util.h"
 
 namespace hq {

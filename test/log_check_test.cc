@@ -1,9 +1,9 @@
 // Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
 //
-// lib/log_check against logs LevelDB itself wrote (in the in-memory Env):
-// every record is found, and each kind of damage is told apart.
+// lib/format/log_check against logs LevelDB itself wrote (in the in-memory
+// Env): every record is found, and each kind of damage is told apart.
 
-#include "lib/log_check.h"
+#include "lib/format/log_check.h"
 
 #include <algorithm>
 #include <memory>
@@ -19,7 +19,7 @@
 #include "leveldb/env.h"
 #include "leveldb/helpers/memenv.h"
 #include "leveldb/write_batch.h"
-#include "lib/manifest.h"
+#include "lib/format/manifest.h"
 
 namespace hq::log_check {
 namespace {

@@ -18,7 +18,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "hq/hq.h"
-#include "lib/sync.h"
+#include "lib/util/sync.h"
 #include "test/group_util.h"
 #include "test/test_util.h"
 
@@ -443,7 +443,7 @@ TEST_CASE("competing ordered consumers, one stopping: order and no loss") {
                              .ownership_lease = absl::Seconds(10)})));
   std::atomic<bool> stop{false};
   std::atomic<int> errors{0};
-  Mutex mu;  // hq::Mutex: visible to TSan (lib/sync.h).
+  Mutex mu;  // hq::Mutex: visible to TSan (lib/util/sync.h).
   std::map<uint32_t, std::vector<int>> completed;  // Guarded by mu.
   std::atomic<int> finished{0};
   std::atomic<int> redelivered{0};

@@ -7,7 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "lib/db_impl.h"
+#include "lib/engine/db_impl.h"
 #include "test/test_util.h"
 #include "xxhash.h"
 

@@ -7,7 +7,7 @@
 // mending of hq's records skipped (repair::TEST_SetSkipMending): the rows
 // that need it must then fail, so these tests can fail.
 
-#include "lib/repair.h"
+#include "lib/admin/repair.h"
 
 #include <unistd.h>
 
@@ -28,10 +28,10 @@
 #include "leveldb/db.h"
 #include "leveldb/env.h"
 #include "leveldb/write_batch.h"
-#include "lib/coding.h"
-#include "lib/format.h"
-#include "lib/layout_codec.h"
-#include "lib/log_recovery.h"
+#include "lib/engine/log_recovery.h"
+#include "lib/format/coding.h"
+#include "lib/format/format.h"
+#include "lib/format/layout_codec.h"
 #include "test/sample_db.h"
 #include "test/test_util.h"
 

@@ -21,10 +21,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "leveldb/write_batch.h"
-#include "lib/db_impl.h"
-#include "lib/format.h"
-#include "lib/queue_impl.h"
-#include "lib/strings.h"
+#include "lib/engine/db_impl.h"
+#include "lib/engine/queue_impl.h"
+#include "lib/format/format.h"
+#include "lib/util/strings.h"
 #include "test/test_util.h"
 
 namespace hq::test {

@@ -14,9 +14,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "hq/hq.h"
-#include "lib/format.h"
-#include "lib/queue_impl.h"
-#include "lib/sync.h"
+#include "lib/engine/queue_impl.h"
+#include "lib/format/format.h"
+#include "lib/util/sync.h"
 #include "test/group_util.h"
 #include "test/test_util.h"
 

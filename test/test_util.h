@@ -32,9 +32,9 @@
 #include "hq/hq.h"
 #include "leveldb/env.h"
 #include "leveldb/helpers/memenv.h"
-#include "lib/db_impl.h"
-#include "lib/format.h"
-#include "lib/queue_impl.h"
+#include "lib/engine/db_impl.h"
+#include "lib/engine/queue_impl.h"
+#include "lib/format/format.h"
 
 namespace hq::test {
 

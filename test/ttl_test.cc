@@ -8,9 +8,9 @@
 #include <thread>
 
 #include "leveldb/db.h"
-#include "lib/db_impl.h"
-#include "lib/format.h"
-#include "lib/queue_impl.h"
+#include "lib/engine/db_impl.h"
+#include "lib/engine/queue_impl.h"
+#include "lib/format/format.h"
 #include "test/test_util.h"
 
 namespace hq {

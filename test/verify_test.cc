@@ -14,9 +14,9 @@
 #include "hq/hq.h"
 #include "leveldb/db.h"
 #include "leveldb/write_batch.h"
-#include "lib/coding.h"
-#include "lib/format.h"
-#include "lib/layout_codec.h"
+#include "lib/format/coding.h"
+#include "lib/format/format.h"
+#include "lib/format/layout_codec.h"
 #include "test/sample_db.h"
 #include "test/test_util.h"
 

@@ -1,7 +1,7 @@
 // Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
 //
-// Fuzz target: lib/coding.h, the encoding every key and value is made of.
-// Decodes a stream of fixed-width integers, varints and length-prefixed
+// Fuzz target: lib/format/coding.h, the encoding every key and value is made
+// of. Decodes a stream of fixed-width integers, varints and length-prefixed
 // strings (the input says which, byte by byte), checking that nothing reads
 // past the input, that what decodes re-encodes to the same value (and bytes,
 // unless a varint was overlong), and that Put/Get round-trip values built
@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "lib/coding.h"
+#include "lib/format/coding.h"
 #include "test/fuzz/fuzz_util.h"
 
 namespace hq::fuzz {

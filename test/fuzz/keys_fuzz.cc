@@ -1,7 +1,7 @@
 // Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
 //
-// Fuzz target: the key decoders (lib/layout_codec.h): message keys in both
-// layouts, lane prefixes (and lane directory keys, cursor and checkpoint
+// Fuzz target: the key decoders (lib/format/layout_codec.h): message keys in
+// both layouts, lane prefixes (and lane directory keys, cursor and checkpoint
 // keys' lane_rest, which are lane prefixes under another tag), lane
 // membership of a key, and MessageId's text form. The first byte picks what
 // to decode.
@@ -17,9 +17,9 @@
 #include <tuple>
 
 #include "hq/message.h"
-#include "lib/coding.h"
-#include "lib/format.h"
-#include "lib/layout_codec.h"
+#include "lib/format/coding.h"
+#include "lib/format/format.h"
+#include "lib/format/layout_codec.h"
 #include "test/fuzz/fuzz_util.h"
 
 namespace hq::fuzz {

@@ -1,7 +1,7 @@
 // Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
 //
-// Fuzz target: the decoders of every value format in lib/format.h (queue,
-// group and subscription records, cursors, checkpoints, task and dead
+// Fuzz target: the decoders of every value format in lib/format/format.h
+// (queue, group and subscription records, cursors, checkpoints, task and dead
 // values, dedup index entries, message values). The first byte picks the
 // decoder, the rest is the value.
 //
@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "lib/format.h"
+#include "lib/format/format.h"
 #include "test/fuzz/fuzz_util.h"
 
 namespace hq::fuzz {

@@ -1,0 +1,262 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// Read-only inspection of a queue (queue.h: ApproximateBytes, Stats,
+// InspectGroup, InspectSubscription) and Db::CompactAll: what the hq tool's
+// `ls`, `stat` and `compact` show and do. Nothing here writes a record.
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/strings/str_cat.h"
+#include "leveldb/db.h"
+#include "lib/engine/checked_read.h"
+#include "lib/engine/db_impl.h"
+#include "lib/engine/queue_impl.h"
+#include "lib/format/coding.h"
+#include "lib/format/format.h"
+#include "lib/format/layout_codec.h"
+#include "lib/util/status_macros.h"
+#include "lib/util/strings.h"
+
+namespace hq {
+namespace {
+
+// Stats and InspectSubscription count keys up to this many (per partition,
+// per subscription).
+constexpr uint64_t kCountLimit = 100000;
+
+std::string_view View(const leveldb::Slice& s) {
+  return std::string_view(s.data(), s.size());
+}
+
+// LevelDB's size estimate of [begin, PrefixSuccessor(begin)).
+uint64_t PrefixBytes(leveldb::DB* db, const std::string& prefix) {
+  const std::string end = coding::PrefixSuccessor(prefix);
+  const leveldb::Range range(prefix, end);
+  uint64_t size = 0;
+  db->GetApproximateSizes(&range, 1, &size);
+  return size;
+}
+
+}  // namespace
+
+absl::StatusOr<uint64_t> QueueImpl::ApproximateBytes() {
+  if (dropped()) return DroppedError();
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  return PrefixBytes(db_->leveldb(), format::MessagePrefix(record_.id));
+}
+
+absl::StatusOr<QueueStats> QueueImpl::Stats() {
+  if (dropped()) return DroppedError();
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  QueueStats stats;
+  const uint32_t partitions = record_.options.partitions;
+  stats.partitions.resize(partitions);
+  for (uint32_t p = 0; p < partitions; ++p) {
+    stats.partitions[p].partition = p;
+    std::string prefix = format::MessagePrefix(record_.id);
+    coding::PutFixed16(&prefix, static_cast<uint16_t>(p));
+    stats.partitions[p].approximate_bytes = PrefixBytes(db_->leveldb(), prefix);
+    stats.approximate_bytes += stats.partitions[p].approximate_bytes;
+  }
+  const MessageId cutoff = TtlCutoff(db_->clock()->Now());
+  leveldb::ReadOptions ro = CheckedReadOptions();
+  ro.fill_cache = false;
+  ro.snapshot = db_->leveldb()->GetSnapshot();
+  struct Release {
+    leveldb::DB* db;
+    const leveldb::Snapshot* s;
+    ~Release() { db->ReleaseSnapshot(s); }
+  } release{db_->leveldb(), ro.snapshot};
+  std::unique_ptr<leveldb::Iterator> it(NewCheckedIterator(db_->leveldb(), ro));
+  std::unique_ptr<leveldb::Iterator> dir(
+      NewCheckedIterator(db_->leveldb(), ro));
+  const std::string dir_prefix = format::LaneDirPrefix(record_.id);
+  const bool has_topic = codec_.lane_has_topic();
+  std::string lane, key;
+  for (dir->Seek(dir_prefix);
+       dir->Valid() && View(dir->key()).starts_with(dir_prefix); dir->Next()) {
+    lane = format::MessagePrefix(record_.id);
+    lane.append(View(dir->key()).substr(5));
+    uint32_t partition;
+    int priority;
+    std::string_view topic;
+    if (!LayoutCodec::ParseLanePrefix(lane, has_topic, &partition, &priority,
+                                      &topic) ||
+        partition >= partitions) {
+      return absl::DataLossError(
+          absl::StrCat("queue '", name_, "': malformed lane directory entry '",
+                       Printable(View(dir->key())), "'"));
+    }
+    PartitionStats& ps = stats.partitions[partition];
+    ++ps.lanes;
+    // The last live message.
+    MessageId last;
+    HQ_ASSIGN_OR_RETURN(const bool found,
+                        LastLaneMessage(it.get(), lane, &last));
+    if (!found || last < cutoff) continue;  // No live message.
+    key = lane;
+    LayoutCodec::AppendMessageId(&key, cutoff);
+    MessageId id;
+    bool first = true;
+    for (it->Seek(key);
+         it->Valid() && LayoutCodec::LaneMessage(View(it->key()), lane, &id);
+         it->Next()) {
+      if (first) {
+        if (ps.messages == 0 || id < ps.first) ps.first = id;
+        first = false;
+      }
+      if (ps.messages >= kCountLimit) {
+        ps.messages_exact = false;
+        break;
+      }
+      ++ps.messages;
+    }
+    HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "counting messages"));
+    if (!first && (ps.last < last)) ps.last = last;
+  }
+  HQ_RETURN_IF_ERROR(FromLevelDb(dir->status(), "reading the lane directory"));
+  return stats;
+}
+
+absl::StatusOr<std::string> QueueImpl::ReadNamedRecord(const std::string& key,
+                                                       std::string_view kind,
+                                                       std::string_view name) {
+  std::string value;
+  const leveldb::Status s =
+      CheckedGet(db_->leveldb(), CheckedReadOptions(), key, &value);
+  if (s.IsNotFound()) {
+    return absl::NotFoundError(absl::StrCat("queue '", name_, "' has no ",
+                                            Av(kind), " '", Av(name), "'"));
+  }
+  HQ_RETURN_IF_ERROR(
+      FromLevelDb(s, absl::StrCat("reading a ", Av(kind), " record")));
+  return value;
+}
+
+absl::StatusOr<GroupInfo> QueueImpl::InspectGroup(std::string_view name) {
+  HQ_RETURN_IF_ERROR(format::ValidateGroupName(name));
+  if (dropped()) return DroppedError();
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  HQ_ASSIGN_OR_RETURN(const std::string value,
+                      ReadNamedRecord(format::GroupKey(record_.id, name),
+                                      "consumer group", name));
+  format::GroupRecord record;
+  HQ_RETURN_IF_ERROR(format::DecodeGroupRecord(value, &record));
+  GroupInfo info;
+  info.name = std::string(name);
+  info.topics = record.topics;
+  info.ordered = record.ordered;
+  info.dead_letter_queue = absl::StrCat(name_, ".dead.", Av(name));
+  const std::string prefix =
+      format::GroupRecordPrefix(format::kCursorTag, record_.id, record.id);
+  std::unique_ptr<leveldb::Iterator> it(
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
+  const bool has_topic = codec_.lane_has_topic();
+  std::string lane;
+  for (it->Seek(prefix); it->Valid() && View(it->key()).starts_with(prefix);
+       it->Next()) {
+    lane = format::MessagePrefix(record_.id);
+    lane.append(View(it->key()).substr(prefix.size()));
+    GroupInfo::LaneCursor c;
+    std::string_view topic;
+    format::CursorValue v;
+    if (!LayoutCodec::ParseLanePrefix(lane, has_topic, &c.partition,
+                                      &c.priority, &topic) ||
+        !format::DecodeCursor(View(it->value()), &v)) {
+      return absl::DataLossError(absl::StrCat("consumer group '", Av(name),
+                                              "': malformed cursor record"));
+    }
+    c.topic = std::string(topic);
+    c.scan = v.scan;
+    c.completion = v.done;
+    info.cursors.push_back(std::move(c));
+  }
+  HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading group cursors"));
+  return info;
+}
+
+absl::StatusOr<SubscriptionStats> QueueImpl::InspectSubscription(
+    std::string_view name) {
+  HQ_RETURN_IF_ERROR(format::ValidateGroupName(name));
+  if (dropped()) return DroppedError();
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  HQ_ASSIGN_OR_RETURN(
+      const std::string value,
+      ReadNamedRecord(format::SubKey(record_.id, name), "subscription", name));
+  format::SubRecord record;
+  HQ_RETURN_IF_ERROR(format::DecodeSubRecord(value, &record));
+  const bool has_topic = codec_.lane_has_topic();
+  const MessageId cutoff = TtlCutoff(db_->clock()->Now());
+  std::unique_ptr<leveldb::Iterator> it(
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
+  SubscriptionStats st;
+  std::string seek;
+  const std::string cp_prefix =
+      format::GroupRecordPrefix(format::kCheckpointTag, record_.id, record.id);
+  HQ_RETURN_IF_ERROR(
+      WalkLanes(cp_prefix, [&](const LaneEntry& e) -> absl::Status {
+        if (!record.partitions.empty() &&
+            !std::binary_search(record.partitions.begin(),
+                                record.partitions.end(), e.partition)) {
+          return absl::OkStatus();
+        }
+        if (has_topic && !record.topics.empty() &&
+            !std::binary_search(record.topics.begin(), record.topics.end(),
+                                std::string(e.topic))) {
+          return absl::OkStatus();
+        }
+        MessageId next = record.start;
+        if (e.record != nullptr) {
+          if (!format::DecodeCheckpoint(*e.record, &next)) {
+            return absl::DataLossError(absl::StrCat(
+                "subscription '", Av(name), "': malformed checkpoint record"));
+          }
+          LaneCheckpoint c;
+          c.partition = e.partition;
+          c.priority = e.priority;
+          c.topic = std::string(e.topic);
+          c.next = next;
+          c.written = next;
+          st.lanes.push_back(std::move(c));
+        }
+        if (!st.lag_exact) return absl::OkStatus();
+        seek = std::string(e.prefix);
+        LayoutCodec::AppendMessageId(&seek, std::max(next, cutoff));
+        const size_t n = e.prefix.size();
+        MessageId id;
+        for (it->Seek(seek); it->Valid() && LayoutCodec::LaneMessage(
+                                                View(it->key()), e.prefix, &id);
+             it->Next()) {
+          if (!has_topic && !record.topics.empty() &&
+              !std::binary_search(
+                  record.topics.begin(), record.topics.end(),
+                  View(it->key()).substr(n + LayoutCodec::kMessageIdSize))) {
+            continue;
+          }
+          if (st.lag >= kCountLimit) {
+            st.lag_exact = false;
+            break;
+          }
+          ++st.lag;
+        }
+        return FromLevelDb(it->status(), "counting the lag");
+      }));
+  return st;
+}
+
+absl::StatusOr<SweepStats> DbImpl::CompactAll() {
+  HQ_ASSIGN_OR_RETURN(SweepStats stats, CompactExpired());
+  OpScope op(this);
+  HQ_RETURN_IF_ERROR(op.status());
+  db_->CompactRange(nullptr, nullptr);
+  return stats;
+}
+
+}  // namespace hq

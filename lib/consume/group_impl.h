@@ -1,0 +1,331 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// The consumer group engine (hq/group.h).
+//
+// In memory a group holds only lanes with work or records: a lane whose
+// scan cursor is at its end and that has no task records is written back
+// (its cursor record) and forgotten. Lanes get work from the write path:
+// Queue::Put notes the lanes it wrote (NoteLaneWritten, a set under a small
+// mutex of its own, never the group's lock), and the next call of the group
+// takes them. So Claim's cost follows the lanes with work, not all lanes.
+// At load (the first Queue::Group call in a process) one pass over the
+// queue's lane directory, joined with the group's cursor records, finds the
+// lanes with messages past their scan cursor.
+//
+// A task lives in its lane's `tasks` map from the moment it is handed out
+// until the completion cursor passes it. In-flight tasks hold a lease in the
+// Db's LeaseManager; its expiry action moves the task to the redelivery set
+// (writing nothing: after a crash, every in-flight record is claimable
+// again anyway). Every change is made in memory and then written as one
+// batch; if that write fails the group refuses every later call (the Db
+// itself refuses writes until it is reopened, see db.h).
+
+#ifndef HQ_LIB_CONSUME_GROUP_IMPL_H_
+#define HQ_LIB_CONSUME_GROUP_IMPL_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "hq/group.h"
+#include "hq/lease.h"
+#include "leveldb/db.h"
+#include "leveldb/write_batch.h"
+#include "lib/engine/queue_impl.h"
+#include "lib/format/format.h"
+#include "lib/util/sync.h"
+
+namespace hq {
+
+class DbImpl;
+class QueueImpl;
+
+class GroupImpl final : public ConsumerGroup, public LaneListener {
+ public:
+  GroupImpl(DbImpl* db, QueueImpl* queue, std::string name,
+            const format::GroupRecord& record, const GroupOptions& options);
+  ~GroupImpl() override;
+
+  // Reads the group's records and finds the lanes with work. Called once,
+  // before the group is returned to anyone.
+  absl::Status Load();
+
+  const std::string& name() const override { return name_; }
+  absl::StatusOr<std::vector<Task>> Claim(const ClaimOptions& options) override;
+  absl::Status Complete(std::span<const Task> tasks) override;
+  absl::Status Release(const Task& task, absl::Duration retry_after) override;
+  absl::Status Extend(Task* task, absl::Duration lease) override;
+  absl::StatusOr<GroupStats> Stats() override;
+  absl::StatusOr<std::vector<ConsumerInfo>> Consumers() override;
+  absl::Status Leave(std::string_view consumer) override;
+  std::string dead_letter_queue() const override;
+  absl::StatusOr<std::vector<DeadLetter>> ListDeadLetters(
+      size_t max, const DeadLetter* after) override;
+  absl::Status Requeue(std::span<const DeadLetter> letters,
+                       std::vector<PutResult>* results) override;
+
+  const format::GroupRecord& record() const { return record_; }
+  void SetOptions(const GroupOptions& options);
+  // From the write path: `lane_prefix` (a message lane prefix) was written.
+  void NoteLaneWritten(std::string_view lane_prefix) override;
+  // Wakes blocked claims (they return if the Db is closing or the queue
+  // was dropped).
+  void WakeWaiters();
+  // Claims blocked in a wait.
+  int TEST_Waiters() const { return waiters_.load(); }
+
+ private:
+  struct Lane;
+  struct Rec {
+    format::TaskState state = format::TaskState::kInFlight;
+    uint32_t attempts = 0;
+    absl::Time since;       // In flight: claimed at. Waiting: due.
+    absl::Time deadline;    // In flight: the lease deadline.
+    LeaseId lease = 0;      // In flight.
+    uint64_t wait_seq = 0;  // Waiting: its place in waiting_.
+    // A task record is on disk. A task handed out for the first time, in
+    // order, has none: the scan cursor says it was handed out.
+    bool persisted = false;
+    // Waiting after Release (not after a lease expiry): no longer held.
+    bool released = false;
+    // Waiting to be written to the dead-letter queue.
+    bool dying = false;
+    DeadLetterReason reason = DeadLetterReason::kLeaseExpired;
+  };
+  struct WaitKey {
+    absl::Time due;
+    uint64_t seq;
+    Lane* lane;
+    MessageId id;
+    bool operator<(const WaitKey& o) const {
+      return due != o.due ? due < o.due : seq < o.seq;
+    }
+  };
+  struct Lane {
+    std::string prefix;  // The message lane prefix.
+    uint32_t partition = 0;
+    int priority = 0;
+    std::string topic;  // Topic layout only.
+    MessageId scan, done;
+    format::CursorValue saved;  // As written.
+    bool saved_exists = false;
+    std::map<MessageId, Rec> tasks;
+    bool active = false;  // In an active list: may have new messages.
+    bool dirty = false;   // Touched by the call in progress.
+  };
+  // Ordered groups: a live consumer.
+  struct Consumer {
+    std::string name;
+    LeaseId lease = 0;  // Its ownership lease.
+    uint64_t gen = 0;   // Tells its lease's expiry from an older one's.
+    std::vector<uint32_t> partitions;  // Owned, ascending.
+    size_t next = 0;                   // Round-robin start in partitions.
+  };
+  // Ordered groups: a partition.
+  struct Part {
+    Consumer* owner = nullptr;
+    uint32_t in_flight = 0;  // 0 or 1.
+    // Per priority (sized at first use): its lanes that may have new
+    // messages, in round-robin order (instead of active_).
+    std::vector<std::deque<Lane*>> active;
+  };
+
+  // One claim attempt. Sets `next_due` to the earliest redelivery due after
+  // now (InfiniteFuture if none).
+  // Sets `left` if the (ordered) consumer left since the Claim call began
+  // (more than `leaves_before` Leave calls counted in leaves_).
+  absl::StatusOr<std::vector<Task>> ClaimOnce(
+      const ClaimOptions& o, const std::vector<bool>& partitions,
+      uint64_t leaves_before, absl::Time* next_due, bool* left)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void Wake() ABSL_LOCKS_EXCLUDED(wait_mu_);
+  absl::Status Usable() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records `s` as the group's sticky error if it is a write failure.
+  absl::Status Fail(absl::Status s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status LoadRecords() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status DiscoverLanes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The lane with prefix `prefix`, created (its cursor read, or taken from
+  // `cursor`) if not in memory.
+  absl::StatusOr<Lane*> GetLane(std::string_view prefix,
+                                const format::CursorValue* cursor = nullptr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Lane* FindLane(std::string_view prefix) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Activate(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every lane list that Activate fills.
+  template <typename F>
+  void ForEachActive(F f) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ordered groups: whether `lane` has a task not completed (in flight or
+  // waiting), which holds back the rest of the lane.
+  static bool Pending(const Lane& lane);
+  // One claim in progress: its inputs, and what it hands out and writes.
+  struct ClaimPass {
+    const ClaimOptions& o;
+    absl::Time now;
+    MessageId cutoff;                        // The TTL cutoff at `now`.
+    absl::Duration lease;                    // The tasks' lease.
+    std::function<bool(const Lane*)> match;  // Lanes the claim may take.
+    leveldb::Iterator* it;
+    std::vector<Task> out;
+    std::vector<Lane*> touched;
+    std::vector<std::pair<Lane*, MessageId>> gone;  // Found past the TTL.
+    leveldb::WriteBatch batch;
+  };
+  // Collects the tasks of an unordered or an ordered claim.
+  absl::Status CollectUnordered(ClaimPass* p)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CollectOrdered(Consumer* consumer,
+                              const std::vector<bool>& partitions, ClaimPass* p)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Hands out the due redeliveries of `priority` that p->match accepts.
+  absl::Status CollectDue(int priority, ClaimPass* p)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ordered groups: joins `name` or renews its ownership lease.
+  absl::StatusOr<Consumer*> Join(const std::string& name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Renews the ownership lease of `name` if it is live.
+  void KeepAlive(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // (Re)creates the ownership lease of `c`.
+  absl::Status ArmConsumer(Consumer* c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnConsumerExpired(const std::string& name, uint64_t gen)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Removes `name` from the live consumers and rebalances. Returns its
+  // lease (to cancel outside the lock).
+  LeaseId DropConsumer(const std::string& name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Spreads the partitions evenly over the live consumers, keeping as many
+  // owners as the spread allows.
+  void Rebalance() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A task of `lane` stops being in flight.
+  void EndInFlight(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes the lanes noted by the write path.
+  absl::Status TakeNotes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool InScope(std::string_view topic) const;
+
+  // Reads new messages of `lane` from its scan cursor into `out`, at most
+  // `want`. Returns whether the lane has nothing left to examine.
+  absl::StatusOr<bool> ReadLane(Lane* lane, size_t want,
+                                const std::vector<std::string>& topics,
+                                MessageId cutoff, absl::Time now,
+                                absl::Duration lease, leveldb::Iterator* it,
+                                std::vector<Task>* out,
+                                leveldb::WriteBatch* batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets the key, payload and not-before of `t` from a message value.
+  absl::Status DecodeValue(std::string_view value, MessageId id, Task* t) const;
+  // Reads the message `id` of `lane` into `t`. False if it is gone.
+  absl::StatusOr<bool> ReadMessage(Lane* lane, MessageId id,
+                                   leveldb::Iterator* it, Task* t)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Marks `rec` in flight (attempt + 1) and appends its record unless this
+  // is its first attempt and `covered` (the scan cursor moves past it).
+  void HandOut(Lane* lane, MessageId id, Rec* rec, absl::Time now,
+               absl::Duration lease, bool covered, Task* t,
+               leveldb::WriteBatch* batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PutTask(Lane* lane, MessageId id, Rec* rec, leveldb::WriteBatch* batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After Settle: appends a "completed" record for each of `done` that the
+  // completion cursor did not pass.
+  void PutDone(const std::vector<std::pair<Lane*, MessageId>>& done,
+               leveldb::WriteBatch* batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // At load: the ids between a lane's completion and scan cursors without a
+  // record were in flight for the first time.
+  absl::Status LoadWindow(Lane* lane, MessageId cutoff, leveldb::Iterator* it)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AddWaiting(Lane* lane, MessageId id, Rec* rec, absl::Time due)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RemoveWaiting(Lane* lane, MessageId id, Rec* rec)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues `rec` for the dead-letter queue (written by FlushDying).
+  void MarkDying(Lane* lane, MessageId id, Rec* rec, DeadLetterReason reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // At load: `rec` was in flight when the process stopped.
+  void Interrupted(Lane* lane, MessageId id, Rec* rec)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Erases completed records at the head of the lane, moves the completion
+  // cursor and appends the changed cursor record.
+  void Settle(Lane* lane, leveldb::WriteBatch* batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After a successful write: cursors as written; idle lanes forgotten.
+  void Committed(std::vector<Lane*>* touched)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Touch(Lane* lane, std::vector<Lane*>* touched)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Write(const leveldb::WriteBatch& batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes the dying tasks to the dead-letter queue.
+  absl::Status FlushDying() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<QueueImpl*> DeadQueue(bool create)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // If there are dead records but no dead-letter queue (a user dropped
+  // it), deletes the records.
+  absl::Status ForgetDeadIfQueueGone() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Finds the held task `t`: its lane and record, or FailedPrecondition.
+  absl::Status FindHeld(const Task& t, bool allow_expired, Lane** lane,
+                        Rec** rec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Duration Backoff(uint32_t attempts) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnLeaseExpired(const std::string& prefix, MessageId id,
+                      uint32_t attempts);
+  std::string TaskKey(const Lane& lane, MessageId id) const;
+  std::string CursorKey(std::string_view lane_prefix) const;
+
+  // Constant after construction.
+  DbImpl* const db_;
+  QueueImpl* const queue_;
+  const std::string name_;
+  const format::GroupRecord record_;
+  absl::flat_hash_set<std::string> topic_set_;
+
+  Mutex notes_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  absl::flat_hash_set<std::string> notes_ ABSL_GUARDED_BY(notes_mu_);
+
+  // Blocked claims sleep on wait_cv_ until wake_seq_ moves. Taken alone.
+  Mutex wait_mu_;
+  CondVar wait_cv_;
+  uint64_t wake_seq_ ABSL_GUARDED_BY(wait_mu_) = 0;
+  std::atomic<int> waiters_{0};
+
+  Mutex mu_;
+  GroupOptions options_ ABSL_GUARDED_BY(mu_);
+  absl::Status broken_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::unique_ptr<Lane>> lanes_
+      ABSL_GUARDED_BY(mu_);
+  // Per priority: lanes that may have new messages, in round-robin order.
+  std::vector<std::deque<Lane*>> active_ ABSL_GUARDED_BY(mu_);
+  // Per priority: tasks waiting to be delivered again, by due time.
+  std::vector<std::set<WaitKey>> waiting_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_wait_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  // Tasks to dead-letter at the next call (their lease expired on the lease
+  // thread, or they were interrupted by a restart).
+  std::vector<std::pair<Lane*, MessageId>> dying_ ABSL_GUARDED_BY(mu_);
+  // During Load: tasks that were in flight when the process stopped.
+  std::vector<std::pair<Lane*, MessageId>> recovered_ ABSL_GUARDED_BY(mu_);
+  uint64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t waiting_count_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t dead_count_ ABSL_GUARDED_BY(mu_) = 0;
+  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
+
+  // Ordered groups.
+  absl::flat_hash_map<std::string, std::unique_ptr<Consumer>> consumers_
+      ABSL_GUARDED_BY(mu_);
+  // Claim calls in progress per consumer: a consumer in a (waiting) claim
+  // is live even if its lease runs out.
+  absl::flat_hash_map<std::string, int> claiming_ ABSL_GUARDED_BY(mu_);
+  // Per consumer with claims in progress: Leave calls since the first of
+  // them began. A claim that began before a Leave returns at once.
+  absl::flat_hash_map<std::string, uint64_t> leaves_ ABSL_GUARDED_BY(mu_);
+  std::vector<Part> parts_ ABSL_GUARDED_BY(mu_);  // Per partition.
+  uint64_t next_consumer_gen_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace hq
+
+#endif  // HQ_LIB_CONSUME_GROUP_IMPL_H_

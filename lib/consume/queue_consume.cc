@@ -1,0 +1,328 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// QueueImpl's consume side (declared in lib/engine/queue_impl.h): the
+// methods that make, wake and drop its consumer groups, subscriptions and
+// scanners. They live here, above the engine, so that the queue's core
+// (writes, lanes, listeners: lib/engine/queue_impl.cc) includes nothing of
+// lib/consume/.
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "lib/consume/group_impl.h"
+#include "lib/consume/scanner_impl.h"
+#include "lib/consume/subscription_impl.h"
+#include "lib/engine/checked_read.h"
+#include "lib/engine/db_impl.h"
+#include "lib/engine/queue_impl.h"
+#include "lib/util/status_macros.h"
+#include "lib/util/strings.h"
+
+namespace hq {
+
+// The constructor and destructor destroy groups_ and subs_, whose types
+// are complete only here.
+QueueImpl::QueueImpl(DbImpl* db, std::string name,
+                     const format::QueueRecord& record)
+    : db_(db),
+      name_(std::move(name)),
+      record_(record),
+      codec_(LayoutCodec::For(record.options.layout)) {}
+
+QueueImpl::~QueueImpl() = default;
+
+void QueueImpl::WakeWaiters() {
+  MutexLock l(&groups_mu_);
+  for (auto& [name, g] : groups_) g->WakeWaiters();
+}
+
+absl::StatusOr<ConsumerGroup*> QueueImpl::Group(std::string_view name,
+                                                const GroupOptions& options) {
+  HQ_RETURN_IF_ERROR(format::ValidateGroupName(name));
+  HQ_RETURN_IF_ERROR(format::ValidateGroupOptions(options));
+  const std::string dead_name = absl::StrCat(name_, ".dead.", Av(name));
+  if (absl::Status s = format::ValidateQueueName(dead_name); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "group '", Av(name), "' of queue '", name_,
+        "': its dead-letter queue name is invalid: ", s.message()));
+  }
+  if (dropped()) return DroppedError();
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  std::vector<std::string> topics = options.topics;
+  std::sort(topics.begin(), topics.end());
+  topics.erase(std::unique(topics.begin(), topics.end()), topics.end());
+  auto check_fixed = [&](const format::GroupRecord& stored) {
+    if (stored.topics != topics) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("group '", Av(name), "' of queue '", name_,
+                       "' was created with ", stored.topics.size(),
+                       " topic(s) in its filter; the filter is fixed"));
+    }
+    if (stored.ordered != options.ordered) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "group '", Av(name), "' of queue '", name_, "' was created ",
+          stored.ordered ? "ordered" : "unordered",
+          "; GroupOptions::ordered is fixed"));
+    }
+    return absl::OkStatus();
+  };
+  MutexLock l(&groups_mu_);
+  if (auto it = groups_.find(Av(name)); it != groups_.end()) {
+    HQ_RETURN_IF_ERROR(check_fixed(it->second->record()));
+    it->second->SetOptions(options);
+    return it->second.get();
+  }
+  format::GroupRecord record;
+  std::string value;
+  const std::string key = format::GroupKey(record_.id, name);
+  leveldb::Status s =
+      CheckedGet(db_->leveldb(), CheckedReadOptions(), key, &value);
+  if (s.ok()) {
+    HQ_RETURN_IF_ERROR(format::DecodeGroupRecord(value, &record));
+    HQ_RETURN_IF_ERROR(check_fixed(record));
+  } else if (s.IsNotFound()) {
+    absl::StatusOr<Queue*> taken = db_->OpenQueue(dead_name);
+    if (taken.ok()) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("cannot create group '", Av(name), "' of queue '", name_,
+                       "': its dead-letter queue name '", dead_name,
+                       "' is taken by another queue"));
+    }
+    if (!absl::IsNotFound(taken.status())) return taken.status();
+    record.topics = topics;
+    record.ordered = options.ordered;
+    HQ_RETURN_IF_ERROR(db_->CreateGroupRecord(this, key, &record));
+  } else {
+    return FromLevelDb(s, "reading a consumer group record");
+  }
+  auto g = std::make_unique<GroupImpl>(db_, this, std::string(name), record,
+                                       options);
+  // Listen before loading: a lane written during the load is noted.
+  AddListener(g.get());
+  if (absl::Status ls = g->Load(); !ls.ok()) {
+    RemoveListener(g.get());
+    return ls;
+  }
+  GroupImpl* raw = g.get();
+  groups_.emplace(std::string(name), std::move(g));
+  return raw;
+}
+
+absl::StatusOr<Subscription*> QueueImpl::Subscribe(
+    const SubscribeOptions& options, MessageListener* listener) {
+  auto invalid = [&](std::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "subscription '", options.name, "' of queue '", name_, "': ", Av(why)));
+  };
+  HQ_RETURN_IF_ERROR(format::ValidateSubscribeOptions(options));
+  HQ_RETURN_IF_ERROR(format::ValidatePartitionList(
+      "SubscribeOptions::partitions", options.partitions,
+      record_.options.partitions));
+  if (listener == nullptr) return invalid("the listener is null");
+  if (dropped()) return DroppedError();
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  format::SubRecord want;
+  want.partitions = options.partitions;
+  std::sort(want.partitions.begin(), want.partitions.end());
+  want.partitions.erase(
+      std::unique(want.partitions.begin(), want.partitions.end()),
+      want.partitions.end());
+  want.topics = options.topics;
+  std::sort(want.topics.begin(), want.topics.end());
+  want.topics.erase(std::unique(want.topics.begin(), want.topics.end()),
+                    want.topics.end());
+  auto check_fixed = [&](const format::SubRecord& stored) {
+    if (stored.partitions != want.partitions || stored.topics != want.topics) {
+      return invalid(
+          "it was created with other partitions or topics; they are fixed");
+    }
+    return absl::OkStatus();
+  };
+  MutexLock l(&subs_mu_);
+  if (unsubscribing_.contains(options.name)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("subscription '", options.name, "' of queue '", name_,
+                     "' is being unsubscribed"));
+  }
+  if (auto it = subs_.find(options.name); it != subs_.end()) {
+    HQ_RETURN_IF_ERROR(check_fixed(it->second->record()));
+    HQ_RETURN_IF_ERROR(it->second->AddListener(listener, options));
+    return it->second.get();
+  }
+  format::SubRecord record;
+  std::string value;
+  const std::string key = format::SubKey(record_.id, options.name);
+  leveldb::Status s =
+      CheckedGet(db_->leveldb(), CheckedReadOptions(), key, &value);
+  if (s.ok()) {
+    HQ_RETURN_IF_ERROR(format::DecodeSubRecord(value, &record));
+    HQ_RETURN_IF_ERROR(check_fixed(record));
+  } else if (s.IsNotFound()) {
+    record = want;
+    std::vector<std::pair<std::string, MessageId>> ends;
+    switch (options.start) {
+      case SubscribeOptions::Start::kEarliest:
+        record.start = MessageId::Min();
+        break;
+      case SubscribeOptions::Start::kId:
+        record.start = options.start_id;
+        break;
+      case SubscribeOptions::Start::kTime: {
+        // The first id whose ms is not before start_time (rounded up).
+        int64_t ms = absl::ToUnixMillis(options.start_time);
+        if (absl::FromUnixMillis(ms) < options.start_time) ++ms;
+        record.start = MessageId{
+            ms < 0 ? 0 : std::min<uint64_t>(ms, MessageId::kMaxMs), 0};
+        break;
+      }
+      case SubscribeOptions::Start::kLatest: {
+        record.start = MessageId::Min();  // Lanes that appear later.
+        HQ_ASSIGN_OR_RETURN(ends, LaneEnds(want));
+        break;
+      }
+    }
+    absl::StatusOr<uint32_t> id =
+        db_->CreateWithId(this, [&](uint32_t id, leveldb::WriteBatch* b) {
+          record.id = id;
+          b->Put(key, format::EncodeSubRecord(record));
+          for (const auto& [lane_prefix, end] : ends) {
+            std::string k = format::GroupRecordPrefix(format::kCheckpointTag,
+                                                      record_.id, id);
+            format::AppendLaneRest(&k, lane_prefix);
+            b->Put(k, format::EncodeCheckpoint(end));
+          }
+        });
+    if (!id.ok()) return id.status();
+  } else {
+    return FromLevelDb(s, "reading a subscription record");
+  }
+  auto sub = std::make_unique<SubscriptionImpl>(db_, this, options.name, record,
+                                                options, listener);
+  AddListener(sub.get());  // Before the load: no write goes unnoticed.
+  if (absl::Status ls = sub->Load(); !ls.ok()) {
+    RemoveListener(sub.get());
+    (void)sub->Stop(/*checkpoint=*/false);
+    return ls;
+  }
+  SubscriptionImpl* raw = sub.get();
+  subs_.emplace(options.name, std::move(sub));
+  raw->Start();
+  return raw;
+}
+
+absl::Status QueueImpl::Unsubscribe(std::string_view name) {
+  HQ_RETURN_IF_ERROR(format::ValidateGroupName(name));
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  std::unique_ptr<SubscriptionImpl> sub;
+  {
+    MutexLock l(&subs_mu_);
+    if (unsubscribing_.contains(Av(name))) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("subscription '", Av(name), "' of queue '", name_,
+                       "' is being unsubscribed by another call"));
+    }
+    if (auto it = subs_.find(Av(name)); it != subs_.end()) {
+      if (DeliveryPool::InJob(it->second.get())) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("Unsubscribe('", Av(name),
+                         "') called from a listener of that subscription"));
+      }
+      sub = std::move(it->second);
+      subs_.erase(it);
+    }
+    unsubscribing_.emplace(name);
+  }
+  absl::Status s;
+  if (sub != nullptr) {
+    RemoveListener(sub.get());
+    (void)sub->Stop(/*checkpoint=*/false);
+  }
+  // Delete its records: the subscription record and its checkpoints.
+  const std::string key = format::SubKey(record_.id, name);
+  std::string value;
+  format::SubRecord record;
+  leveldb::Status ls =
+      CheckedGet(db_->leveldb(), CheckedReadOptions(), key, &value);
+  if (ls.IsNotFound()) {
+    s = absl::NotFoundError(absl::StrCat(
+        "queue '", name_, "' has no subscription '", Av(name), "'"));
+  } else if (!ls.ok()) {
+    s = FromLevelDb(ls, "reading a subscription record");
+  } else {
+    s = format::DecodeSubRecord(value, &record);
+  }
+  if (s.ok()) {
+    leveldb::WriteBatch b;
+    b.Delete(key);
+    const std::string prefix = format::GroupRecordPrefix(format::kCheckpointTag,
+                                                         record_.id, record.id);
+    std::unique_ptr<leveldb::Iterator> it(
+        NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
+         it->Next()) {
+      b.Delete(it->key());
+    }
+    s = FromLevelDb(it->status(), "reading checkpoints");
+    if (s.ok()) s = db_->WriteRecords(this, b, db_->default_sync());
+  }
+  MutexLock l(&subs_mu_);
+  unsubscribing_.erase(Av(name));
+  return s;
+}
+
+void QueueImpl::StopSubscriptions() {
+  std::vector<SubscriptionImpl*> subs;
+  {
+    MutexLock l(&subs_mu_);
+    for (auto& [name, sub] : subs_) subs.push_back(sub.get());
+  }
+  // Stopped and checkpointed, but kept (Subscription pointers stay valid
+  // until the Db is destroyed).
+  for (SubscriptionImpl* sub : subs) (void)sub->Stop(/*checkpoint=*/true);
+}
+
+absl::StatusOr<std::unique_ptr<Scanner>> QueueImpl::NewScanner(
+    const ScanOptions& options) {
+  if (dropped()) return DroppedError();
+  const QueueOptions& o = record_.options;
+  absl::Status s = format::ValidatePartitionList(
+      "ScanOptions::partitions", options.partitions, o.partitions);
+  if (s.ok())
+    s = format::ValidateTopicList("ScanOptions::topics", options.topics);
+  if (!s.ok()) {
+    return absl::Status(s.code(),
+                        absl::StrCat("queue '", name_, "': ", s.message()));
+  }
+  for (const MessageId& id : {options.from, options.to}) {
+    if (id.ms > MessageId::kMaxMs) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("queue '", name_, "': ScanOptions id ", id.ToString(),
+                       " has ms above MessageId::kMaxMs"));
+    }
+  }
+  if (options.to < options.from) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "queue '", name_, "': ScanOptions::from ", options.from.ToString(),
+        " is after ScanOptions::to ", options.to.ToString()));
+  }
+  if (options.order != ScanOptions::Order::kMerged &&
+      options.order != ScanOptions::Order::kLane) {
+    return absl::InvalidArgumentError("ScanOptions::order is not known");
+  }
+  DbImpl::OpScope op(db_);
+  if (!op.status().ok()) return op.status();
+  // Expired messages are invisible at once: start at the TTL cutoff.
+  ScanOptions effective = options;
+  const MessageId cutoff = TtlCutoff(db_->clock()->Now());
+  if (effective.from < cutoff) effective.from = std::min(cutoff, effective.to);
+  return NewScannerImpl(db_, this, effective);
+}
+
+}  // namespace hq

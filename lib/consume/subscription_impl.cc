@@ -1,0 +1,596 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+
+#include "lib/consume/subscription_impl.h"
+
+#include <algorithm>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "lib/engine/checked_read.h"
+#include "lib/engine/db_impl.h"
+#include "lib/format/coding.h"
+#include "lib/format/layout_codec.h"
+#include "lib/util/status_macros.h"
+#include "lib/util/strings.h"
+
+namespace hq {
+namespace {
+
+// Stats counts the lag key by key up to this many keys.
+constexpr uint64_t kLagCountLimit = 100000;
+// Messages read from one lane before the next lane's turn, and keys looked
+// at (a time-layout lane with a topic filter reads past other topics).
+constexpr size_t kReadChunk = 128;
+constexpr size_t kScanChunk = 8 * kReadChunk;
+
+std::string_view ToStd(const leveldb::Slice& s) {
+  return std::string_view(s.data(), s.size());
+}
+
+}  // namespace
+
+SubscriptionImpl::SubscriptionImpl(DbImpl* db, QueueImpl* queue,
+                                   std::string name,
+                                   const format::SubRecord& record,
+                                   const SubscribeOptions& options,
+                                   MessageListener* listener)
+    : db_(db),
+      queue_(queue),
+      pool_(db->delivery_pool()),
+      name_(std::move(name)),
+      record_(record),
+      topic_set_(record.topics.begin(), record.topics.end()),
+      options_(options),
+      listeners_{listener} {
+  if (!record_.partitions.empty()) {
+    partition_set_.assign(queue_->options().partitions, false);
+    for (uint32_t p : record_.partitions) partition_set_[p] = true;
+  }
+}
+
+SubscriptionImpl::~SubscriptionImpl() = default;
+
+bool SubscriptionImpl::InScope(uint32_t partition,
+                               std::string_view topic) const {
+  if (!partition_set_.empty() && !partition_set_[partition]) return false;
+  return topic_set_.empty() || topic_set_.contains(Av(topic));
+}
+
+std::string SubscriptionImpl::CheckpointKey(
+    std::string_view lane_prefix) const {
+  std::string k = format::GroupRecordPrefix(format::kCheckpointTag,
+                                            queue_->id(), record_.id);
+  format::AppendLaneRest(&k, lane_prefix);
+  return k;
+}
+
+absl::Status SubscriptionImpl::Fail(absl::Status s) {
+  return RecordStickyError(&broken_, "subscription", name_, std::move(s));
+}
+
+absl::Status SubscriptionImpl::AddListener(MessageListener* listener,
+                                           const SubscribeOptions& options) {
+  MutexLock l(&mu_);
+  if (std::find(listeners_.begin(), listeners_.end(), listener) !=
+      listeners_.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the listener is already one of subscription '", name_, "'"));
+  }
+  listeners_.push_back(listener);
+  options_ = options;
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------------------------ lanes
+
+absl::StatusOr<SubscriptionImpl::Lane*> SubscriptionImpl::GetLane(
+    std::string_view prefix, const MessageId* checkpoint) {
+  if (auto it = lanes_.find(Av(prefix)); it != lanes_.end()) {
+    return it->second.get();
+  }
+  auto lane = std::make_unique<Lane>();
+  lane->prefix.assign(prefix);
+  std::string_view topic;
+  if (!LayoutCodec::ParseLanePrefix(prefix, queue_->codec().lane_has_topic(),
+                                    &lane->partition, &lane->priority,
+                                    &topic)) {
+    return absl::DataLossError(
+        absl::StrCat("queue '", queue_->name(), "': malformed lane prefix"));
+  }
+  lane->topic.assign(topic);
+  MessageId at = record_.start;
+  if (checkpoint != nullptr) {
+    at = *checkpoint;
+    lane->written_exists = true;
+  } else {
+    std::string value;
+    leveldb::Status s = CheckedGet(db_->leveldb(), CheckedReadOptions(),
+                                   CheckpointKey(prefix), &value);
+    if (s.ok()) {
+      if (!format::DecodeCheckpoint(value, &at)) {
+        return absl::DataLossError(absl::StrCat(
+            "subscription '", name_, "': malformed checkpoint record"));
+      }
+      lane->written_exists = true;
+    } else if (!s.IsNotFound()) {
+      return FromLevelDb(s, "reading a subscription checkpoint");
+    }
+  }
+  lane->read = at;
+  lane->written = at;
+  Lane* raw = lane.get();
+  lanes_.emplace(lane->prefix, std::move(lane));
+  return raw;
+}
+
+void SubscriptionImpl::Activate(Lane* lane) {
+  if (lane->active) return;
+  lane->active = true;
+  active_.push_back(lane);
+}
+
+void SubscriptionImpl::NoteLaneWritten(std::string_view lane_prefix) {
+  {
+    MutexLock l(&notes_mu_);
+    notes_.emplace(lane_prefix);
+  }
+  pool_->Schedule(this);
+}
+
+absl::Status SubscriptionImpl::TakeNotes() {
+  absl::flat_hash_set<std::string> notes;
+  {
+    MutexLock l(&notes_mu_);
+    notes.swap(notes_);
+  }
+  const bool has_topic = queue_->codec().lane_has_topic();
+  for (const std::string& prefix : notes) {
+    uint32_t partition;
+    int priority;
+    std::string_view topic;
+    if (!LayoutCodec::ParseLanePrefix(prefix, has_topic, &partition, &priority,
+                                      &topic)) {
+      continue;
+    }
+    // A time-layout lane is in scope if its partition is (the reader
+    // skips other topics).
+    if (!partition_set_.empty() && !partition_set_[partition]) continue;
+    if (has_topic && !InScope(partition, topic)) continue;
+    HQ_ASSIGN_OR_RETURN(Lane * lane, GetLane(prefix));
+    Activate(lane);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SubscriptionImpl::Load() {
+  MutexLock l(&mu_);
+  // The lane directory joined with the checkpoints; each lane in scope is
+  // sought at its checkpoint.
+  const bool has_topic = queue_->codec().lane_has_topic();
+  const MessageId cutoff = queue_->TtlCutoff(db_->clock()->Now());
+  std::unique_ptr<leveldb::Iterator> msg(
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
+  return queue_->WalkLanes(
+      format::GroupRecordPrefix(format::kCheckpointTag, queue_->id(),
+                                record_.id),
+      [&](const QueueImpl::LaneEntry& e)
+          ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
+            if (!partition_set_.empty() && !partition_set_[e.partition]) {
+              return absl::OkStatus();
+            }
+            if (has_topic && !InScope(e.partition, e.topic)) {
+              return absl::OkStatus();
+            }
+            MessageId at = record_.start;
+            if (e.record != nullptr &&
+                !format::DecodeCheckpoint(*e.record, &at)) {
+              return absl::DataLossError(absl::StrCat(
+                  "subscription '", name_, "': malformed checkpoint record"));
+            }
+            HQ_ASSIGN_OR_RETURN(bool has_work,
+                                QueueImpl::LaneHasMessageFrom(
+                                    msg.get(), e.prefix, std::max(at, cutoff)));
+            if (!has_work) return absl::OkStatus();
+            HQ_ASSIGN_OR_RETURN(
+                Lane * lane,
+                GetLane(e.prefix, e.record != nullptr ? &at : nullptr));
+            Activate(lane);
+            return absl::OkStatus();
+          });
+}
+
+void SubscriptionImpl::Start() {
+  {
+    MutexLock l(&mu_);
+    started_ = true;
+  }
+  pool_->Schedule(this);
+}
+
+// ------------------------------------------------------------ the reader
+
+bool SubscriptionImpl::Full() const {
+  // A lane waiting for a retry holds only its head message, not counted
+  // here: it must not keep the other lanes from being read.
+  return buffered_ - blocked_ >= options_.buffer_messages ||
+         buffered_bytes_ - blocked_bytes_ >= options_.buffer_bytes;
+}
+
+absl::Status SubscriptionImpl::Fill() {
+  if (active_.empty() || Full()) return absl::OkStatus();
+  const bool has_topic = queue_->codec().lane_has_topic();
+  const MessageId cutoff = queue_->TtlCutoff(db_->clock()->Now());
+  std::unique_ptr<leveldb::Iterator> it(
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
+  std::string seek;
+  const size_t lanes = active_.size();
+  for (size_t k = 0; k < lanes && !Full(); ++k) {
+    Lane* lane = active_.front();
+    active_.pop_front();
+    if (lane->blocked) {  // Waiting for a retry: read on after it.
+      active_.push_back(lane);
+      continue;
+    }
+    if (lane->read < cutoff) lane->read = cutoff;  // Expired: skipped.
+    const size_t n = lane->prefix.size();
+    seek = lane->prefix;
+    LayoutCodec::AppendMessageId(&seek, lane->read);
+    bool drained = true;
+    size_t taken = 0, scanned = 0;
+    MessageId id;
+    for (it->Seek(seek); it->Valid(); it->Next()) {
+      const std::string_view key = ToStd(it->key());
+      if (!LayoutCodec::LaneMessage(key, lane->prefix, &id)) break;
+      // A bounded turn, also past messages of other topics.
+      if (taken == kReadChunk || scanned == kScanChunk || Full()) {
+        drained = false;
+        break;
+      }
+      ++scanned;
+      const std::string_view topic =
+          has_topic ? std::string_view(lane->topic)
+                    : key.substr(n + LayoutCodec::kMessageIdSize);
+      lane->read = id.Next();
+      if (!has_topic && !topic_set_.empty() &&
+          !topic_set_.contains(Av(topic))) {
+        continue;
+      }
+      std::string_view mkey, payload;
+      uint64_t not_before_ms;
+      if (!format::DecodeMessageValue(ToStd(it->value()), &mkey, &payload,
+                                      &not_before_ms)) {
+        return absl::DataLossError(absl::StrCat(
+            "queue '", queue_->name(), "': malformed message ", id.ToString()));
+      }
+      Buffered b;
+      b.id = id;
+      b.topic.assign(topic);
+      b.key.assign(mkey);
+      b.payload.assign(payload);
+      b.not_before = format::NotBeforeTime(not_before_ms);
+      ++buffered_;
+      buffered_bytes_ += b.payload.size();
+      lane->buf.push_back(std::move(b));
+      ++taken;
+    }
+    HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading a lane"));
+    if (drained) {
+      lane->active = false;
+    } else {
+      active_.push_back(lane);
+    }
+    if (!lane->buf.empty() && !lane->ready) {
+      lane->ready = true;
+      ready_.push_back(lane);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------------------ the sender
+
+size_t SubscriptionImpl::Deliver(
+    Lane* lane, size_t budget, const std::vector<MessageListener*>& listeners) {
+  // Only this (running) slice changes lane->buf, so its front stays put
+  // while the listeners run without the lock.
+  size_t delivered = 0;
+  while (delivered < budget) {
+    const Buffered* b;
+    size_t first;
+    {
+      MutexLock l(&mu_);
+      if (lane->buf.empty()) break;
+      b = &lane->buf.front();
+      first = lane->resume;
+    }
+    MessageView view;
+    view.id = b->id;
+    view.partition = lane->partition;
+    view.priority = lane->priority;
+    view.topic = b->topic;
+    view.key = b->key;
+    view.payload = b->payload;
+    view.not_before = b->not_before;
+    size_t i = first;
+    for (; i < listeners.size(); ++i) {
+      if (!listeners[i]->OnMessage(view).ok()) break;
+    }
+    MutexLock l(&mu_);
+    if (i < listeners.size()) {
+      // Failed: this lane waits; the message and those after it stay.
+      ++failed_;
+      lane->resume = i;
+      lane->failures += 1;
+      absl::Duration d = options_.retry_base;
+      for (uint32_t n = 1; n < lane->failures && d < options_.retry_cap; ++n) {
+        d *= 2;
+      }
+      d = std::min(d, options_.retry_cap);
+      lane->retry_at = db_->clock()->Now() + d;
+      ArmTimer(d, /*checkpoint=*/false);
+      if (!lane->blocked) {
+        // Keep only the head: the rest is read again after the retry, so
+        // that a lane that waits does not fill the buffer.
+        if (lane->buf.size() > 1) {
+          lane->read = lane->buf[1].id;
+          while (lane->buf.size() > 1) {
+            buffered_ -= 1;
+            buffered_bytes_ -= lane->buf.back().payload.size();
+            lane->buf.pop_back();
+          }
+          Activate(lane);
+        }
+        lane->blocked = true;
+        blocked_ += 1;
+        blocked_bytes_ += b->payload.size();
+      }
+      break;
+    }
+    if (lane->blocked) {
+      lane->blocked = false;
+      blocked_ -= 1;
+      blocked_bytes_ -= b->payload.size();
+    }
+    buffered_ -= 1;
+    buffered_bytes_ -= b->payload.size();
+    lane->buf.pop_front();
+    lane->resume = 0;
+    lane->failures = 0;
+    ++delivered_;
+    ++since_checkpoint_;
+    ++delivered;
+    // Every checkpoint_messages deliveries, at once (not at the end of the
+    // slice): that bounds what a crash delivers again.
+    if (since_checkpoint_ >= options_.checkpoint_messages &&
+        !Fail(WriteCheckpoints()).ok()) {
+      break;
+    }
+  }
+  return delivered;
+}
+
+void SubscriptionImpl::ArmTimer(absl::Duration after, bool checkpoint) {
+  auto id = std::make_shared<LeaseId>(0);
+  absl::StatusOr<LeaseId> created =
+      db_->leases()->Create(after, [this, id, checkpoint] {
+        {
+          MutexLock l(&mu_);
+          if (checkpoint) {
+            checkpoint_timer_ = false;
+            checkpoint_due_ = true;
+          }
+        }
+        pool_->Schedule(this);
+        // Last: until the id leaves timers_, Stop cancels it, which waits
+        // for this action to return.
+        MutexLock l(&mu_);
+        timers_.erase(*id);
+      });
+  if (!created.ok()) return;  // The Db is closing.
+  *id = *created;
+  timers_.insert(*created);
+  if (checkpoint) checkpoint_timer_ = true;
+}
+
+bool SubscriptionImpl::RunSlice() {
+  DbImpl::OpScope op(db_);
+  if (!op.status().ok()) return false;
+  std::vector<Lane*> todo;
+  std::vector<MessageListener*> listeners;
+  {
+    MutexLock l(&mu_);
+    if (!started_ || stopped_ || !broken_.ok() || queue_->dropped()) {
+      return false;
+    }
+    if (!Fail(TakeNotes()).ok() || !Fail(Fill()).ok()) return false;
+    if (checkpoint_due_ && !Fail(WriteCheckpoints()).ok()) return false;
+    // Lanes whose turn it is, skipping those waiting for a retry.
+    const absl::Time now = db_->clock()->Now();
+    for (size_t k = 0, n = ready_.size(); k < n; ++k) {
+      Lane* lane = ready_.front();
+      ready_.pop_front();
+      if (lane->retry_at > now) {
+        ready_.push_back(lane);
+      } else {
+        todo.push_back(lane);
+      }
+    }
+    listeners = listeners_;
+  }
+  size_t budget = kMessagesPerSlice;
+  size_t next = 0;
+  for (; next < todo.size() && budget > 0; ++next) {
+    budget -= Deliver(todo[next], budget, listeners);
+  }
+  MutexLock l(&mu_);
+  bool more = false;
+  const absl::Time now = db_->clock()->Now();
+  for (size_t k = 0; k < todo.size(); ++k) {
+    Lane* lane = todo[k];
+    if (lane->buf.empty()) {
+      lane->ready = false;
+    } else {
+      ready_.push_back(lane);
+      if (lane->retry_at <= now) more = true;  // Its turn was cut short.
+    }
+  }
+  if (since_checkpoint_ >= options_.checkpoint_messages) {
+    if (!Fail(WriteCheckpoints()).ok()) return false;
+  } else if (since_checkpoint_ > 0 && !checkpoint_timer_) {
+    ArmTimer(options_.checkpoint_interval, /*checkpoint=*/true);
+  }
+  if (!active_.empty() && !Full()) more = true;
+  return more;
+}
+
+// ------------------------------------------------------------ checkpoints
+
+bool SubscriptionImpl::Dirty(const Lane& lane) const {
+  return lane.written_exists ? !(lane.written == lane.next())
+                             : !(lane.next() == record_.start);
+}
+
+absl::Status SubscriptionImpl::WriteCheckpoints() {
+  checkpoint_due_ = false;
+  leveldb::WriteBatch batch;
+  std::vector<Lane*> wrote;
+  for (auto& [prefix, lane] : lanes_) {
+    if (!Dirty(*lane)) continue;
+    batch.Put(CheckpointKey(prefix), format::EncodeCheckpoint(lane->next()));
+    wrote.push_back(lane.get());
+  }
+  if (!wrote.empty()) {
+    HQ_RETURN_IF_ERROR(db_->WriteRecords(queue_, batch, db_->default_sync()));
+  }
+  for (Lane* lane : wrote) {
+    lane->written = lane->next();
+    lane->written_exists = true;
+  }
+  since_checkpoint_ = 0;
+  // Idle lanes, their checkpoints on disk: forgotten.
+  for (auto it = lanes_.begin(); it != lanes_.end();) {
+    const Lane& lane = *it->second;
+    if (!lane.active && !lane.ready && lane.buf.empty() && !Dirty(lane)) {
+      lanes_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SubscriptionImpl::Checkpoint() {
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  MutexLock l(&mu_);
+  if (queue_->dropped()) return queue_->DroppedError();
+  HQ_RETURN_IF_ERROR(broken_);
+  return Fail(WriteCheckpoints());
+}
+
+absl::Status SubscriptionImpl::Stop(bool checkpoint) {
+  pool_->Stop(this);
+  std::vector<LeaseId> timers;
+  {
+    MutexLock l(&mu_);
+    stopped_ = true;
+    timers.assign(timers_.begin(), timers_.end());
+    timers_.clear();
+  }
+  // Outside the lock: Cancel waits for a running timer action, which takes
+  // it.
+  for (LeaseId id : timers) (void)db_->leases()->Cancel(id);
+  if (!checkpoint) return absl::OkStatus();
+  MutexLock l(&mu_);
+  if (!broken_.ok() || queue_->dropped()) return broken_;
+  return WriteCheckpoints();
+}
+
+// ------------------------------------------------------------------ stats
+
+absl::StatusOr<SubscriptionStats> SubscriptionImpl::Stats() {
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  MutexLock l(&mu_);
+  if (queue_->dropped()) return queue_->DroppedError();
+  HQ_RETURN_IF_ERROR(broken_);
+  HQ_RETURN_IF_ERROR(Fail(TakeNotes()));
+  SubscriptionStats st;
+  st.delivered = delivered_;
+  st.failed_attempts = failed_;
+  st.buffered = buffered_;
+  st.buffered_bytes = buffered_bytes_;
+  st.listeners = static_cast<uint32_t>(listeners_.size());
+  std::vector<const Lane*> lanes;
+  for (const auto& [prefix, lane] : lanes_) lanes.push_back(lane.get());
+  const bool has_topic = queue_->codec().lane_has_topic();
+  // Lanes not in memory are idle: their checkpoints are as written.
+  std::unique_ptr<leveldb::Iterator> cp(
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
+  const std::string cp_prefix = format::GroupRecordPrefix(
+      format::kCheckpointTag, queue_->id(), record_.id);
+  std::string prefix;
+  for (cp->Seek(cp_prefix);
+       cp->Valid() && ToStd(cp->key()).starts_with(cp_prefix); cp->Next()) {
+    prefix = format::MessagePrefix(queue_->id());
+    prefix.append(ToStd(cp->key()).substr(cp_prefix.size()));
+    if (lanes_.contains(prefix)) continue;
+    LaneCheckpoint c;
+    std::string_view topic;
+    if (!LayoutCodec::ParseLanePrefix(prefix, has_topic, &c.partition,
+                                      &c.priority, &topic) ||
+        !format::DecodeCheckpoint(ToStd(cp->value()), &c.next)) {
+      return absl::DataLossError(absl::StrCat(
+          "subscription '", name_, "': malformed checkpoint record"));
+    }
+    c.topic.assign(topic);
+    c.written = c.next;
+    st.lanes.push_back(std::move(c));
+  }
+  HQ_RETURN_IF_ERROR(FromLevelDb(cp->status(), "reading checkpoints"));
+  const MessageId cutoff = queue_->TtlCutoff(db_->clock()->Now());
+  std::unique_ptr<leveldb::Iterator> it(
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
+  std::string seek;
+  for (const Lane* lane : lanes) {
+    LaneCheckpoint c;
+    c.partition = lane->partition;
+    c.priority = lane->priority;
+    c.topic = lane->topic;
+    c.next = lane->next();
+    c.written = lane->written_exists ? lane->written : record_.start;
+    st.lanes.push_back(std::move(c));
+    st.lag += lane->buf.size();
+    if (!lane->active || !st.lag_exact) continue;
+    const size_t n = lane->prefix.size();
+    seek = lane->prefix;
+    LayoutCodec::AppendMessageId(&seek, std::max(lane->read, cutoff));
+    MessageId id;
+    for (it->Seek(seek); it->Valid(); it->Next()) {
+      const std::string_view key = ToStd(it->key());
+      if (!LayoutCodec::LaneMessage(key, lane->prefix, &id)) break;
+      if (!has_topic && !topic_set_.empty() &&
+          !topic_set_.contains(
+              Av(key.substr(n + LayoutCodec::kMessageIdSize)))) {
+        continue;
+      }
+      if (st.lag >= kLagCountLimit) {
+        st.lag_exact = false;
+        break;
+      }
+      ++st.lag;
+    }
+    HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "counting the lag"));
+  }
+  // Lane order: partition, priority from the highest, topic.
+  std::sort(st.lanes.begin(), st.lanes.end(),
+            [](const LaneCheckpoint& a, const LaneCheckpoint& b) {
+              if (a.partition != b.partition) return a.partition < b.partition;
+              if (a.priority != b.priority) return a.priority > b.priority;
+              return a.topic < b.topic;
+            });
+  return st;
+}
+
+}  // namespace hq

@@ -1,0 +1,170 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// The subscription engine (hq/subscription.h).
+//
+// A subscription is a DeliveryPool job. Each run (RunSlice) takes the lanes
+// the write path noted, reads new messages of its active lanes into the
+// per-lane buffers while the total stays under the buffer limits (the
+// MessageScanner half), then calls the listeners for up to
+// kMessagesPerSlice buffered messages, lane by lane (the MessageSender
+// half), outside the subscription's lock, and writes the checkpoints when
+// checkpoint_messages deliveries have piled up or the checkpoint timer
+// fired. A lane whose listener failed waits for its retry time (a timer
+// schedules the job again). Only lanes with work, buffered messages or
+// checkpoints not yet written are held in memory.
+//
+// Threads: RunSlice runs on one pool thread at a time. The lane buffers are
+// changed under mu_, and only by the running slice, which also reads the
+// front message of a buffer outside mu_ while it calls the listeners.
+
+#ifndef HQ_LIB_CONSUME_SUBSCRIPTION_IMPL_H_
+#define HQ_LIB_CONSUME_SUBSCRIPTION_IMPL_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "hq/lease.h"
+#include "hq/subscription.h"
+#include "leveldb/db.h"
+#include "leveldb/write_batch.h"
+#include "lib/engine/delivery_pool.h"
+#include "lib/engine/queue_impl.h"
+#include "lib/format/format.h"
+#include "lib/util/sync.h"
+
+namespace hq {
+
+class DbImpl;
+
+class SubscriptionImpl final : public Subscription,
+                               public LaneListener,
+                               public DeliveryPool::Job {
+ public:
+  SubscriptionImpl(DbImpl* db, QueueImpl* queue, std::string name,
+                   const format::SubRecord& record,
+                   const SubscribeOptions& options, MessageListener* listener);
+  ~SubscriptionImpl();
+
+  // Finds the lanes with messages past their checkpoints (one pass over
+  // the queue's lane directory). Called once, before Start.
+  absl::Status Load();
+  // Starts delivery.
+  void Start();
+  // Stops delivery: when it returns no listener call is running or will
+  // run. Then, if `checkpoint`, writes the checkpoints.
+  absl::Status Stop(bool checkpoint);
+
+  const format::SubRecord& record() const { return record_; }
+  // Adds a listener (called after the earlier ones) and takes the per-call
+  // options. InvalidArgument if `listener` is already one of them.
+  absl::Status AddListener(MessageListener* listener,
+                           const SubscribeOptions& options);
+
+  // Subscription.
+  const std::string& name() const override { return name_; }
+  absl::StatusOr<SubscriptionStats> Stats() override;
+  absl::Status Checkpoint() override;
+
+  // LaneListener.
+  void NoteLaneWritten(std::string_view lane_prefix) override;
+
+  // DeliveryPool::Job.
+  bool RunSlice() override;
+
+  static constexpr size_t kMessagesPerSlice = 256;
+
+ private:
+  struct Buffered {
+    MessageId id;
+    std::string topic, key, payload;
+    absl::Time not_before;
+  };
+  struct Lane {
+    std::string prefix;
+    uint32_t partition = 0;
+    int priority = 0;
+    std::string topic;            // Topic layout only.
+    MessageId read;               // The next id to read into buf.
+    MessageId written;            // The checkpoint as last written...
+    bool written_exists = false;  // ...if one was.
+    std::deque<Buffered> buf;
+    bool active = false;  // In active_: may have unread messages.
+    bool ready = false;   // In ready_: buf is not empty.
+    size_t resume = 0;    // The listener to call next for buf.front().
+    uint32_t failures = 0;
+    // Waiting for a retry: buf holds only the head (counted in blocked_).
+    bool blocked = false;
+    absl::Time retry_at = absl::InfinitePast();
+    // The checkpoint: every message below it was delivered (or skipped).
+    MessageId next() const { return buf.empty() ? read : buf.front().id; }
+  };
+
+  bool InScope(uint32_t partition, std::string_view topic) const;
+  absl::StatusOr<Lane*> GetLane(std::string_view prefix,
+                                const MessageId* checkpoint = nullptr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Activate(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status TakeNotes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool Full() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reads new messages into the buffers while there is room.
+  absl::Status Fill() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool Dirty(const Lane& lane) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes the checkpoints that moved; forgets idle lanes.
+  absl::Status WriteCheckpoints() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Calls the listeners for buffered messages of `lane` (at most `budget`).
+  // Returns how many were delivered. REQUIRES: called by the running slice.
+  size_t Deliver(Lane* lane, size_t budget,
+                 const std::vector<MessageListener*>& listeners)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // A timer on the Db's clock that schedules this job (and, if
+  // `checkpoint`, makes it write the checkpoints).
+  void ArmTimer(absl::Duration after, bool checkpoint)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Fail(absl::Status s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string CheckpointKey(std::string_view lane_prefix) const;
+
+  DbImpl* const db_;
+  QueueImpl* const queue_;
+  DeliveryPool* const pool_;
+  const std::string name_;
+  const format::SubRecord record_;
+  std::vector<bool> partition_set_;  // Empty: all.
+  absl::flat_hash_set<std::string> topic_set_;
+
+  Mutex notes_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  absl::flat_hash_set<std::string> notes_ ABSL_GUARDED_BY(notes_mu_);
+
+  Mutex mu_;
+  SubscribeOptions options_ ABSL_GUARDED_BY(mu_);
+  std::vector<MessageListener*> listeners_ ABSL_GUARDED_BY(mu_);
+  absl::Status broken_ ABSL_GUARDED_BY(mu_);
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  absl::flat_hash_map<std::string, std::unique_ptr<Lane>> lanes_
+      ABSL_GUARDED_BY(mu_);
+  std::deque<Lane*> active_ ABSL_GUARDED_BY(mu_);
+  std::deque<Lane*> ready_ ABSL_GUARDED_BY(mu_);
+  uint64_t buffered_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t buffered_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t delivered_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t failed_ ABSL_GUARDED_BY(mu_) = 0;
+  // Deliveries since the checkpoints were last written.
+  uint64_t since_checkpoint_ ABSL_GUARDED_BY(mu_) = 0;
+  bool checkpoint_due_ ABSL_GUARDED_BY(mu_) = false;
+  bool checkpoint_timer_ ABSL_GUARDED_BY(mu_) = false;
+  // Lanes waiting for a retry, and their head messages' payload bytes.
+  uint64_t blocked_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t blocked_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;  // Start was called.
+  // Live timers (cancelled by Stop).
+  absl::flat_hash_set<LeaseId> timers_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace hq
+
+#endif  // HQ_LIB_CONSUME_SUBSCRIPTION_IMPL_H_

@@ -1,0 +1,312 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+
+#ifndef HQ_LIB_ENGINE_DB_IMPL_H_
+#define HQ_LIB_ENGINE_DB_IMPL_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "hq/clock.h"
+#include "hq/db.h"
+#include "leveldb/cache.h"
+#include "leveldb/db.h"
+#include "leveldb/filter_policy.h"
+#include "leveldb/write_batch.h"
+#include "lib/engine/delivery_pool.h"
+#include "lib/engine/file_pin_env.h"
+#include "lib/engine/lease_manager.h"
+#include "lib/format/format.h"
+#include "lib/util/sync.h"
+
+namespace hq {
+
+class QueueImpl;
+class DeliveryPool;
+
+// Converts a LevelDB status: Corruption -> DataLoss, NotFound -> NotFound,
+// everything else -> Internal. `context` is prefixed to the message.
+absl::Status FromLevelDb(const leveldb::Status& s, std::string_view context);
+
+// MessageIds are assigned inside the write pipeline: writers queue up, the
+// writer at the front (the leader) takes the queued writers as one group,
+// assigns their ids and writes them as one LevelDB WriteBatch while the
+// others wait. Groups are written one at a time in the order their ids were
+// assigned, so within a partition a higher id is never visible before a
+// lower one (the lane-visibility guarantee), and concurrent sync writers
+// share one fsync.
+//
+// Id assignment survives crashes through a per-partition reservation record
+// (format.h): every id handed out has ms below the reserved ms, and a write
+// that would pass it carries a new reservation, kReserveWindowMs ahead, in
+// the same WriteBatch. Reopening continues from the reservation, so ids
+// never repeat; at most once a second per busy partition pays one small
+// extra record.
+class DbImpl final : public Db {
+ public:
+  static absl::StatusOr<std::unique_ptr<Db>> Open(const std::string& path,
+                                                  const Options& options);
+  ~DbImpl() override;
+
+  absl::StatusOr<Queue*> CreateQueue(std::string_view name,
+                                     const QueueOptions& options) override;
+  absl::StatusOr<Queue*> OpenQueue(std::string_view name) override;
+  absl::Status DropQueue(std::string_view name) override;
+  absl::StatusOr<std::vector<std::string>> ListQueues() override;
+  const std::string& path() const override { return path_; }
+  LeaseManager* leases() override { return leases_.get(); }
+  const RecoveryReport& recovery() const override { return recovery_; }
+  LeaseManagerImpl* lease_impl() { return leases_.get(); }
+  absl::StatusOr<SweepStats> CompactExpired() override;
+  absl::StatusOr<SweepStats> CompactAll() override;  // lib/admin/inspect.cc
+  absl::StatusOr<VerifyReport> Verify() override;    // lib/admin/verify.cc
+  absl::StatusOr<BackupReport> Backup(
+      const std::string& dest) override;  // lib/admin/backup.cc
+  // Runs `f` inside every later Backup, after it read the MANIFEST and
+  // before it links the tables (tests compact there). Not thread-safe with
+  // Backup.
+  void TEST_SetBackupHook(std::function<void()> f) {
+    backup_hook_ = std::move(f);
+  }
+
+  // ---- For QueueImpl and ScannerImpl ----
+
+  // Writes `messages` of `queue` atomically, partition i going to
+  // partitions[i], and fills results[i]. REQUIRES: messages validated.
+  // `append`, if set, is called by the pipeline's leader once the ids are
+  // assigned (results filled), to add records to the same atomic batch; it
+  // must not block or take locks. If `also_live` is set and that queue was
+  // dropped, the write fails with NotFound (so that no record of a dropped
+  // queue is written after its drop).
+  using AppendFn = std::function<void(leveldb::WriteBatch*)>;
+  absl::Status WriteMessages(QueueImpl* queue,
+                             std::span<const Message> messages,
+                             const uint32_t* partitions, PutResult* results,
+                             bool sync, AppendFn append = nullptr,
+                             QueueImpl* also_live = nullptr);
+  // Writes bookkeeping records of `queue` (consumer groups) through the
+  // pipeline: NotFound once the queue is dropped, sticky errors as Put.
+  absl::Status WriteRecords(QueueImpl* queue, const leveldb::WriteBatch& b,
+                            bool sync);
+  // Writes a new consumer group's record (key `key`) with the next group
+  // id, which it sets in `record`. The id and the counter are written in
+  // one batch, one group at a time, so the stored counter never falls
+  // behind an id in use.
+  absl::Status CreateGroupRecord(QueueImpl* queue, std::string_view key,
+                                 format::GroupRecord* record);
+  // The same for any record that needs an id from that counter
+  // (subscriptions): `fill` gets the new id and adds the records to write
+  // with it. Returns the id.
+  absl::StatusOr<uint32_t> CreateWithId(
+      QueueImpl* queue,
+      const std::function<void(uint32_t id, leveldb::WriteBatch*)>& fill);
+  // The Db's delivery threads (created at the first call).
+  DeliveryPool* delivery_pool();
+
+  // Registers a call that uses the storage, so that ~DbImpl waits for it.
+  // Fails with FailedPrecondition once the Db is closing.
+  absl::Status BeginOp();
+  void EndOp();
+  class OpScope {
+   public:
+    explicit OpScope(DbImpl* db) : db_(db), status_(db->BeginOp()) {}
+    ~OpScope() {
+      if (status_.ok()) db_->EndOp();
+    }
+    const absl::Status& status() const { return status_; }
+
+   private:
+    DbImpl* const db_;
+    const absl::Status status_;
+  };
+
+  leveldb::DB* leveldb() const { return db_.get(); }
+  // Whether the destructor has begun (calls then fail, sweeps stop), and
+  // the status calls then get.
+  bool IsClosing();
+  absl::Status ClosingError() const;
+  Clock* clock() const { return clock_; }
+  bool default_sync() const { return options_.sync_writes; }
+  void ScannerOpened() { live_scanners_.fetch_add(1); }
+  void ScannerClosed() { live_scanners_.fetch_sub(1); }
+  // Counts a scanner holding an iterator and snapshot; ResourceExhausted
+  // past Options::max_open_scanners.
+  absl::Status AcquireScannerResources();
+  void ScannerResourcesReleased() { scanner_resources_.fetch_sub(1); }
+  absl::Duration scanner_lease() const { return options_.scanner_lease; }
+  // Scanners holding an iterator and snapshot (not expired, not destroyed).
+  int TEST_ScannerResources() { return scanner_resources_.load(); }
+
+  // Queues held in memory (created or opened since Open).
+  size_t TEST_CachedQueueCount();
+  // Writers in the write pipeline (the leader and those queued behind it).
+  size_t TEST_QueuedWriters();
+  // Whether the destructor has begun.
+  bool TEST_Closing();
+  // Sweeps completed (by CompactExpired or the janitor).
+  int64_t TEST_SweepCount();
+  // LevelDB writes made by the write pipeline (messages and group records).
+  int64_t TEST_PipelineWrites() { return pipeline_writes_.load(); }
+
+  static constexpr uint64_t kReserveWindowMs = 1000;
+
+  // ---- For Db::Repair (lib/admin/repair.cc) ----
+
+  // Marks directory `path` of `env` as open in this process, as Open does,
+  // so that an Open of it fails meanwhile. Returns the key to release it
+  // with; FailedPrecondition if it is open already.
+  static absl::StatusOr<std::string> ClaimDirectory(const std::string& path,
+                                                    leveldb::Env* env);
+  static void ReleaseDirectory(const std::string& key);
+
+ private:
+  struct Writer;
+  struct PartitionIds {
+    MessageId last;  // The last id handed out; valid if has_last.
+    bool has_last = false;
+    uint64_t reserved_ms = 0;  // Persisted: all ids have ms < this.
+  };
+
+  DbImpl(std::string path, const Options& options, std::string lock_key);
+  absl::Status Init();
+
+  // Writes `b` outside the write pipeline (catalog changes, drops), unless
+  // an earlier write failed; a failure poisons the Db (bg_error_).
+  absl::Status WriteOther(const leveldb::WriteOptions& wo,
+                          leveldb::WriteBatch* b, std::string_view context);
+  // The status writes get once a write has failed. REQUIRES: bg_error_.
+  absl::Status BrokenError() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  void RecordWriteError(const absl::Status& s)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+
+  // Runs `w` through the write pipeline; returns its status.
+  absl::Status RunWriter(Writer* w);
+  absl::Status RunWriterLocked(Writer* w)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // As leader: assigns ids for `w` and appends it to batch_.
+  absl::Status AddToBatch(Writer* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // Appends the directory entry and fence of `lane` (a lane prefix) to
+  // batch_ unless they were written since Open.
+  void NoteLaneWritten(std::string_view lane)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::StatusOr<PartitionIds*> LoadPartition(uint32_t queue_id,
+                                              uint32_t partition)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+
+  absl::StatusOr<QueueImpl*> FindQueueLocked(std::string_view name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(catalog_mu_);
+  // Deletes every record of a dropped queue, compacts the range and removes
+  // its drop marker.
+  absl::Status DeleteQueueData(uint32_t queue_id);
+  absl::Status FinishPendingDrops();
+  // Wakes the blocked claims of every queue's groups (closing).
+  void WakeAllWaiters();
+  // Stops every subscription and writes its checkpoints (a clean close).
+  void StopSubscriptions();
+  // The queues held in memory, live and dropped.
+  std::vector<QueueImpl*> CachedQueues();
+  // Sweeps one queue with a TTL (see CompactExpired).
+  absl::Status SweepQueue(uint32_t queue_id, std::string_view name,
+                          absl::Time now, SweepStats* stats);
+  // The janitor thread: runs a sweep each time the timer lease fires.
+  void JanitorLoop();
+  void ArmSweepTimer();
+  leveldb::WriteOptions CatalogWriteOptions() const;
+  void TightenReservations() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+
+  // Constant after construction.
+  const std::string path_;
+  const Options options_;
+  const std::string lock_key_;
+  Clock* const clock_;
+  std::unique_ptr<leveldb::Cache> cache_;
+  std::unique_ptr<const leveldb::FilterPolicy> filter_;
+  // Options::env, wrapped so that log files are synced when LevelDB closes
+  // them (lib/engine/db_impl.cc says why). Outlives db_.
+  // LevelDB's Env: env_ (syncs logs before closing them) over table_env_
+  // (checks every table block read) over Options::env.
+  RecoveryReport recovery_;  // Set by Init.
+  std::unique_ptr<leveldb::Env> table_env_;
+  // Between env_ and table_env_: defers LevelDB's file deletions while a
+  // Backup runs (lib/engine/file_pin_env.h).
+  std::unique_ptr<FilePinEnv> pin_env_;
+  std::function<void()> backup_hook_;  // TEST_SetBackupHook.
+  std::unique_ptr<leveldb::Env> env_;
+  std::unique_ptr<leveldb::DB> db_;
+  std::unique_ptr<LeaseManagerImpl> leases_;
+
+  // Held for a whole sweep (one at a time), and while a dropped queue's
+  // records are deleted.
+  Mutex sweep_mu_ ABSL_ACQUIRED_BEFORE(write_mu_);
+  int64_t sweeps_ ABSL_GUARDED_BY(sweep_mu_) = 0;
+
+  Mutex janitor_mu_;
+  CondVar janitor_cv_;
+  bool sweep_due_ ABSL_GUARDED_BY(janitor_mu_) = false;
+  bool janitor_stop_ ABSL_GUARDED_BY(janitor_mu_) = false;
+  std::thread janitor_;
+
+  std::atomic<int64_t> pipeline_writes_{0};
+  std::atomic<int> live_scanners_{0};
+  std::atomic<int> scanner_resources_{0};
+
+  Mutex catalog_mu_ ABSL_ACQUIRED_BEFORE(write_mu_);
+  absl::flat_hash_map<std::string, std::unique_ptr<QueueImpl>> queues_
+      ABSL_GUARDED_BY(catalog_mu_);
+  // Dropped queues stay allocated so that Queue* handles stay valid.
+  std::vector<std::unique_ptr<QueueImpl>> dropped_ ABSL_GUARDED_BY(catalog_mu_);
+  uint32_t next_queue_id_ ABSL_GUARDED_BY(catalog_mu_) = 1;
+
+  Mutex pool_mu_;
+  std::unique_ptr<DeliveryPool> pool_ ABSL_GUARDED_BY(pool_mu_);
+
+  Mutex group_id_mu_;
+  uint32_t next_group_id_ ABSL_GUARDED_BY(group_id_mu_) = 0;  // 0: not read.
+
+  Mutex write_mu_;
+  std::deque<Writer*> writers_ ABSL_GUARDED_BY(write_mu_);
+  // Set once Init succeeded.
+  bool opened_ ABSL_GUARDED_BY(write_mu_) = false;
+  // Set by the destructor: new calls fail, it waits for active_ops_ == 0.
+  bool closing_ ABSL_GUARDED_BY(write_mu_) = false;
+  int active_ops_ ABSL_GUARDED_BY(write_mu_) = 0;
+  CondVar ops_done_;
+  // The first failed write. LevelDB 1.23 cannot safely append to its log
+  // after a failed append (later records may be lost on recovery), so every
+  // later write fails until the Db is reopened.
+  absl::Status bg_error_ ABSL_GUARDED_BY(write_mu_);
+  // Per (queue id << 16 | partition): loaded on the first write after Open.
+  absl::flat_hash_map<uint64_t, PartitionIds> ids_ ABSL_GUARDED_BY(write_mu_);
+  // Lane directory keys written since Open, so a lane's directory entry
+  // and fence are written with its first message and not again. Bounded:
+  // cleared when it reaches kMaxKnownLanes (rewriting an entry is harmless).
+  absl::flat_hash_set<std::string> known_lanes_ ABSL_GUARDED_BY(write_mu_);
+  static constexpr size_t kMaxKnownLanes = size_t{1} << 16;
+  // Used by the leader only; the leader may touch it without write_mu_
+  // while it writes.
+  leveldb::WriteBatch batch_;
+  std::string key_buf_;
+  std::string value_buf_;
+  std::string dir_buf_;
+  std::string fence_buf_;
+  // Dedup keys (format::DedupKey) written by the batch being built.
+  absl::flat_hash_map<std::string, PutResult> dedup_in_batch_;
+  // The lane of the last message appended; its directory entry and fence
+  // are in known_lanes_ (cleared with it).
+  std::string last_lane_ ABSL_GUARDED_BY(write_mu_);
+};
+
+}  // namespace hq
+
+#endif  // HQ_LIB_ENGINE_DB_IMPL_H_

@@ -1,0 +1,57 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// Byte encodings used by every hq key and value.
+//
+// Fixed-width integers are big-endian so that, inside keys, byte order is
+// numeric order. Varints are LevelDB's (7 bits a byte, low bits first) and
+// are only used in values, where order does not matter.
+// Put* append to a string; Get* consume from the front of a string_view and
+// return false (leaving `in` unspecified) when it is too short or malformed.
+
+#ifndef HQ_LIB_FORMAT_CODING_H_
+#define HQ_LIB_FORMAT_CODING_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace hq::coding {
+
+void PutFixed8(std::string* dst, uint8_t v);
+void PutFixed16(std::string* dst, uint16_t v);
+void PutFixed32(std::string* dst, uint32_t v);
+void PutFixed64(std::string* dst, uint64_t v);
+void PutVarint32(std::string* dst, uint32_t v);
+void PutVarint64(std::string* dst, uint64_t v);
+// varint32 length, then the bytes.
+void PutLengthPrefixed(std::string* dst, std::string_view v);
+
+bool GetFixed8(std::string_view* in, uint8_t* v);
+bool GetFixed16(std::string_view* in, uint16_t* v);
+bool GetFixed32(std::string_view* in, uint32_t* v);
+bool GetFixed64(std::string_view* in, uint64_t* v);
+bool GetVarint32(std::string_view* in, uint32_t* v);
+bool GetVarint64(std::string_view* in, uint64_t* v);
+bool GetLengthPrefixed(std::string_view* in, std::string_view* v);
+
+// Decodes a big-endian integer from the first bytes of `p` (no checks).
+inline uint16_t DecodeFixed16(const char* p) {
+  const auto* u = reinterpret_cast<const unsigned char*>(p);
+  return static_cast<uint16_t>((u[0] << 8) | u[1]);
+}
+inline uint32_t DecodeFixed32(const char* p) {
+  const auto* u = reinterpret_cast<const unsigned char*>(p);
+  return (uint32_t{u[0]} << 24) | (uint32_t{u[1]} << 16) |
+         (uint32_t{u[2]} << 8) | uint32_t{u[3]};
+}
+inline uint64_t DecodeFixed64(const char* p) {
+  return (uint64_t{DecodeFixed32(p)} << 32) | DecodeFixed32(p + 4);
+}
+
+// The smallest string greater than every string that starts with `prefix`,
+// or "" if there is none (prefix empty or all 0xff bytes).
+std::string PrefixSuccessor(std::string_view prefix);
+
+}  // namespace hq::coding
+
+#endif  // HQ_LIB_FORMAT_CODING_H_

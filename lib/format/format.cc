@@ -1,0 +1,654 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+
+#include "lib/format/format.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "lib/format/coding.h"
+#include "lib/util/status_macros.h"
+#include "lib/util/strings.h"
+
+namespace hq::format {
+namespace {
+
+constexpr uint8_t kQueueRecordVersion = 1;
+constexpr uint8_t kMessageValueVersion = 1;
+constexpr uint8_t kFlagHasKey = 0x01;
+constexpr uint8_t kFlagNotBefore = 0x02;
+constexpr uint8_t kFlagDedup = 0x04;
+constexpr uint8_t kGroupRecordVersion = 1;
+constexpr uint8_t kGroupOrdered = 0x01;  // Group record flag.
+
+std::string Tagged(char tag, std::string_view rest) {
+  std::string s(1, tag);
+  s.append(rest);
+  return s;
+}
+
+// tag fixed32 queue_id: the start of every per-queue key.
+std::string TaggedQueue(char tag, uint32_t queue_id) {
+  std::string s(1, tag);
+  coding::PutFixed32(&s, queue_id);
+  return s;
+}
+
+}  // namespace
+
+std::string MetaKey(std::string_view name) { return Tagged(kMetaTag, name); }
+std::string CatalogKey(std::string_view queue_name) {
+  return Tagged(kCatalogTag, queue_name);
+}
+std::string CatalogPrefix() { return std::string(1, kCatalogTag); }
+
+std::string ReserveKey(uint32_t queue_id, uint32_t partition) {
+  std::string s = ReservePrefix(queue_id);
+  coding::PutFixed16(&s, static_cast<uint16_t>(partition));
+  return s;
+}
+std::string ReservePrefix(uint32_t queue_id) {
+  return TaggedQueue(kReserveTag, queue_id);
+}
+
+std::string DropKey(uint32_t queue_id) {
+  return TaggedQueue(kDropTag, queue_id);
+}
+std::string DropPrefix() { return std::string(1, kDropTag); }
+
+std::string MessagePrefix(uint32_t queue_id) {
+  return TaggedQueue(kMessageTag, queue_id);
+}
+
+void AppendLaneDirKey(std::string* dst, std::string_view lane_prefix) {
+  dst->push_back(kLaneDirTag);
+  dst->append(lane_prefix.substr(1));
+}
+std::string LaneDirPrefix(uint32_t queue_id) {
+  return TaggedQueue(kLaneDirTag, queue_id);
+}
+std::string LaneDirPrefix(uint32_t queue_id, uint32_t partition) {
+  std::string s = LaneDirPrefix(queue_id);
+  coding::PutFixed16(&s, static_cast<uint16_t>(partition));
+  return s;
+}
+
+std::string TtlKey(uint32_t queue_id) { return TaggedQueue(kTtlTag, queue_id); }
+std::string TtlPrefix() { return std::string(1, kTtlTag); }
+
+std::string GroupKey(uint32_t queue_id, std::string_view group_name) {
+  std::string s = GroupPrefix(queue_id);
+  s.append(group_name);
+  return s;
+}
+std::string DedupKey(uint32_t queue_id, std::string_view dedup_key) {
+  std::string s = TaggedQueue(kDedupTag, queue_id);
+  s.append(dedup_key);
+  return s;
+}
+
+std::string EncodeDedup(uint32_t partition, MessageId id) {
+  std::string s;
+  coding::PutFixed16(&s, static_cast<uint16_t>(partition));
+  coding::PutFixed64(&s, (id.ms << 16) | id.seq);
+  return s;
+}
+
+bool DecodeDedup(std::string_view in, uint32_t* partition, MessageId* id) {
+  uint16_t p;
+  uint64_t v;
+  if (!coding::GetFixed16(&in, &p) || !coding::GetFixed64(&in, &v) ||
+      !in.empty()) {
+    return false;
+  }
+  *partition = p;
+  *id = MessageId{v >> 16, static_cast<uint16_t>(v & 0xffff)};
+  return true;
+}
+
+std::string QueuePrefix(char tag, uint32_t queue_id) {
+  return TaggedQueue(tag, queue_id);
+}
+std::string GroupPrefix(uint32_t queue_id) {
+  return TaggedQueue(kGroupTag, queue_id);
+}
+std::string GroupRecordPrefix(char tag, uint32_t queue_id, uint32_t group_id) {
+  std::string s = TaggedQueue(tag, queue_id);
+  coding::PutFixed32(&s, group_id);
+  return s;
+}
+void AppendLaneRest(std::string* dst, std::string_view lane_prefix) {
+  dst->append(lane_prefix.substr(5));
+}
+
+std::string EncodeGroupRecord(const GroupRecord& r) {
+  std::string s;
+  coding::PutFixed8(&s, kGroupRecordVersion);
+  coding::PutFixed32(&s, r.id);
+  coding::PutVarint32(&s, static_cast<uint32_t>(r.topics.size()));
+  for (const std::string& t : r.topics) coding::PutLengthPrefixed(&s, t);
+  // The flags byte only when a flag is set: an unordered group's record
+  // stays what earlier versions wrote and read.
+  if (r.ordered) coding::PutFixed8(&s, kGroupOrdered);
+  return s;
+}
+
+absl::Status DecodeGroupRecord(std::string_view in, GroupRecord* r) {
+  uint8_t version;
+  uint32_t n;
+  if (!coding::GetFixed8(&in, &version) || version != kGroupRecordVersion ||
+      !coding::GetFixed32(&in, &r->id) || !coding::GetVarint32(&in, &n) ||
+      n > 1024) {
+    return absl::DataLossError("malformed consumer group record");
+  }
+  r->topics.clear();
+  for (uint32_t i = 0; i < n; ++i) {
+    std::string_view t;
+    // Sorted and unique, as written.
+    if (!coding::GetLengthPrefixed(&in, &t) || t.size() > kMaxTopicBytes ||
+        (i > 0 && t <= r->topics.back())) {
+      return absl::DataLossError("malformed consumer group record");
+    }
+    r->topics.emplace_back(t);
+  }
+  // Flags: absent in records written before ordered groups existed.
+  uint8_t flags = 0;
+  if (!in.empty() && !coding::GetFixed8(&in, &flags)) {
+    return absl::DataLossError("malformed consumer group record");
+  }
+  if (!in.empty() || (flags & ~kGroupOrdered) != 0) {
+    return absl::DataLossError("malformed consumer group record");
+  }
+  r->ordered = (flags & kGroupOrdered) != 0;
+  return absl::OkStatus();
+}
+
+namespace {
+void PutId(std::string* dst, MessageId id) {
+  coding::PutFixed64(dst, (id.ms << 16) | id.seq);
+}
+bool GetId(std::string_view* in, MessageId* id) {
+  uint64_t v;
+  if (!coding::GetFixed64(in, &v)) return false;
+  *id = MessageId{v >> 16, static_cast<uint16_t>(v & 0xffff)};
+  return true;
+}
+}  // namespace
+
+std::string EncodeCursor(const CursorValue& c) {
+  std::string s;
+  coding::PutFixed8(&s, kGroupRecordVersion);
+  PutId(&s, c.scan);
+  PutId(&s, c.done);
+  return s;
+}
+
+bool DecodeCursor(std::string_view in, CursorValue* c) {
+  uint8_t version;
+  return coding::GetFixed8(&in, &version) && version == kGroupRecordVersion &&
+         GetId(&in, &c->scan) && GetId(&in, &c->done) && in.empty() &&
+         c->done <= c->scan;
+}
+
+std::string SubKey(uint32_t queue_id, std::string_view name) {
+  std::string s = TaggedQueue(kSubTag, queue_id);
+  s.append(name);
+  return s;
+}
+
+std::string EncodeSubRecord(const SubRecord& r) {
+  std::string s;
+  coding::PutFixed8(&s, kGroupRecordVersion);
+  coding::PutFixed32(&s, r.id);
+  coding::PutVarint32(&s, static_cast<uint32_t>(r.partitions.size()));
+  for (uint32_t p : r.partitions) {
+    coding::PutFixed16(&s, static_cast<uint16_t>(p));
+  }
+  coding::PutVarint32(&s, static_cast<uint32_t>(r.topics.size()));
+  for (const std::string& t : r.topics) coding::PutLengthPrefixed(&s, t);
+  PutId(&s, r.start);
+  return s;
+}
+
+absl::Status DecodeSubRecord(std::string_view in, SubRecord* r) {
+  const absl::Status bad = absl::DataLossError("malformed subscription record");
+  uint8_t version;
+  uint32_t n;
+  if (!coding::GetFixed8(&in, &version) || version != kGroupRecordVersion ||
+      !coding::GetFixed32(&in, &r->id) || !coding::GetVarint32(&in, &n) ||
+      n > kMaxPartitions) {
+    return bad;
+  }
+  r->partitions.clear();
+  for (uint32_t i = 0; i < n; ++i) {
+    uint16_t p;
+    // Sorted and unique, as written.
+    if (!coding::GetFixed16(&in, &p) || (i > 0 && p <= r->partitions.back())) {
+      return bad;
+    }
+    r->partitions.push_back(p);
+  }
+  if (!coding::GetVarint32(&in, &n) || n > 1024) return bad;
+  r->topics.clear();
+  for (uint32_t i = 0; i < n; ++i) {
+    std::string_view t;
+    if (!coding::GetLengthPrefixed(&in, &t) || t.size() > kMaxTopicBytes ||
+        (i > 0 && t <= r->topics.back())) {
+      return bad;
+    }
+    r->topics.emplace_back(t);
+  }
+  if (!GetId(&in, &r->start) || !in.empty()) return bad;
+  return absl::OkStatus();
+}
+
+std::string EncodeCheckpoint(MessageId next) {
+  std::string s;
+  coding::PutFixed8(&s, kGroupRecordVersion);
+  PutId(&s, next);
+  return s;
+}
+
+bool DecodeCheckpoint(std::string_view in, MessageId* next) {
+  uint8_t version;
+  return coding::GetFixed8(&in, &version) && version == kGroupRecordVersion &&
+         GetId(&in, next) && in.empty();
+}
+
+std::string EncodeTask(const TaskValue& t) {
+  std::string s;
+  coding::PutFixed8(&s, kGroupRecordVersion);
+  coding::PutFixed8(&s, static_cast<uint8_t>(t.state));
+  coding::PutVarint32(&s, t.attempts);
+  coding::PutVarint64(&s, t.ms);
+  return s;
+}
+
+bool DecodeTask(std::string_view in, TaskValue* t) {
+  uint8_t version, state;
+  if (!coding::GetFixed8(&in, &version) || version != kGroupRecordVersion ||
+      !coding::GetFixed8(&in, &state) || state < 1 || state > 3 ||
+      !coding::GetVarint32(&in, &t->attempts) ||
+      !coding::GetVarint64(&in, &t->ms) || !in.empty() ||
+      t->ms > static_cast<uint64_t>(INT64_MAX)) {
+    return false;
+  }
+  t->state = static_cast<TaskState>(state);
+  return true;
+}
+
+std::string EncodeDead(const DeadValue& d) {
+  std::string s;
+  coding::PutFixed8(&s, kGroupRecordVersion);
+  coding::PutFixed16(&s, static_cast<uint16_t>(d.original_partition));
+  PutId(&s, d.original_id);
+  coding::PutFixed8(&s, static_cast<uint8_t>(d.priority));
+  coding::PutFixed8(&s, d.reason);
+  coding::PutVarint32(&s, d.attempts);
+  coding::PutVarint64(&s, d.dead_ms);
+  coding::PutLengthPrefixed(&s, d.topic);
+  return s;
+}
+
+bool DecodeDead(std::string_view in, DeadValue* d) {
+  uint8_t version, priority;
+  uint16_t partition;
+  std::string_view topic;
+  if (!coding::GetFixed8(&in, &version) || version != kGroupRecordVersion ||
+      !coding::GetFixed16(&in, &partition) || !GetId(&in, &d->original_id) ||
+      !coding::GetFixed8(&in, &priority) ||
+      !coding::GetFixed8(&in, &d->reason) ||
+      !coding::GetVarint32(&in, &d->attempts) ||
+      !coding::GetVarint64(&in, &d->dead_ms) ||
+      !coding::GetLengthPrefixed(&in, &topic) || !in.empty() ||
+      d->dead_ms > static_cast<uint64_t>(INT64_MAX) ||
+      d->reason < static_cast<uint8_t>(DeadLetterReason::kLeaseExpired) ||
+      d->reason > static_cast<uint8_t>(DeadLetterReason::kInterrupted) ||
+      topic.size() > kMaxTopicBytes) {
+    return false;
+  }
+  d->original_partition = partition;
+  d->priority = priority;
+  d->topic.assign(topic);
+  return true;
+}
+
+namespace {
+
+absl::Status ValidateName(std::string_view kind, std::string_view name) {
+  if (name.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(Av(kind), " name is empty"));
+  }
+  if (name.size() > kMaxQueueNameBytes) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s name of %d bytes is longer than the limit of %d bytes", Av(kind),
+        name.size(), kMaxQueueNameBytes));
+  }
+  auto alnum = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= '0' && c <= '9');
+  };
+  if (!alnum(name[0])) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Av(kind), " name '", Printable(name),
+                     "' must start with a letter or a digit"));
+  }
+  for (char c : name) {
+    if (!alnum(c) && c != '.' && c != '_' && c != '-') {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Av(kind), " name '", Printable(name),
+                       "' holds a character outside [A-Za-z0-9._-]"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateQueueName(std::string_view name) {
+  return ValidateName("queue", name);
+}
+
+absl::Status ValidateGroupName(std::string_view name) {
+  return ValidateName("group", name);
+}
+
+absl::Status ValidateTopicList(std::string_view field,
+                               const std::vector<std::string>& topics) {
+  for (const std::string& t : topics) {
+    if (t.size() > kMaxTopicBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s holds a topic of %d bytes, over the limit of %d",
+                          Av(field), t.size(), kMaxTopicBytes));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidatePartitionList(std::string_view field,
+                                   const std::vector<uint32_t>& partitions,
+                                   uint32_t queue_partitions) {
+  for (uint32_t p : partitions) {
+    if (p >= queue_partitions) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s holds %d, out of range 0..%d", Av(field), p,
+                          queue_partitions - 1));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateGroupOptions(const GroupOptions& o) {
+  const absl::Duration kMaxDuration = absl::Hours(24 * 30);
+  if (o.topics.size() > 1024) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "GroupOptions::topics holds %d topics; the limit is 1024",
+        o.topics.size()));
+  }
+  HQ_RETURN_IF_ERROR(ValidateTopicList("GroupOptions::topics", o.topics));
+  if (o.lease < absl::Milliseconds(1) || o.lease > kMaxDuration) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GroupOptions::lease is ", absl::FormatDuration(o.lease),
+                     "; it must be in 1ms..720h"));
+  }
+  if (o.max_attempts < 1 || o.max_attempts > 1000000) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "GroupOptions::max_attempts is %d; it must be in 1..1000000",
+        o.max_attempts));
+  }
+  if (o.backoff_base < absl::ZeroDuration() || o.backoff_cap > kMaxDuration ||
+      o.backoff_base > o.backoff_cap) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GroupOptions::backoff_base is ", absl::FormatDuration(o.backoff_base),
+        " and backoff_cap is ", absl::FormatDuration(o.backoff_cap),
+        "; they must be in 0..720h with base <= cap"));
+  }
+  if (!(o.backoff_jitter >= 0 && o.backoff_jitter <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GroupOptions::backoff_jitter is ", o.backoff_jitter,
+                     "; it must be in 0..1"));
+  }
+  if (o.ownership_lease < absl::Milliseconds(1) ||
+      o.ownership_lease > kMaxDuration) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GroupOptions::ownership_lease is ",
+        absl::FormatDuration(o.ownership_lease), "; it must be in 1ms..720h"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSubscribeOptions(const SubscribeOptions& o) {
+  HQ_RETURN_IF_ERROR(ValidateName("subscription", o.name));
+  if (o.topics.size() > 1024) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "SubscribeOptions::topics holds %d topics; the limit is 1024",
+        o.topics.size()));
+  }
+  HQ_RETURN_IF_ERROR(ValidateTopicList("SubscribeOptions::topics", o.topics));
+  if (o.start != SubscribeOptions::Start::kEarliest &&
+      o.start != SubscribeOptions::Start::kLatest &&
+      o.start != SubscribeOptions::Start::kId &&
+      o.start != SubscribeOptions::Start::kTime) {
+    return absl::InvalidArgumentError("SubscribeOptions::start is not a Start");
+  }
+  if (o.start == SubscribeOptions::Start::kId &&
+      o.start_id.ms > MessageId::kMaxMs) {
+    return absl::InvalidArgumentError(
+        "SubscribeOptions::start_id is past MessageId::kMaxMs");
+  }
+  if (o.start == SubscribeOptions::Start::kTime &&
+      (o.start_time == absl::InfiniteFuture() ||
+       o.start_time == absl::InfinitePast())) {
+    return absl::InvalidArgumentError(
+        "SubscribeOptions::start_time must be finite");
+  }
+  if (o.checkpoint_messages < 1 || o.checkpoint_messages > 1000000) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "SubscribeOptions::checkpoint_messages is %d; it must be in "
+        "1..1000000",
+        o.checkpoint_messages));
+  }
+  if (o.checkpoint_interval < absl::Milliseconds(1) ||
+      o.checkpoint_interval > absl::Hours(1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("SubscribeOptions::checkpoint_interval is ",
+                     absl::FormatDuration(o.checkpoint_interval),
+                     "; it must be in 1ms..1h"));
+  }
+  if (o.buffer_messages < 1 || o.buffer_messages > 1000000) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "SubscribeOptions::buffer_messages is %d; it must be in 1..1000000",
+        o.buffer_messages));
+  }
+  if (o.buffer_bytes < 1 || o.buffer_bytes > (uint64_t{1} << 30)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "SubscribeOptions::buffer_bytes is %d; it must be in 1..2^30",
+        o.buffer_bytes));
+  }
+  if (o.retry_base < absl::Milliseconds(1) || o.retry_cap > absl::Hours(1) ||
+      o.retry_base > o.retry_cap) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "SubscribeOptions::retry_base is ", absl::FormatDuration(o.retry_base),
+        " and retry_cap is ", absl::FormatDuration(o.retry_cap),
+        "; they must be in 1ms..1h with base <= cap"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateQueueOptions(const QueueOptions& o) {
+  if (o.partitions < 1 || o.partitions > kMaxPartitions) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("QueueOptions::partitions is %d; it must be in 1..%d",
+                        o.partitions, kMaxPartitions));
+  }
+  if (o.priorities < 1 || o.priorities > kMaxPriorities) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("QueueOptions::priorities is %d; it must be in 1..%d",
+                        o.priorities, kMaxPriorities));
+  }
+  if (o.ttl != absl::InfiniteDuration()) {
+    if (o.ttl < absl::Milliseconds(1) ||
+        o.ttl != absl::Milliseconds(absl::ToInt64Milliseconds(o.ttl))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "QueueOptions::ttl is ", absl::FormatDuration(o.ttl),
+          "; it must be a whole number of milliseconds >= 1ms, or infinite"));
+    }
+  }
+  if (o.layout != Layout::kTime && o.layout != Layout::kTopic) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("QueueOptions::layout %d is not a known layout",
+                        static_cast<int>(o.layout)));
+  }
+  if (o.max_payload_bytes < 1 || o.max_payload_bytes > kMaxPayloadLimit) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "QueueOptions::max_payload_bytes is %d; it must be in 1..%d",
+        o.max_payload_bytes, kMaxPayloadLimit));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateOptions(const Options& o) {
+  if (o.cache_bytes > (size_t{1} << 40)) {
+    return absl::InvalidArgumentError("Options::cache_bytes is over 1 TiB");
+  }
+  if (o.bloom_bits_per_key < 0 || o.bloom_bits_per_key > 40) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "Options::bloom_bits_per_key is %d; it must be in 0..40",
+        o.bloom_bits_per_key));
+  }
+  if (o.write_buffer_bytes < (size_t{64} << 10) ||
+      o.write_buffer_bytes > (size_t{1} << 30)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "Options::write_buffer_bytes is %d; it must be in 64 KiB..1 GiB",
+        o.write_buffer_bytes));
+  }
+  if (o.scanner_lease < absl::Milliseconds(1) ||
+      o.scanner_lease > absl::Hours(24 * 30)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Options::scanner_lease is ", absl::FormatDuration(o.scanner_lease),
+        "; it must be in 1ms..720h"));
+  }
+  if (o.ttl_sweep_interval != absl::ZeroDuration() &&
+      (o.ttl_sweep_interval < absl::Milliseconds(1) ||
+       o.ttl_sweep_interval > absl::Hours(24 * 30))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Options::ttl_sweep_interval is ",
+                     absl::FormatDuration(o.ttl_sweep_interval),
+                     "; it must be 0 or in 1ms..720h"));
+  }
+  if (o.ttl_sweep_batch < 1 || o.ttl_sweep_batch > 100000) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "Options::ttl_sweep_batch is %d; it must be in 1..100000",
+        o.ttl_sweep_batch));
+  }
+  if (o.max_open_scanners < 1 || o.max_open_scanners > 1000000) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "Options::max_open_scanners is %d; it must be in 1..1000000",
+        o.max_open_scanners));
+  }
+  if (o.max_open_files < 64 || o.max_open_files > 1000000) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "Options::max_open_files is %d; it must be in 64..1000000",
+        o.max_open_files));
+  }
+  if (o.delivery_threads < 1 || o.delivery_threads > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("Options::delivery_threads is %d; it must be in 1..64",
+                        o.delivery_threads));
+  }
+  return absl::OkStatus();
+}
+
+std::string EncodeQueueRecord(const QueueRecord& r) {
+  std::string s;
+  coding::PutFixed8(&s, kQueueRecordVersion);
+  coding::PutFixed32(&s, r.id);
+  coding::PutFixed16(&s, static_cast<uint16_t>(r.options.partitions));
+  coding::PutFixed16(&s, static_cast<uint16_t>(r.options.priorities));
+  coding::PutFixed8(&s, static_cast<uint8_t>(r.options.layout));
+  const uint64_t ttl_ms =
+      r.options.ttl == absl::InfiniteDuration()
+          ? 0
+          : static_cast<uint64_t>(absl::ToInt64Milliseconds(r.options.ttl));
+  coding::PutVarint64(&s, ttl_ms);
+  coding::PutVarint32(&s, r.options.max_payload_bytes);
+  coding::PutVarint64(&s, static_cast<uint64_t>(absl::ToUnixMillis(r.created)));
+  return s;
+}
+
+absl::Status DecodeQueueRecord(std::string_view in, QueueRecord* r) {
+  uint8_t version, layout;
+  uint16_t partitions, priorities;
+  uint64_t ttl_ms, created_ms;
+  uint32_t max_payload;
+  if (!coding::GetFixed8(&in, &version) || version != kQueueRecordVersion ||
+      !coding::GetFixed32(&in, &r->id) ||
+      !coding::GetFixed16(&in, &partitions) ||
+      !coding::GetFixed16(&in, &priorities) ||
+      !coding::GetFixed8(&in, &layout) || !coding::GetVarint64(&in, &ttl_ms) ||
+      !coding::GetVarint32(&in, &max_payload) ||
+      !coding::GetVarint64(&in, &created_ms) || !in.empty() ||
+      ttl_ms > static_cast<uint64_t>(INT64_MAX) ||
+      created_ms > static_cast<uint64_t>(INT64_MAX)) {
+    return absl::DataLossError("malformed queue record in the catalog");
+  }
+  r->options.partitions = partitions;
+  r->options.priorities = priorities;
+  r->options.layout = static_cast<Layout>(layout);
+  r->options.ttl = ttl_ms == 0
+                       ? absl::InfiniteDuration()
+                       : absl::Milliseconds(static_cast<int64_t>(ttl_ms));
+  r->options.max_payload_bytes = max_payload;
+  r->created = absl::FromUnixMillis(static_cast<int64_t>(created_ms));
+  absl::Status s = ValidateQueueOptions(r->options);
+  if (!s.ok()) {
+    return absl::DataLossError(
+        absl::StrCat("queue record in the catalog is invalid: ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+void AppendMessageValue(std::string* dst, std::string_view key,
+                        std::string_view payload, uint64_t not_before_ms,
+                        std::string_view dedup) {
+  coding::PutFixed8(dst, kMessageValueVersion);
+  uint8_t flags = 0;
+  if (!key.empty()) flags |= kFlagHasKey;
+  if (not_before_ms != 0) flags |= kFlagNotBefore;
+  if (!dedup.empty()) flags |= kFlagDedup;
+  coding::PutFixed8(dst, flags);
+  if (!key.empty()) coding::PutLengthPrefixed(dst, key);
+  if (!dedup.empty()) coding::PutLengthPrefixed(dst, dedup);
+  if (not_before_ms != 0) coding::PutVarint64(dst, not_before_ms);
+  dst->append(payload);
+}
+
+bool DecodeMessageValue(std::string_view in, std::string_view* key,
+                        std::string_view* payload, uint64_t* not_before_ms,
+                        std::string_view* dedup) {
+  uint8_t version, flags;
+  if (!coding::GetFixed8(&in, &version) || version != kMessageValueVersion ||
+      !coding::GetFixed8(&in, &flags) ||
+      (flags & ~(kFlagHasKey | kFlagNotBefore | kFlagDedup)) != 0) {
+    return false;
+  }
+  *key = std::string_view();
+  if ((flags & kFlagHasKey) != 0 && !coding::GetLengthPrefixed(&in, key)) {
+    return false;
+  }
+  std::string_view d;
+  if ((flags & kFlagDedup) != 0 &&
+      (!coding::GetLengthPrefixed(&in, &d) || d.empty())) {
+    return false;
+  }
+  if (dedup != nullptr) *dedup = d;
+  uint64_t not_before = 0;
+  if ((flags & kFlagNotBefore) != 0 &&
+      (!coding::GetVarint64(&in, &not_before) || not_before == 0 ||
+       not_before > static_cast<uint64_t>(INT64_MAX))) {
+    return false;
+  }
+  if (not_before_ms != nullptr) *not_before_ms = not_before;
+  *payload = in;
+  return true;
+}
+
+}  // namespace hq::format
