@@ -35,6 +35,10 @@ class LaneListener {
   ~LaneListener() = default;
 };
 
+// The queue's core (writes, lanes, listeners) is lib/engine/queue_impl.cc;
+// its consume side (groups, subscriptions, scanners, and the constructor
+// and destructor, which need their complete types) is
+// lib/consume/queue_consume.cc.
 class QueueImpl final : public Queue {
  public:
   QueueImpl(DbImpl* db, std::string name, const format::QueueRecord& record);
