@@ -1,8 +1,8 @@
 // Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
 //
-// hq::Clock is the one source of time in hq. MessageId timestamps (and, in
-// later releases, leases, TTL and redelivery deadlines) all read the Clock
-// given in hq::Options::clock, so a test can drive queue semantics with a
+// hq::Clock is the one source of time in hq. MessageId timestamps, leases,
+// TTL and redelivery deadlines all read the Clock given in
+// hq::Options::clock, so a test can drive queue semantics with a
 // SimulatedClock instead of sleeping.
 
 #ifndef HQ_CLOCK_H_

@@ -46,8 +46,9 @@ struct Options {
   // Default: false.
   bool sync_writes = false;
 
-  // Source of time for MessageIds (and later leases, TTL). Not owned; must
-  // outlive the Db. Default: nullptr, meaning Clock::Default().
+  // Source of time for MessageIds, leases, TTL and redelivery deadlines
+  // (hq/clock.h). Not owned; must outlive the Db. Default: nullptr, meaning
+  // Clock::Default().
   Clock* clock = nullptr;
 
   // LevelDB environment: where files live. Tests pass

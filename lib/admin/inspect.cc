@@ -2,7 +2,8 @@
 //
 // Read-only inspection of a queue (queue.h: ApproximateBytes, Stats,
 // InspectGroup, InspectSubscription) and Db::CompactAll: what the hq tool's
-// `ls`, `stat` and `compact` show and do. Nothing here writes a record.
+// `ls`, `stat` and `compact` show and do. Only CompactAll writes: its TTL
+// sweep deletes expired messages before the compaction.
 
 #include <algorithm>
 #include <memory>
@@ -26,10 +27,6 @@ namespace {
 // Stats and InspectSubscription count keys up to this many (per partition,
 // per subscription).
 constexpr uint64_t kCountLimit = 100000;
-
-std::string_view View(const leveldb::Slice& s) {
-  return std::string_view(s.data(), s.size());
-}
 
 // LevelDB's size estimate of [begin, PrefixSuccessor(begin)).
 uint64_t PrefixBytes(leveldb::DB* db, const std::string& prefix) {

@@ -62,10 +62,6 @@ namespace hq {
 namespace repair {
 namespace {
 
-std::string_view View(const leveldb::Slice& s) {
-  return std::string_view(s.data(), s.size());
-}
-
 std::string Hex(std::string_view s) { return absl::BytesToHexString(Av(s)); }
 
 // LevelDB's internal keys: user key, then fixed64 little-endian
@@ -1656,7 +1652,7 @@ absl::StatusOr<RepairReport> Db::Repair(const std::string& path_arg,
       ro.fill_cache = false;
       std::unique_ptr<leveldb::Iterator> it(NewCheckedIterator(ldb, ro));
       for (it->SeekToFirst(); it->Valid(); it->Next()) {
-        census.Add(repair::View(it->key()), repair::View(it->value()));
+        census.Add(View(it->key()), View(it->value()));
       }
       if (!it->status().ok()) {
         return failed(FromLevelDb(it->status(), "Repair: counting"));

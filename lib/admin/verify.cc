@@ -36,10 +36,6 @@
 namespace hq {
 namespace {
 
-std::string_view View(const leveldb::Slice& s) {
-  return std::string_view(s.data(), s.size());
-}
-
 struct QueueEntry {
   std::string name;
   format::QueueRecord record;

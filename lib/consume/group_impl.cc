@@ -24,10 +24,6 @@ constexpr absl::Duration kMaxLease = absl::Hours(24 * 30);
 constexpr uint64_t kStatsCountLimit = 100000;
 constexpr size_t kMaxConsumerBytes = 256;
 
-std::string_view ToStd(const leveldb::Slice& s) {
-  return std::string_view(s.data(), s.size());
-}
-
 uint64_t ToMs(absl::Time t) {
   const int64_t ms = absl::ToUnixMillis(t);
   return ms < 0 ? 0 : static_cast<uint64_t>(ms);
@@ -135,7 +131,7 @@ absl::Status GroupImpl::Load() {
       NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
   const std::string prefix =
       format::GroupRecordPrefix(format::kDeadTag, queue_->id(), record_.id);
-  for (it->Seek(prefix); it->Valid() && ToStd(it->key()).starts_with(prefix);
+  for (it->Seek(prefix); it->Valid() && View(it->key()).starts_with(prefix);
        it->Next()) {
     ++dead_count_;
   }
@@ -153,7 +149,7 @@ absl::Status GroupImpl::ForgetDeadIfQueueGone() {
   const std::string prefix =
       format::GroupRecordPrefix(format::kDeadTag, queue_->id(), record_.id);
   leveldb::WriteBatch batch;
-  for (it->Seek(prefix); it->Valid() && ToStd(it->key()).starts_with(prefix);
+  for (it->Seek(prefix); it->Valid() && View(it->key()).starts_with(prefix);
        it->Next()) {
     batch.Delete(it->key());
   }
@@ -170,12 +166,12 @@ absl::Status GroupImpl::LoadRecords() {
       format::GroupRecordPrefix(format::kTaskTag, queue_->id(), record_.id);
   const std::string message_prefix = format::MessagePrefix(queue_->id());
   std::string lane_prefix;
-  for (it->Seek(prefix); it->Valid() && ToStd(it->key()).starts_with(prefix);
+  for (it->Seek(prefix); it->Valid() && View(it->key()).starts_with(prefix);
        it->Next()) {
-    std::string_view key = ToStd(it->key());
+    std::string_view key = View(it->key());
     format::TaskValue v;
     if (key.size() < prefix.size() + LayoutCodec::kMessageIdSize ||
-        !format::DecodeTask(ToStd(it->value()), &v)) {
+        !format::DecodeTask(View(it->value()), &v)) {
       return absl::DataLossError(
           absl::StrCat("consumer group '", name_, "': malformed task record"));
     }
@@ -255,7 +251,7 @@ absl::Status GroupImpl::LoadWindow(Lane* lane, MessageId cutoff,
   LayoutCodec::AppendMessageId(&seek, std::max(lane->done, cutoff));
   MessageId id;
   for (it->Seek(seek); it->Valid(); it->Next()) {
-    const std::string_view key = ToStd(it->key());
+    const std::string_view key = View(it->key());
     if (!LayoutCodec::LaneMessage(key, lane->prefix, &id) || !(id < lane->scan))
       break;
     if (lane->tasks.contains(id)) continue;
@@ -535,9 +531,9 @@ absl::StatusOr<bool> GroupImpl::ReadMessage(Lane* lane, MessageId id,
     HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading a task"));
     return false;
   }
-  const std::string_view key = ToStd(it->key());
+  const std::string_view key = View(it->key());
   if (!key.starts_with(seek)) return false;  // Gone (TTL sweep, drop).
-  HQ_RETURN_IF_ERROR(DecodeValue(ToStd(it->value()), id, t));
+  HQ_RETURN_IF_ERROR(DecodeValue(View(it->value()), id, t));
   t->topic.assign(queue_->codec().lane_has_topic()
                       ? std::string_view(lane->topic)
                       : key.substr(seek.size()));
@@ -557,7 +553,7 @@ absl::StatusOr<bool> GroupImpl::ReadLane(
   size_t handed = 0;
   MessageId id;
   for (it->Seek(seek); it->Valid(); it->Next()) {
-    const std::string_view key = ToStd(it->key());
+    const std::string_view key = View(it->key());
     // Past the lane's last message (its fence): nothing left to read.
     if (!LayoutCodec::LaneMessage(key, lane->prefix, &id)) return contiguous;
     if (handed == want) return false;
@@ -569,7 +565,7 @@ absl::StatusOr<bool> GroupImpl::ReadLane(
       continue;
     }
     Task t;
-    HQ_RETURN_IF_ERROR(DecodeValue(ToStd(it->value()), id, &t));
+    HQ_RETURN_IF_ERROR(DecodeValue(View(it->value()), id, &t));
     if (t.not_before > now) {
       // Delayed: it waits with the redeliveries until its time (a record,
       // attempt 0, so that a restart keeps the time).
@@ -1402,14 +1398,14 @@ absl::StatusOr<std::vector<DeadLetter>> GroupImpl::ListDeadLetters(
       NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
   std::string message_key, value;
   for (it->Seek(seek);
-       it->Valid() && out.size() < max && ToStd(it->key()).starts_with(prefix);
+       it->Valid() && out.size() < max && View(it->key()).starts_with(prefix);
        it->Next()) {
-    std::string_view key = ToStd(it->key()).substr(prefix.size());
+    std::string_view key = View(it->key()).substr(prefix.size());
     format::DeadValue d;
     uint16_t partition;
     if (key.size() != 2 + LayoutCodec::kMessageIdSize ||
         !coding::GetFixed16(&key, &partition) ||
-        !format::DecodeDead(ToStd(it->value()), &d)) {
+        !format::DecodeDead(View(it->value()), &d)) {
       return absl::DataLossError(absl::StrCat(
           "consumer group '", name_, "': malformed dead-letter record"));
     }
@@ -1586,7 +1582,7 @@ absl::StatusOr<GroupStats> GroupImpl::Stats() {
       LayoutCodec::AppendMessageId(&seek, std::max(lane->scan, cutoff));
       MessageId id;
       for (it->Seek(seek); it->Valid(); it->Next()) {
-        const std::string_view key = ToStd(it->key());
+        const std::string_view key = View(it->key());
         if (!LayoutCodec::LaneMessage(key, lane->prefix, &id)) break;
         if (lane->tasks.contains(id)) continue;
         if (!has_topic && !InScope(key.substr(n + 8))) continue;

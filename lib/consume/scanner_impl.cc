@@ -42,10 +42,6 @@
 namespace hq {
 namespace {
 
-std::string_view ToStd(const leveldb::Slice& s) {
-  return std::string_view(s.data(), s.size());
-}
-
 // Entries buffered across all lanes at most (about), and per lane.
 constexpr size_t kBufferedEntries = 65536;
 constexpr size_t kMaxChunk = 256;
@@ -189,7 +185,7 @@ class ScannerImpl final : public Scanner {
       view_.id = k.id;
       view_.priority = k.priority;
       view_.topic = k.topic;
-      value = ToStd(iter_->value());
+      value = View(iter_->value());
     } else {
       const Entry& e = lane->buf[lane->pos];
       view_.id = e.id;
@@ -348,7 +344,7 @@ class ScannerImpl final : public Scanner {
         lane->exhausted = true;
         return false;
       }
-      const std::string_view key = ToStd(iter_->key());
+      const std::string_view key = View(iter_->key());
       if (!key.starts_with(lane->prefix)) {
         lane->exhausted = true;
         return false;
@@ -382,8 +378,8 @@ class ScannerImpl final : public Scanner {
     DecodedKey k;
     while (lane->n < chunk && PositionInLane(lane, &k)) {
       Entry& e = lane->buf[lane->n++];
-      e.key.assign(ToStd(iter_->key()));
-      e.value.assign(ToStd(iter_->value()));
+      e.key.assign(View(iter_->key()));
+      e.value.assign(View(iter_->value()));
       e.id = k.id;
       e.priority = k.priority;
       e.topic_offset =
@@ -395,7 +391,7 @@ class ScannerImpl final : public Scanner {
     if (!lane->exhausted) {
       if (iter_->Valid()) {
         iter_owner_ = lane;
-        lane->resume.assign(ToStd(iter_->key()));
+        lane->resume.assign(View(iter_->key()));
       } else if (!iter_->status().ok()) {
         return Fail(FromLevelDb(iter_->status(), "scanning"));
       } else {
@@ -441,7 +437,7 @@ class ScannerImpl final : public Scanner {
       dir_iter_->Next();
     }
     if (!dir_iter_->Valid() ||
-        !ToStd(dir_iter_->key()).starts_with(dir_prefix)) {
+        !View(dir_iter_->key()).starts_with(dir_prefix)) {
       if (!dir_iter_->status().ok()) {
         Fail(FromLevelDb(dir_iter_->status(), "reading the lane directory"));
         return nullptr;
@@ -449,7 +445,7 @@ class ScannerImpl final : public Scanner {
       // Partitions in scope before the next one with lanes have none.
       const std::string queue_dir = format::LaneDirPrefix(queue_id_);
       const std::string_view key =
-          dir_iter_->Valid() ? ToStd(dir_iter_->key()) : std::string_view();
+          dir_iter_->Valid() ? View(dir_iter_->key()) : std::string_view();
       if (key.starts_with(queue_dir) && key.size() >= queue_dir.size() + 2) {
         SkipPartitions(coding::DecodeFixed16(key.data() + queue_dir.size()));
       } else {
@@ -458,7 +454,7 @@ class ScannerImpl final : public Scanner {
       return nullptr;
     }
     // Directory key = dir_prefix | stored priority | [topic_len | topic].
-    const std::string_view dir_key = ToStd(dir_iter_->key());
+    const std::string_view dir_key = View(dir_iter_->key());
     std::string_view rest = dir_key.substr(dir_prefix.size());
     uint8_t stored_priority;
     std::string_view topic;

@@ -24,10 +24,6 @@ constexpr uint64_t kLagCountLimit = 100000;
 constexpr size_t kReadChunk = 128;
 constexpr size_t kScanChunk = 8 * kReadChunk;
 
-std::string_view ToStd(const leveldb::Slice& s) {
-  return std::string_view(s.data(), s.size());
-}
-
 }  // namespace
 
 SubscriptionImpl::SubscriptionImpl(DbImpl* db, QueueImpl* queue,
@@ -240,7 +236,7 @@ absl::Status SubscriptionImpl::Fill() {
     size_t taken = 0, scanned = 0;
     MessageId id;
     for (it->Seek(seek); it->Valid(); it->Next()) {
-      const std::string_view key = ToStd(it->key());
+      const std::string_view key = View(it->key());
       if (!LayoutCodec::LaneMessage(key, lane->prefix, &id)) break;
       // A bounded turn, also past messages of other topics.
       if (taken == kReadChunk || scanned == kScanChunk || Full()) {
@@ -258,7 +254,7 @@ absl::Status SubscriptionImpl::Fill() {
       }
       std::string_view mkey, payload;
       uint64_t not_before_ms;
-      if (!format::DecodeMessageValue(ToStd(it->value()), &mkey, &payload,
+      if (!format::DecodeMessageValue(View(it->value()), &mkey, &payload,
                                       &not_before_ms)) {
         return absl::DataLossError(absl::StrCat(
             "queue '", queue_->name(), "': malformed message ", id.ToString()));
@@ -532,15 +528,15 @@ absl::StatusOr<SubscriptionStats> SubscriptionImpl::Stats() {
       format::kCheckpointTag, queue_->id(), record_.id);
   std::string prefix;
   for (cp->Seek(cp_prefix);
-       cp->Valid() && ToStd(cp->key()).starts_with(cp_prefix); cp->Next()) {
+       cp->Valid() && View(cp->key()).starts_with(cp_prefix); cp->Next()) {
     prefix = format::MessagePrefix(queue_->id());
-    prefix.append(ToStd(cp->key()).substr(cp_prefix.size()));
+    prefix.append(View(cp->key()).substr(cp_prefix.size()));
     if (lanes_.contains(prefix)) continue;
     LaneCheckpoint c;
     std::string_view topic;
     if (!LayoutCodec::ParseLanePrefix(prefix, has_topic, &c.partition,
                                       &c.priority, &topic) ||
-        !format::DecodeCheckpoint(ToStd(cp->value()), &c.next)) {
+        !format::DecodeCheckpoint(View(cp->value()), &c.next)) {
       return absl::DataLossError(absl::StrCat(
           "subscription '", name_, "': malformed checkpoint record"));
     }
@@ -568,7 +564,7 @@ absl::StatusOr<SubscriptionStats> SubscriptionImpl::Stats() {
     LayoutCodec::AppendMessageId(&seek, std::max(lane->read, cutoff));
     MessageId id;
     for (it->Seek(seek); it->Valid(); it->Next()) {
-      const std::string_view key = ToStd(it->key());
+      const std::string_view key = View(it->key());
       if (!LayoutCodec::LaneMessage(key, lane->prefix, &id)) break;
       if (!has_topic && !topic_set_.empty() &&
           !topic_set_.contains(

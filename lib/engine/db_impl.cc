@@ -50,10 +50,6 @@ std::string LockKey(const std::string& path, leveldb::Env* env) {
   return absl::StrFormat("%p:%s", static_cast<void*>(env), normalized);
 }
 
-std::string_view ToStd(const leveldb::Slice& s) {
-  return std::string_view(s.data(), s.size());
-}
-
 constexpr size_t kMaxGroupBytes = size_t{1} << 20;
 constexpr size_t kDeleteBatch = 1000;
 
@@ -641,7 +637,7 @@ absl::Status DbImpl::DeleteQueueData(uint32_t queue_id) {
         NewCheckedIterator(db_.get(), CheckedReadOptions()));
     leveldb::WriteBatch b;
     size_t n = 0;
-    for (it->Seek(prefix); it->Valid() && ToStd(it->key()).starts_with(prefix);
+    for (it->Seek(prefix); it->Valid() && View(it->key()).starts_with(prefix);
          it->Next()) {
       b.Delete(it->key());
       if (++n % kDeleteBatch == 0) {
@@ -670,9 +666,9 @@ absl::Status DbImpl::FinishPendingDrops() {
     std::unique_ptr<leveldb::Iterator> it(
         NewCheckedIterator(db_.get(), CheckedReadOptions()));
     const std::string prefix = format::DropPrefix();
-    for (it->Seek(prefix); it->Valid() && ToStd(it->key()).starts_with(prefix);
+    for (it->Seek(prefix); it->Valid() && View(it->key()).starts_with(prefix);
          it->Next()) {
-      std::string_view key = ToStd(it->key());
+      std::string_view key = View(it->key());
       key.remove_prefix(1);
       uint32_t id;
       if (!coding::GetFixed32(&key, &id) || !key.empty()) {
@@ -693,9 +689,9 @@ absl::StatusOr<std::vector<std::string>> DbImpl::ListQueues() {
   std::unique_ptr<leveldb::Iterator> it(
       NewCheckedIterator(db_.get(), CheckedReadOptions()));
   const std::string prefix = format::CatalogPrefix();
-  for (it->Seek(prefix); it->Valid() && ToStd(it->key()).starts_with(prefix);
+  for (it->Seek(prefix); it->Valid() && View(it->key()).starts_with(prefix);
        it->Next()) {
-    names.emplace_back(ToStd(it->key()).substr(prefix.size()));
+    names.emplace_back(View(it->key()).substr(prefix.size()));
   }
   HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "listing queues"));
   return names;
@@ -715,14 +711,14 @@ absl::StatusOr<SweepStats> DbImpl::CompactExpired() {
     std::unique_ptr<leveldb::Iterator> it(
         NewCheckedIterator(db_.get(), CheckedReadOptions()));
     const std::string prefix = format::TtlPrefix();
-    for (it->Seek(prefix); it->Valid() && ToStd(it->key()).starts_with(prefix);
+    for (it->Seek(prefix); it->Valid() && View(it->key()).starts_with(prefix);
          it->Next()) {
-      std::string_view key = ToStd(it->key()).substr(prefix.size());
+      std::string_view key = View(it->key()).substr(prefix.size());
       uint32_t id;
       if (!coding::GetFixed32(&key, &id) || !key.empty()) {
         return absl::DataLossError("malformed TTL index key");
       }
-      queues.emplace_back(id, std::string(ToStd(it->value())));
+      queues.emplace_back(id, std::string(View(it->value())));
     }
     HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading the TTL index"));
   }
@@ -756,12 +752,12 @@ absl::Status DbImpl::SweepQueue(uint32_t queue_id, std::string_view name,
       NewCheckedIterator(db_.get(), CheckedReadOptions()));
   const std::string dir_prefix = format::LaneDirPrefix(queue_id);
   for (dir->Seek(dir_prefix);
-       dir->Valid() && ToStd(dir->key()).starts_with(dir_prefix); dir->Next()) {
+       dir->Valid() && View(dir->key()).starts_with(dir_prefix); dir->Next()) {
     // Watermarks are durable: the next sweep resumes where this one stops.
     if (IsClosing()) break;
     ++stats->lanes;
     std::string lane(1, format::kMessageTag);
-    lane.append(ToStd(dir->key()).substr(1));
+    lane.append(View(dir->key()).substr(1));
     const std::string& swept_key = lane;  // The lane head (format.h).
     MessageId swept = MessageId::Min();
     s = CheckedGet(db_.get(), CheckedReadOptions(), swept_key, &value);
@@ -826,7 +822,7 @@ absl::Status DbImpl::SweepQueue(uint32_t queue_id, std::string_view name,
     // Seek to where the last sweep stopped: the deleted keys before it are
     // never read again.
     for (it->Seek(start); it->Valid(); it->Next()) {
-      const std::string_view key = ToStd(it->key());
+      const std::string_view key = View(it->key());
       if (!key.starts_with(lane)) break;
       DecodedKey k;
       if (!codec.DecodeMessageKey(key, queue_id, &k)) {
@@ -836,7 +832,7 @@ absl::Status DbImpl::SweepQueue(uint32_t queue_id, std::string_view name,
       ++stats->examined;
       if (k.id >= cutoff) break;  // Live (or the lane's fence).
       std::string_view mkey, payload, dedup;
-      if (!format::DecodeMessageValue(ToStd(it->value()), &mkey, &payload,
+      if (!format::DecodeMessageValue(View(it->value()), &mkey, &payload,
                                       nullptr, &dedup)) {
         return absl::DataLossError(absl::StrCat(
             "undecodable message value at '", Printable(key), "'"));
@@ -862,7 +858,7 @@ absl::Status DbImpl::SweepQueue(uint32_t queue_id, std::string_view name,
       LayoutCodec::AppendMessageId(&end, last_deleted.Next());
       // Iterators pin table files: release them around the compaction, or
       // its obsolete files stay on disk until a later one.
-      const std::string resume(ToStd(dir->key()));
+      const std::string resume(View(dir->key()));
       it.reset();
       dir.reset();
       const leveldb::Slice b(start), e(end);

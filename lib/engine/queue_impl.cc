@@ -206,15 +206,12 @@ absl::Status QueueImpl::WalkLanes(
     rec.reset(NewCheckedIterator(db_->leveldb(), ro));
     rec->Seek(leveldb::Slice(record_prefix.data(), record_prefix.size()));
   }
-  auto view = [](const leveldb::Slice& s) {
-    return std::string_view(s.data(), s.size());
-  };
   const std::string dir_prefix = format::LaneDirPrefix(record_.id);
   std::string lane_prefix;
   std::string_view record;
   for (dir->Seek(dir_prefix);
-       dir->Valid() && view(dir->key()).starts_with(dir_prefix); dir->Next()) {
-    const std::string_view rest = view(dir->key()).substr(5);
+       dir->Valid() && View(dir->key()).starts_with(dir_prefix); dir->Next()) {
+    const std::string_view rest = View(dir->key()).substr(5);
     lane_prefix = format::MessagePrefix(record_.id);
     lane_prefix.append(rest);
     LaneEntry e;
@@ -228,15 +225,15 @@ absl::Status QueueImpl::WalkLanes(
     }
     // The records are sorted like the directory: advance to this lane's.
     while (rec != nullptr && rec->Valid() &&
-           view(rec->key()).starts_with(record_prefix)) {
+           View(rec->key()).starts_with(record_prefix)) {
       const std::string_view rec_rest =
-          view(rec->key()).substr(record_prefix.size());
+          View(rec->key()).substr(record_prefix.size());
       if (rec_rest < rest) {
         rec->Next();
         continue;
       }
       if (rec_rest == rest) {
-        record = view(rec->value());
+        record = View(rec->value());
         e.record = &record;
       }
       break;
@@ -260,8 +257,7 @@ absl::StatusOr<bool> QueueImpl::LaneHasMessageFrom(leveldb::Iterator* it,
     return false;
   }
   MessageId id;
-  return LayoutCodec::LaneMessage(
-      std::string_view(it->key().data(), it->key().size()), prefix, &id);
+  return LayoutCodec::LaneMessage(View(it->key()), prefix, &id);
 }
 
 absl::StatusOr<bool> QueueImpl::LastLaneMessage(leveldb::Iterator* it,
@@ -277,9 +273,7 @@ absl::StatusOr<bool> QueueImpl::LastLaneMessage(leveldb::Iterator* it,
     it->SeekToLast();
   }
   const bool found =
-      it->Valid() &&
-      LayoutCodec::LaneMessage(
-          std::string_view(it->key().data(), it->key().size()), prefix, last);
+      it->Valid() && LayoutCodec::LaneMessage(View(it->key()), prefix, last);
   HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading a lane"));
   return found;
 }

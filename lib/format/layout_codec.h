@@ -1,16 +1,20 @@
 // Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
 //
 // The internal interface behind both rowkey layouts (hq/layout.h). Scanners,
-// and later cursors, work on lanes through it and never look at key bytes.
+// groups and subscriptions work on lanes through it and never look at key
+// bytes.
 //
-// Every message key starts with the same fixed part (format.h):
+// Every message key starts with the same fixed part (doc/format.md,
+// "Messages"):
 //
-//   head        := 0x10 fixed32 queue_id fixed16 partition fixed8 (255 -
-//   priority) message_id  := fixed64 (ms << 16 | seq)        ms < 2^48
+// clang-format off
+//   head        := 0x10 fixed32 queue_id fixed16 partition fixed8 (255 - priority)
+//   message_id  := fixed64 (ms << 16 | seq)        ms < 2^48
+// clang-format on
 //
-// and a layout appends its own suffix (grammar in layout_time.cc and
-// layout_topic.cc). The stored priority byte is inverted so that, within a
-// partition, higher priorities sort first.
+// and a layout orders the rest its own way (doc/format.md has both
+// grammars; layout_codec.cc implements them). The stored priority byte is
+// inverted so that, within a partition, higher priorities sort first.
 //
 // A lane is a contiguous key range whose messages sort in MessageId order.
 // Its keys all start with its lane prefix, and the key at which id X starts
