@@ -2,6 +2,13 @@
 
 #include "lib/format/format.h"
 
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+
 #include "test/test_util.h"
 
 namespace hq::format {
@@ -186,6 +193,74 @@ TEST_CASE("fuzz: dead values with an unknown reason or a long topic fail") {
   CHECK(DecodeDead(EncodeDead(d), &out));
   d.topic = std::string(kMaxTopicBytes + 1, 'x');
   CHECK_FALSE(DecodeDead(EncodeDead(d), &out));
+}
+
+}  // namespace
+}  // namespace hq::format
+
+namespace hq::format {
+namespace {
+
+// A file of the source tree (HQ_SOURCE_ROOT, set by meson test).
+std::string SourceFile(const std::string& path) {
+  const char* root = std::getenv("HQ_SOURCE_ROOT");
+  INFO("environment variable HQ_SOURCE_ROOT");
+  REQUIRE(root != nullptr);
+  std::ifstream in(std::string(root) + "/" + path);
+  INFO(path);
+  REQUIRE(in.good());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST_CASE("doc/format.md and lib/format name the same record tags") {
+  const std::string doc = SourceFile("doc/format.md");
+  const std::string header = SourceFile("lib/format/format.h");
+  // The tags format.h defines, as "0x0a".
+  std::set<std::string> defined;
+  const std::regex constant(
+      R"re(inline constexpr char k\w+Tag = (0x[0-9a-f]{2});)re");
+  for (std::sregex_iterator m(header.begin(), header.end(), constant), e;
+       m != e; ++m) {
+    defined.insert((*m)[1]);
+  }
+  // The rows of doc/format.md's table of tags: "| `0x0a` | ... |".
+  std::set<std::string> documented;
+  const std::regex row(R"re(\n\| `(0x[0-9a-f]{2})` \|)re");
+  for (std::sregex_iterator m(doc.begin(), doc.end(), row), e; m != e; ++m) {
+    documented.insert((*m)[1]);
+  }
+  CHECK(defined.size() >= 14);
+  CHECK(defined == documented);
+  // Each tag also opens a key in the grammar: "key := 0x0a ...".
+  for (const std::string& tag : defined) {
+    INFO(tag);
+    CHECK(doc.find(":= " + tag + " ") != std::string::npos);
+  }
+}
+
+TEST_CASE("every doc/format.md section lib/ names exists") {
+  const std::string doc = SourceFile("doc/format.md");
+  std::set<std::string> sections;
+  const std::regex heading(R"re(\n## ([^\n]+))re");
+  for (std::sregex_iterator m(doc.begin(), doc.end(), heading), e; m != e;
+       ++m) {
+    sections.insert((*m)[1]);
+  }
+  const std::regex named(R"re(doc/format\.md, "([^"]+)")re");
+  int references = 0;
+  for (const char* file :
+       {"lib/format/format.h", "lib/format/layout_codec.h"}) {
+    const std::string text = SourceFile(file);
+    for (std::sregex_iterator m(text.begin(), text.end(), named), e; m != e;
+         ++m) {
+      INFO(file << " names \"" << (*m)[1] << "\"");
+      CHECK(sections.contains((*m)[1]));
+      ++references;
+    }
+  }
+  CHECK(references >= 12);
 }
 
 }  // namespace

@@ -1,92 +1,11 @@
 // Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
 //
-// Every record hq stores in its LevelDB, except message keys (whose grammar
-// belongs to the layouts, see layout_codec.h). doc/format.md has the same
-// grammar. Integers in keys are big-endian (coding.h).
-//
-// The first byte of every key is a record tag. DO NOT CHANGE the tags.
-//
-//   meta key     := 0x00 name                   name: "format" |
-//   "next_queue_id"
-//     "format"        -> fixed32 format version (kFormatVersion)
-//     "next_queue_id" -> fixed32 the next queue id to hand out
-//   catalog key  := 0x01 queue_name             -> queue record
-//   reserve key  := 0x02 fixed32 queue_id fixed16 partition
-//                   -> fixed64 reserved_ms: every MessageId ever assigned in
-//                      the partition has ms < reserved_ms
-//   drop key     := 0x03 fixed32 queue_id       -> "" (drop in progress)
-//   lane dir key := 0x04 fixed32 queue_id fixed16 partition
-//                   fixed8 (255 - priority) [fixed16 topic_len topic]  -> ""
-//                   One per lane ever written: the lane's prefix
-//                   (layout_codec.h) with tag 0x04 for 0x10; the topic part
-//                   only in the topic layout. Written in the batch of the
-//                   lane's first message since Open, with the lane's fence,
-//                   so lanes are found without reading any lane.
-//   ttl key      := 0x05 fixed32 queue_id       -> queue_name
-//                   One per queue with a finite TTL: what the sweep visits.
-//   lane head    := lane prefix (layout_codec.h), exactly   -> message_id
-//                   The TTL sweep's watermark of a lane: every message below
-//                   that id was deleted, so the next sweep seeks there and
-//                   never rescans tombstones. It sorts just before the lane's
-//                   first message (readers always seek to prefix + id, so
-//                   they never meet it), which keeps a sweep's writes inside
-//                   the lane: a watermark elsewhere in the key space would
-//                   make the memtable flush before a lane's compaction span
-//                   the queue, and the compaction rewrite the live lanes
-//                   between.
-//   group key    := 0x06 fixed32 queue_id group_name  -> group record
-//   cursor key   := 0x07 fixed32 queue_id fixed32 group_id lane_rest
-//                   -> cursor value
-//                   lane_rest: a lane prefix without its first 5 bytes (tag
-//                   and queue id): fixed16 partition fixed8 (255 - priority)
-//                   [fixed16 topic_len topic], self-delimiting.
-//   task key     := 0x08 fixed32 queue_id fixed32 group_id lane_rest
-//                   message_id                  -> task value
-//                   One per task between a lane's completion cursor and
-//                   beyond its scan cursor: in flight, waiting to be
-//                   delivered again, or completed out of order.
-//   dead key     := 0x09 fixed32 queue_id fixed32 group_id
-//                   fixed16 dead_partition message_id(in the dead queue)
-//                   -> dead value
-//   message key  := 0x10 fixed32 queue_id fixed16 partition
-//                   fixed8 (255 - priority) layout-specific-suffix
-//                   -> message value
-//
-//   queue record := fixed8 1 (record version)
-//                   fixed32 queue_id
-//                   fixed16 partitions          1..65535
-//                   fixed16 priorities          1..256
-//                   fixed8 layout               hq::Layout value
-//                   varint64 ttl_ms             0 = infinite
-//                   varint32 max_payload_bytes
-//                   varint64 created_ms         Unix ms
-//   group record := fixed8 1 (record version)
-//                   fixed32 group_id
-//                   varint32 n  (length-prefixed topic){n}   topic filter,
-//                                                            sorted, unique
-//   cursor value := fixed8 1  fixed64 scan_id  fixed64 completion_id
-//   task value   := fixed8 1  fixed8 state  varint32 attempts  varint64 ms
-//                   state: 1 in flight (ms: claimed at), 2 waiting (ms: due),
-//                   3 completed (ms: 0). DO NOT CHANGE the values.
-//   dead value   := fixed8 1  fixed16 original_partition
-//                   fixed64 original_id  fixed8 priority  fixed8 reason
-//                   varint32 attempts  varint64 dead_ms
-//                   (length-prefixed topic)
-//                   reason: hq::DeadLetterReason.
-//   meta "next_group_id" -> fixed32 the next group id to hand out
-//   dedup key    := 0x0a fixed32 queue_id dedup_key
-//                   -> fixed16 partition message_id
-//                   The message written with that dedup key; stale once
-//                   the message is past the queue's TTL (the sweep deletes
-//                   it with the message).
-//   message value := fixed8 1 (value version)
-//                   fixed8 flags                bit 0: has key; bit 1: has
-//                                               not-before; bit 2: has
-//                                               dedup key; others 0
-//                   [varint32 key_len key]      if flags bit 0
-//                   [varint32 len dedup_key]    if flags bit 2
-//                   [varint64 not_before_ms]    if flags bit 1: Unix ms > 0
-//                   payload                     the rest
+// The records hq stores in its LevelDB: the record tags, and the key
+// builders, encoders and decoders of every record but message keys (built
+// by the layouts, layout_codec.h). doc/format.md holds the grammar of every
+// key and value; each group below names its section there, and
+// test/format_test.cc checks that the tags and sections named here are the
+// ones doc/format.md has. Integers in keys are big-endian (coding.h).
 
 #ifndef HQ_LIB_FORMAT_FORMAT_H_
 #define HQ_LIB_FORMAT_FORMAT_H_
@@ -105,7 +24,7 @@
 
 namespace hq::format {
 
-// DO NOT CHANGE: persisted record tags.
+// doc/format.md, "Record tags". DO NOT CHANGE: persisted record tags.
 inline constexpr char kMetaTag = 0x00;
 inline constexpr char kCatalogTag = 0x01;
 inline constexpr char kReserveTag = 0x02;
@@ -132,24 +51,31 @@ inline constexpr uint32_t kMaxPartitions = 65535;
 inline constexpr int kMaxPriorities = 256;
 inline constexpr uint32_t kMaxPayloadLimit = uint32_t{64} << 20;
 
+// doc/format.md, "Db metadata".
 std::string MetaKey(std::string_view name);
+// doc/format.md, "Queue catalog" (the record: EncodeQueueRecord below).
 std::string CatalogKey(std::string_view queue_name);
 std::string CatalogPrefix();
+// doc/format.md, "MessageId reservations".
 std::string ReserveKey(uint32_t queue_id, uint32_t partition);
 std::string ReservePrefix(uint32_t queue_id);
+// doc/format.md, "Queue drops".
 std::string DropKey(uint32_t queue_id);
 std::string DropPrefix();
+// doc/format.md, "Messages" (the value: AppendMessageValue below).
 // All message keys of a queue start with this.
 std::string MessagePrefix(uint32_t queue_id);
+// doc/format.md, "Lane directory".
 // Appends the lane directory key of a lane, given its lane prefix.
 void AppendLaneDirKey(std::string* dst, std::string_view lane_prefix);
 // All lane directory keys of a queue, or of one of its partitions.
 std::string LaneDirPrefix(uint32_t queue_id);
 std::string LaneDirPrefix(uint32_t queue_id, uint32_t partition);
+// doc/format.md, "TTL index and sweep watermarks".
 std::string TtlKey(uint32_t queue_id);
 std::string TtlPrefix();
 
-// Group records (see the grammar above).
+// doc/format.md, "Consumer groups": group, cursor, task and dead records.
 std::string GroupKey(uint32_t queue_id, std::string_view group_name);
 std::string GroupPrefix(uint32_t queue_id);
 // tag queue_id.
@@ -175,9 +101,7 @@ struct CursorValue {
 std::string EncodeCursor(const CursorValue& c);
 bool DecodeCursor(std::string_view in, CursorValue* c);
 
-// Subscription records: 0x0b queue_id name -> SubRecord; checkpoints
-// 0x0c queue_id sub_id lane_rest -> fixed8 1 fixed64 next_id (sub ids come
-// from the group id counter).
+// doc/format.md, "Subscriptions": subscription records and checkpoints.
 std::string SubKey(uint32_t queue_id, std::string_view name);
 struct SubRecord {
   uint32_t id = 0;
@@ -254,6 +178,7 @@ bool DecodeMessageValue(std::string_view in, std::string_view* key,
                         std::string_view* payload,
                         uint64_t* not_before_ms = nullptr,
                         std::string_view* dedup = nullptr);
+// doc/format.md, "Dedup index".
 std::string DedupKey(uint32_t queue_id, std::string_view dedup_key);
 std::string EncodeDedup(uint32_t partition, MessageId id);
 bool DecodeDedup(std::string_view in, uint32_t* partition, MessageId* id);

@@ -4,8 +4,8 @@
 // groups and subscriptions work on lanes through it and never look at key
 // bytes.
 //
-// Every message key starts with the same fixed part (doc/format.md,
-// "Messages"):
+// Every message key starts with the same fixed part, its head
+// (doc/format.md, "Messages"):
 //
 // clang-format off
 //   head        := 0x10 fixed32 queue_id fixed16 partition fixed8 (255 - priority)
