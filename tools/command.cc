@@ -1,0 +1,262 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// What the hq tool's subcommands share (tools/command.h): failures, the
+// formatting of times and cells, the live view and opening the database.
+
+#include "tools/command.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <system_error>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "tools/flags.h"
+#include "tools/live_view.h"
+#include "tools/stop_signals.h"
+
+namespace hq::tool {
+
+Failure Usage(std::string message) {
+  return {kExitUsage, std::move(message), absl::StatusCode::kInvalidArgument};
+}
+
+Failure FromStatus(const absl::Status& s) {
+  if (absl::IsFailedPrecondition(s) &&
+      absl::StrContains(s.message(), "in use by another process")) {
+    Failure f{kExitLocked, std::string(s.message()), s.code()};
+    // LevelDB's lock error names no process: LOCK's record lock does.
+    std::string db = absl::GetFlag(FLAGS_db);
+    if (db.empty() && std::getenv("HQ_DB") != nullptr)
+      db = std::getenv("HQ_DB");
+    if (absl::StatusOr<pid_t> pid = LockOwner(db); pid.ok() && *pid > 0) {
+      f.message = absl::StrCat(f.message, "; its LOCK is held by pid ", *pid);
+      f.details.push_back({"owner_pid", *pid});
+    }
+    return f;
+  }
+  if (absl::IsDataLoss(s)) {
+    return {kExitProblems, std::string(s.message()), s.code()};
+  }
+  return {kExitError, std::string(s.message()), s.code()};
+}
+
+// ----------------------------------------------------------- formatting
+
+std::string Sv(absl::string_view s) { return std::string(s.data(), s.size()); }
+
+std::string TimeText(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone());
+}
+
+std::string FormatTtl(absl::Duration ttl) {
+  return ttl == absl::InfiniteDuration() ? "-" : absl::FormatDuration(ttl);
+}
+
+std::string Cell(std::string_view bytes) {
+  return Printable(
+      bytes, static_cast<size_t>(std::max(0, absl::GetFlag(FLAGS_width))));
+}
+
+std::string Count(uint64_t n, bool exact) {
+  return exact ? std::to_string(n) : absl::StrCat(">=", n);
+}
+
+// ------------------------------------------------------------ live view
+
+namespace {
+
+bool g_read_only = false;
+
+// The copy read instead of the database, if any; destroyed at exit, after
+// every Db (they live in the subcommands).
+std::optional<LiveCopy> g_live_copy;
+pid_t g_live_owner = 0;
+
+// The "view" member of every JSON document: how old the data is.
+std::string ViewJson() {
+  if (!g_live_copy) return "";
+  Json j;
+  j.BeginObject().Key("kind").String("live_copy");
+  j.Key("owner_pid").Int(g_live_owner);
+  j.Key("taken").String(TimeText(g_live_copy->taken()));
+  j.Key("age_ms").Int(
+      absl::ToInt64Milliseconds(absl::Now() - g_live_copy->taken()));
+  j.Key("took_ms").Int(absl::ToInt64Milliseconds(g_live_copy->took()));
+  j.Key("in_flight_visible").Bool(false).EndObject();
+  return j.str();
+}
+
+}  // namespace
+
+void SetReadOnly(bool read_only) { g_read_only = read_only; }
+
+void PrintJson(const Json& j) {
+  const std::string view = ViewJson();
+  const std::string& doc = j.str();
+  if (view.empty() || doc.size() < 2 || doc[0] != '{') {
+    std::printf("%s\n", doc.c_str());
+  } else {
+    std::printf("{\"view\":%s%s%s\n", view.c_str(), doc == "{}" ? "" : ",",
+                doc.c_str() + 1);
+  }
+}
+
+// ---------------------------------------------------------------- opening
+
+Result<std::string> DbPath() {
+  std::string path = absl::GetFlag(FLAGS_db);
+  if (path.empty()) {
+    const char* env = std::getenv("HQ_DB");
+    if (env != nullptr) path = env;
+  }
+  if (path.empty()) {
+    return Usage("no database given: pass --db=DIR or set HQ_DB");
+  }
+  return path;
+}
+
+namespace {
+
+// True if `path` holds any of LevelDB's files but CURRENT: a MANIFEST, a
+// table or a log.
+bool HoldsDbFiles(const std::string& path) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(path, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.starts_with("MANIFEST-") || name.ends_with(".ldb") ||
+        name.ends_with(".sst") || name.ends_with(".log")) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Says on stderr what Open's recovery dropped from damaged logs.
+void WarnRecovery(const RecoveryReport& r, const std::string& path) {
+  for (const RecoveryReport::Dropped& d : r.dropped) {
+    std::fprintf(
+        stderr,
+        "hq: warning: %s: recovery dropped %llu bytes of %s from offset %llu "
+        "(%s)%s; kept in %s/%s\n",
+        path.c_str(), static_cast<unsigned long long>(d.bytes), d.file.c_str(),
+        static_cast<unsigned long long>(d.offset), d.damage.c_str(),
+        d.torn_tail
+            ? ", a torn tail: no intact record lost"
+            : absl::StrCat(", ", d.records, " intact records among them")
+                  .c_str(),
+        path.c_str(), d.saved_as.c_str());
+  }
+}
+
+// Opens a copy of the database at `path`, which another process holds, and
+// says so on stderr (in JSON: PrintJson's "view").
+Result<std::unique_ptr<Db>> OpenLiveCopy(const std::string& path,
+                                         Options options) {
+  absl::StatusOr<pid_t> owner = LockOwner(path);
+  g_live_owner = owner.ok() ? *owner : 0;
+  HQ_ASSIGN_OR_RETURN(LiveCopy copy, LiveCopy::Take(path));
+  g_live_copy.emplace(std::move(copy));
+  options.create_if_missing = false;
+  HQ_ASSIGN_OR_RETURN(std::unique_ptr<Db> db,
+                      Db::Open(g_live_copy->path(), options));
+  WarnRecovery(db->recovery(), path);
+  if (!absl::GetFlag(FLAGS_json)) {
+    std::fprintf(stderr,
+                 "hq: live view: %s is open in process %d; this is a copy "
+                 "taken at %s (%s to take): what a restart would recover, "
+                 "so tasks in flight there count as REDELIVERY here, not "
+                 "IN_FLIGHT\n",
+                 path.c_str(), static_cast<int>(g_live_owner),
+                 TimeText(g_live_copy->taken()).c_str(),
+                 absl::FormatDuration(g_live_copy->took()).c_str());
+  }
+  return db;
+}
+
+}  // namespace
+
+// Uses std::filesystem's error codes, not its exceptions. A directory that lost
+// its CURRENT but holds a Db's other files is left to Db::Open, which refuses
+// it with DataLoss and says what to run.
+Result<void> CheckIsDb(const std::string& path) {
+  std::error_code ec;
+  const bool exists = std::filesystem::exists(path + "/CURRENT", ec);
+  if (ec) {
+    return Failure{kExitError,
+                   absl::StrCat("cannot read ", path, ": ", ec.message()),
+                   absl::StatusCode::kPermissionDenied};
+  }
+  if (!exists && !HoldsDbFiles(path)) {
+    return Failure{kExitError, absl::StrCat("no hq database at ", path),
+                   absl::StatusCode::kNotFound};
+  }
+  return {};
+}
+
+// LevelDB's open rotates the info log (LOG to LOG.old) before it tries the
+// lock, which would take the owner's LOG away. A process that takes the
+// lock between the check and the open still gets LevelDB's lock error.
+absl::StatusOr<std::unique_ptr<Db>> OpenUnlessHeld(const std::string& path,
+                                                   const Options& options) {
+  if (absl::StatusOr<pid_t> owner = LockOwner(path); owner.ok() && *owner > 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "hq database directory '", path, "' is in use by another process"));
+  }
+  return Db::Open(path, options);
+}
+
+Result<std::unique_ptr<Db>> OpenDb(bool create) {
+  HQ_ASSIGN_OR_RETURN(const std::string path, DbPath());
+  Options options;
+  options.create_if_missing = create;
+  options.ttl_sweep_interval = absl::ZeroDuration();  // compact sweeps.
+  // LevelDB creates the directory even when it then finds no database.
+  if (!create) HQ_TRY(CheckIsDb(path));
+  const absl::Time give_up = absl::Now() + absl::GetFlag(FLAGS_lock_wait);
+  while (true) {
+    absl::StatusOr<std::unique_ptr<Db>> db = OpenUnlessHeld(path, options);
+    if (db.ok()) {
+      WarnRecovery((*db)->recovery(), path);
+      return std::move(db).value();
+    }
+    if (absl::IsNotFound(db.status())) {
+      return Failure{kExitError, absl::StrCat("no hq database at ", path),
+                     absl::StatusCode::kNotFound};
+    }
+    Failure f = FromStatus(db.status());
+    if (f.code == kExitLocked && absl::Now() >= give_up && g_read_only) {
+      return OpenLiveCopy(path, options);
+    }
+    if (f.code != kExitLocked || absl::Now() >= give_up) return f;
+    // SIGINT or SIGTERM (scan --follow keeps them for a clean stop) ends
+    // the wait with the lock's failure.
+    if (SleepUnlessStopped(absl::Milliseconds(50))) return f;
+  }
+}
+
+Result<Queue*> OpenQueue(Db* db, const std::string& name) {
+  return AsResult(db->OpenQueue(name));
+}
+
+Result<ConsumerGroup*> LoadGroup(Queue* q, const GroupInfo& info) {
+  return AsResult(
+      q->Group(info.name, {.topics = info.topics, .ordered = info.ordered}));
+}
+
+Result<void> Need(const std::vector<std::string>& args, size_t n,
+                  const char* synopsis) {
+  if (args.size() != n) {
+    return Usage(absl::StrCat(
+        args.size() < n ? "missing arguments" : "too many arguments", ": hq ",
+        synopsis));
+  }
+  return {};
+}
+
+}  // namespace hq::tool
