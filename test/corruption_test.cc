@@ -525,6 +525,19 @@ TEST_CASE("every kind of damage: Repair gives back a Db that verifies clean") {
   }
 }
 
+TEST_CASE("a drop that meets a damaged block is durable and says so") {
+  DamagedDb d(Storage::kMemory);
+  d.Build();
+  const std::string t = d.Largest(".ldb");
+  d.Flip(t, d.Size(t) / 2, 16);
+  auto db = ValueOrDie(Db::Open(d.path(), d.options()));
+  const absl::Status s = db->DropQueue("q");
+  INFO(s.ToString());
+  CHECK(absl::IsDataLoss(s));  // Deleting its messages read the damage.
+  CHECK(GetErrorDetail(s) == ErrorDetail::kDropDurable);
+  CHECK(absl::IsNotFound(db->OpenQueue("q").status()));  // Yet it is gone.
+}
+
 TEST_CASE("absolute consistency: a hole in the log refuses Open, untouched") {
   for (const DamageKind& kind : Kinds()) {
     if (!kind.hole) continue;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "lib/engine/db_impl.h"
@@ -99,6 +100,7 @@ TEST_CASE("a second process on the same directory is refused") {
     REQUIRE(holder.ReadLine() == "OK");
     auto db = Db::Open(path);
     REQUIRE(absl::IsFailedPrecondition(db.status()));
+    CHECK(GetErrorDetail(db.status()) == ErrorDetail::kDbLocked);
     CHECK(absl::StrContains(db.status().message(), path));
     CHECK(absl::StrContains(db.status().message(), "another process"));
     holder.CloseStdin();
@@ -112,6 +114,32 @@ TEST_CASE("a second process on the same directory is refused") {
     CHECK(absl::StartsWith(line, "ERROR FAILED_PRECONDITION"));
     CHECK(absl::StrContains(line, path));
   }
+}
+
+TEST_CASE("an error's detail: set, read, replaced, and none by default") {
+  const absl::Status plain = absl::FailedPreconditionError("x");
+  CHECK(GetErrorDetail(plain) == ErrorDetail::kNone);
+  CHECK(GetErrorDetail(absl::OkStatus()) == ErrorDetail::kNone);
+  const absl::Status locked = WithErrorDetail(plain, ErrorDetail::kDbLocked);
+  CHECK(locked.code() == plain.code());
+  CHECK(locked.message() == plain.message());
+  CHECK(GetErrorDetail(locked) == ErrorDetail::kDbLocked);
+  CHECK(GetErrorDetail(WithErrorDetail(locked, ErrorDetail::kDropDurable)) ==
+        ErrorDetail::kDropDurable);
+  CHECK(GetErrorDetail(WithErrorDetail(locked, ErrorDetail::kNone)) ==
+        ErrorDetail::kNone);
+  CHECK(WithErrorDetail(absl::OkStatus(), ErrorDetail::kDbLocked).ok());
+  CHECK(std::string(ErrorDetailName(ErrorDetail::kDbLocked)) == "DB_LOCKED");
+  // A detail from a later version reads as none.
+  absl::Status later = plain;
+  later.SetPayload(kErrorDetailUrl, absl::Cord("99"));
+  CHECK(GetErrorDetail(later) == ErrorDetail::kNone);
+  // A held directory within this process is no other process's lock.
+  TempDir dir;
+  auto db = ValueOrDie(Db::Open(dir.Sub("db")));
+  const absl::Status again = Db::Open(dir.Sub("db")).status();
+  CHECK(absl::IsFailedPrecondition(again));
+  CHECK(GetErrorDetail(again) == ErrorDetail::kNone);
 }
 
 TEST_CASE("a LevelDB directory that is not an hq Db is refused untouched") {

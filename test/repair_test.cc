@@ -882,6 +882,7 @@ TEST_CASE("issue15: Repair refuses what it must not touch") {
     REQUIRE(holder.ReadLine() == "OK");
     const absl::Status s = Db::Repair(f.path(), f.options()).status();
     CHECK(s.code() == absl::StatusCode::kFailedPrecondition);
+    CHECK(GetErrorDetail(s) == ErrorDetail::kDbLocked);
     CHECK(absl::StrContains(s.message(), "in use by another process"));
     holder.CloseStdin();
     holder.Wait();

@@ -27,8 +27,7 @@ Failure Usage(std::string message) {
 }
 
 Failure FromStatus(const absl::Status& s) {
-  if (absl::IsFailedPrecondition(s) &&
-      absl::StrContains(s.message(), "in use by another process")) {
+  if (GetErrorDetail(s) == ErrorDetail::kDbLocked) {
     Failure f{kExitLocked, std::string(s.message()), s.code()};
     // LevelDB's lock error names no process: LOCK's record lock does.
     std::string db = absl::GetFlag(FLAGS_db);
@@ -205,8 +204,10 @@ Result<void> CheckIsDb(const std::string& path) {
 absl::StatusOr<std::unique_ptr<Db>> OpenUnlessHeld(const std::string& path,
                                                    const Options& options) {
   if (absl::StatusOr<pid_t> owner = LockOwner(path); owner.ok() && *owner > 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "hq database directory '", path, "' is in use by another process"));
+    return WithErrorDetail(
+        absl::FailedPreconditionError(absl::StrCat(
+            "hq database directory '", path, "' is in use by another process")),
+        ErrorDetail::kDbLocked);
   }
   return Db::Open(path, options);
 }

@@ -251,9 +251,10 @@ class HQ_EXPORT Db {
   //   NotFound:           no Db at `path` and !create_if_missing;
   //   AlreadyExists:      a Db at `path` and error_if_exists;
   //   FailedPrecondition: the directory is already open, by another process
-  //                       or by another Db object in this process (the
-  //                       message names the directory); or it holds a
-  //                       LevelDB database that is not an hq database;
+  //                       (ErrorDetail::kDbLocked, hq/status.h) or by
+  //                       another Db object in this process (the message
+  //                       names the directory); or it holds a LevelDB
+  //                       database that is not an hq database;
   //   DataLoss:           stored data is corrupt, or of an hq format version
   //                       this hq cannot read;
   //   Internal:           any other storage error.
@@ -283,9 +284,9 @@ class HQ_EXPORT Db {
   // stays, as an ordinary queue).
   // Errors: InvalidArgument (bad name), NotFound (no such queue),
   // FailedPrecondition (closing, or refusing writes after a failed one),
-  // Internal. An error whose message says "is dropped" means the drop
-  // itself is done and durable, but deleting the data failed; the next
-  // Open deletes it.
+  // Internal. An error with ErrorDetail::kDropDurable (hq/status.h) means
+  // the drop itself is done and durable, but deleting the data failed; the
+  // next Open deletes it.
   virtual absl::Status DropQueue(std::string_view name) = 0;
 
   // Names of all queues, in byte order. O(number of queues).
@@ -411,8 +412,9 @@ class HQ_EXPORT Db {
   // then makes Repair fail with FailedPrecondition.
   // Errors: InvalidArgument (empty path, bad options), NotFound (no
   // directory, or no LevelDB file in it), FailedPrecondition (open in
-  // this or another process: the message names the directory; not an hq
-  // database; another hq format version), AlreadyExists (the copy aside's
+  // this or another process, the latter with ErrorDetail::kDbLocked: the
+  // message names the directory; not an hq database; another hq format
+  // version), AlreadyExists (the copy aside's
   // name is taken), ResourceExhausted (no room for the copy aside: nothing
   // was changed), PermissionDenied (the directory or its parent is not
   // writable: nothing was changed), Internal / DataLoss (storage errors;

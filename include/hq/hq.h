@@ -14,6 +14,7 @@
 #include "hq/options.h"
 #include "hq/queue.h"
 #include "hq/scanner.h"
+#include "hq/status.h"
 #include "hq/subscription.h"
 
 #endif  // HQ_HQ_H_

@@ -40,6 +40,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "hq/clock.h"
+#include "hq/status.h"
 #include "leveldb/comparator.h"
 #include "leveldb/db.h"
 #include "leveldb/filter_policy.h"
@@ -1480,10 +1481,11 @@ absl::StatusOr<RepairReport> Db::Repair(const std::string& path_arg,
   };
   leveldb::FileLock* lock = nullptr;
   if (leveldb::Status s = env->LockFile(path + "/LOCK", &lock); !s.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("hq database directory '", path,
-                     "' is in use by another process (LevelDB: ", s.ToString(),
-                     "); Repair needs it closed"));
+    return WithErrorDetail(absl::FailedPreconditionError(absl::StrCat(
+                               "hq database directory '", path,
+                               "' is in use by another process (LevelDB: ",
+                               s.ToString(), "); Repair needs it closed")),
+                           ErrorDetail::kDbLocked);
   }
   absl::Cleanup unlock = [&] {
     if (lock != nullptr) env->UnlockFile(lock);
@@ -1561,10 +1563,11 @@ absl::StatusOr<RepairReport> Db::Repair(const std::string& path_arg,
       absl::FormatTime("%Y%m%dT%H%M%SZ", absl::Now(), absl::UTCTimeZone());
   HQ_RETURN_IF_ERROR(repair::CopyAside(env, path, files, stamp, &report));
   auto failed = [&report](const absl::Status& s) {
-    return absl::Status(s.code(), absl::StrCat(s.message(),
-                                               "; the database as it was is "
-                                               "in ",
-                                               report.copied_to));
+    return WithErrorDetail(
+        absl::Status(s.code(), absl::StrCat(s.message(),
+                                            "; the database as it was is in ",
+                                            report.copied_to)),
+        GetErrorDetail(s));
   };
 
   // 4. Logs cut to a prefix; 5. LevelDB's repair.

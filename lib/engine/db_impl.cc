@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "hq/status.h"
 #include "leveldb/env.h"
 #include "lib/engine/checked_read.h"
 #include "lib/engine/log_recovery.h"
@@ -246,9 +247,11 @@ absl::Status DbImpl::Init() {
     // "... already held by process" within one process.
     if (s.IsIOError() && (absl::StartsWith(text, "IO error: lock ") ||
                           absl::StrContains(text, "already held by process"))) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("hq database directory '", path_,
-                       "' is in use by another process (LevelDB: ", text, ")"));
+      return WithErrorDetail(
+          absl::FailedPreconditionError(absl::StrCat(
+              "hq database directory '", path_,
+              "' is in use by another process (LevelDB: ", text, ")")),
+          ErrorDetail::kDbLocked);
     }
     if (s.IsCorruption()) {
       // LevelDB read its MANIFEST (or a log it replays) and found damage.
@@ -601,20 +604,23 @@ absl::Status DbImpl::DropQueue(std::string_view name) {
   dropped_queue->WakeWaiters();  // Blocked claims return NotFound.
   absl::Status s = DeleteQueueData(queue_id);
   if (!s.ok()) {
-    return absl::Status(
-        s.code(), absl::StrCat("queue '", Av(name),
-                               "' is dropped, but deleting its data failed "
-                               "(the next Open finishes it): ",
-                               s.message()));
+    return WithErrorDetail(
+        absl::Status(s.code(),
+                     absl::StrCat("queue '", Av(name),
+                                  "' is dropped, but deleting its data failed "
+                                  "(the next Open finishes it): ",
+                                  s.message())),
+        ErrorDetail::kDropDurable);
   }
   for (const std::string& dead : dead_queues) {
     s = DropQueue(dead);
     if (!s.ok() && !absl::IsNotFound(s)) {
-      return absl::Status(
-          s.code(), absl::StrCat("queue '", Av(name),
-                                 "' is dropped, but dropping its dead-letter "
-                                 "queue failed: ",
-                                 s.message()));
+      return WithErrorDetail(
+          absl::Status(s.code(), absl::StrCat("queue '", Av(name),
+                                              "' is dropped, but dropping its "
+                                              "dead-letter queue failed: ",
+                                              s.message())),
+          ErrorDetail::kDropDurable);
     }
   }
   return absl::OkStatus();

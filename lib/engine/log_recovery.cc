@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "hq/status.h"
 #include "lib/format/log_check.h"
 #include "lib/format/manifest.h"
 #include "lib/util/status_macros.h"
@@ -231,9 +232,11 @@ absl::Status RecoverLogs(leveldb::Env* env, const std::string& dir,
   leveldb::FileLock* lock = nullptr;
   leveldb::Status s = env->LockFile(dir + "/LOCK", &lock);
   if (!s.ok()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "hq database directory '", dir,
-        "' is in use by another process (LevelDB: ", s.ToString(), ")"));
+    return WithErrorDetail(
+        absl::FailedPreconditionError(absl::StrCat(
+            "hq database directory '", dir,
+            "' is in use by another process (LevelDB: ", s.ToString(), ")")),
+        ErrorDetail::kDbLocked);
   }
   absl::Status result = RecoverLocked(env, dir, mode, report);
   env->UnlockFile(lock);

@@ -55,14 +55,20 @@ py::handle Types() {
   return types;
 }
 
-// Raises the hq.Error subclass of status's code. REQUIRES: the GIL.
+// Raises the hq.Error subclass of status's code, its `detail` the name of
+// the status's hq::ErrorDetail (None if none). REQUIRES: the GIL.
 [[noreturn]] void Raise(const absl::Status& status) {
   py::object cls = Types().attr(
       "_ERRORS_BY_CODE")[py::int_(static_cast<int>(status.code()))];
   std::string message(status.message());
   py::object text = py::reinterpret_steal<py::object>(PyUnicode_DecodeUTF8(
       message.data(), static_cast<Py_ssize_t>(message.size()), "replace"));
-  PyErr_SetObject(cls.ptr(), text.ptr());
+  py::object error = cls(text);
+  const hq::ErrorDetail detail = hq::GetErrorDetail(status);
+  if (detail != hq::ErrorDetail::kNone) {
+    error.attr("detail") = py::str(hq::ErrorDetailName(detail));
+  }
+  PyErr_SetObject(cls.ptr(), error.ptr());
   throw py::error_already_set();
 }
 

@@ -7,6 +7,8 @@ payloads bytes (a str is encoded as UTF-8). Every failed call raises the
 hq.Error subclass named after its absl::StatusCode (hq.NotFound,
 hq.InvalidArgument, hq.FailedPrecondition, hq.DataLoss, ...); the C++
 header named on each class lists which codes a call can return and why.
+An error's ``detail`` names what it means beyond its class where hq knows
+("DB_LOCKED", "DROP_DURABLE": hq/status.h), else None.
 
 Threads and the GIL. Db, Queue and Group may be used from any threads. Every
 call that may block (storage, a waiting claim, open, compaction, close)
@@ -232,7 +234,8 @@ class Db:
              write_buffer_bytes: int = 64 << 20, max_open_files: int = 1000,
              delivery_threads: int = 2) -> Db:
         """Opens or creates the Db (hq/options.h has every option's limits).
-        FailedPrecondition if another process (or Db object) holds it.
+        FailedPrecondition if another process (detail "DB_LOCKED") or Db
+        object holds it.
         recovery: "point_in_time" (a damaged log is cut at its last intact
         record, the rest kept under dropped/) or "absolute_consistency"
         (DataLoss instead); ValueError for any other value."""

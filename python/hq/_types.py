@@ -15,9 +15,16 @@ from typing import Any, List, Optional
 
 
 class Error(Exception):
-    """Base class of every error hq raises for a failed call."""
+    """Base class of every error hq raises for a failed call.
+
+    ``detail`` says what the error means beyond its class, where hq knows
+    (hq/status.h): "DB_LOCKED" (FailedPrecondition: another process has the
+    Db open), "DROP_DURABLE" (drop_queue failed after the drop itself was
+    done and durable; the next open finishes it); None otherwise.
+    """
 
     code = "UNKNOWN"
+    detail: Optional[str] = None
 
 
 class Cancelled(Error):

@@ -66,8 +66,8 @@ def test_second_process_gets_failed_precondition(tmp_path):
         code = ("import hq, sys\n"
                 "try:\n"
                 "    hq.Db.open(sys.argv[1])\n"
-                "except hq.FailedPrecondition:\n"
-                "    sys.exit(7)\n")
+                "except hq.FailedPrecondition as e:\n"
+                "    sys.exit(7 if e.detail == 'DB_LOCKED' else 8)\n")
         r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "db")],
                            timeout=DEADLINE)
         assert r.returncode == 7
