@@ -1,0 +1,446 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// GroupImpl (lib/consume/group_impl.h): Claim and the passes that collect tasks
+// for it: ReadLane, CollectDue, CollectUnordered, CollectOrdered, ClaimOnce,
+// and lease expiry.
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "lib/consume/group_impl.h"
+#include "lib/engine/checked_read.h"
+#include "lib/engine/db_impl.h"
+#include "lib/engine/queue_impl.h"
+#include "lib/format/coding.h"
+#include "lib/format/layout_codec.h"
+#include "lib/util/status_macros.h"
+#include "lib/util/strings.h"
+
+namespace hq {
+namespace {
+
+constexpr size_t kMaxConsumerBytes = 256;
+
+}  // namespace
+
+absl::Status GroupImpl::DecodeValue(std::string_view value, MessageId id,
+                                    Task* t) const {
+  std::string_view key, payload;
+  uint64_t not_before_ms;
+  if (!format::DecodeMessageValue(value, &key, &payload, &not_before_ms)) {
+    return absl::DataLossError(absl::StrCat(
+        "queue '", queue_->name(), "': malformed message ", id.ToString()));
+  }
+  t->key.assign(key);
+  t->payload.assign(payload);
+  t->not_before = format::NotBeforeTime(not_before_ms);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> GroupImpl::ReadMessage(Lane* lane, MessageId id,
+                                            leveldb::Iterator* it, Task* t) {
+  std::string seek = lane->prefix;
+  LayoutCodec::AppendMessageId(&seek, id);
+  it->Seek(seek);
+  if (!it->Valid()) {
+    HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading a task"));
+    return false;
+  }
+  const std::string_view key = View(it->key());
+  if (!key.starts_with(seek)) return false;  // Gone (TTL sweep, drop).
+  HQ_RETURN_IF_ERROR(DecodeValue(View(it->value()), id, t));
+  t->topic.assign(queue_->codec().lane_has_topic()
+                      ? std::string_view(lane->topic)
+                      : key.substr(seek.size()));
+  return true;
+}
+
+absl::StatusOr<bool> GroupImpl::ReadLane(
+    Lane* lane, size_t want, const std::vector<std::string>& topics,
+    MessageId cutoff, absl::Time now, absl::Duration lease,
+    leveldb::Iterator* it, std::vector<Task>* out, leveldb::WriteBatch* batch) {
+  if (lane->scan < cutoff) lane->scan = cutoff;  // Expired: never handed out.
+  const bool has_topic = queue_->codec().lane_has_topic();
+  const size_t n = lane->prefix.size();
+  std::string seek = lane->prefix;
+  LayoutCodec::AppendMessageId(&seek, lane->scan);
+  bool contiguous = true;
+  size_t handed = 0;
+  MessageId id;
+  for (it->Seek(seek); it->Valid(); it->Next()) {
+    const std::string_view key = View(it->key());
+    // Past the lane's last message (its fence): nothing left to read.
+    if (!LayoutCodec::LaneMessage(key, lane->prefix, &id)) return contiguous;
+    if (handed == want) return false;
+    const std::string_view topic =
+        has_topic ? std::string_view(lane->topic)
+                  : key.substr(n + LayoutCodec::kMessageIdSize);
+    if (lane->tasks.contains(id) || !InScope(topic)) {
+      if (contiguous) lane->scan = id.Next();
+      continue;
+    }
+    Task t;
+    HQ_RETURN_IF_ERROR(DecodeValue(View(it->value()), id, &t));
+    if (t.not_before > now) {
+      // Delayed: it waits with the redeliveries until its time (a record,
+      // attempt 0, so that a restart keeps the time).
+      Rec& rec = lane->tasks[id];
+      rec.attempts = 0;
+      AddWaiting(lane, id, &rec, t.not_before);
+      PutTask(lane, id, &rec, batch);
+      if (contiguous) lane->scan = id.Next();
+      if (record_.ordered) return false;  // It holds back the lane.
+      continue;
+    }
+    if (!topics.empty() &&
+        std::find(topics.begin(), topics.end(), topic) == topics.end()) {
+      contiguous = false;  // Left for a claim without this filter.
+      continue;
+    }
+    t.topic.assign(topic);
+    Rec& rec = lane->tasks[id];
+    HandOut(lane, id, &rec, now, lease, /*covered=*/contiguous, &t, batch);
+    out->push_back(std::move(t));
+    ++handed;
+    if (contiguous) lane->scan = id.Next();
+  }
+  HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading a lane"));
+  return contiguous;
+}
+
+absl::StatusOr<std::vector<Task>> GroupImpl::Claim(const ClaimOptions& o) {
+  const QueueOptions& qo = queue_->options();
+  if (o.max < 1 || o.max > 10000) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "ClaimOptions::max is %d; it must be in 1..10000", o.max));
+  }
+  if (o.lease != absl::ZeroDuration() &&
+      (o.lease < absl::Milliseconds(1) || o.lease > kMaxLease)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ClaimOptions::lease is ", absl::FormatDuration(o.lease),
+                     "; it must be 0 or in 1ms..720h"));
+  }
+  HQ_RETURN_IF_ERROR(format::ValidatePartitionList(
+      "ClaimOptions::partitions", o.partitions, qo.partitions));
+  HQ_RETURN_IF_ERROR(
+      format::ValidateTopicList("ClaimOptions::topics", o.topics));
+  std::vector<bool> partitions;
+  if (!o.partitions.empty()) {
+    partitions.assign(qo.partitions, false);
+    for (uint32_t p : o.partitions) partitions[p] = true;
+  }
+  if (o.wait < absl::ZeroDuration() || o.wait > kMaxLease) {
+    return absl::InvalidArgumentError(absl::StrCat("ClaimOptions::wait is ",
+                                                   absl::FormatDuration(o.wait),
+                                                   "; it must be in 0..720h"));
+  }
+  if (record_.ordered) {
+    if (o.consumer.empty() || o.consumer.size() > kMaxConsumerBytes) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "group '%s' is ordered: ClaimOptions::consumer must name the "
+          "consumer (1..%d bytes; it has %d)",
+          name_, kMaxConsumerBytes, o.consumer.size()));
+    }
+    if (!o.topics.empty() && !queue_->codec().lane_has_topic()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "group '", name_,
+          "' is ordered and its queue has the time layout: a claim cannot "
+          "filter by topic (it would hand out messages out of order)"));
+    }
+  }
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  // Ordered groups: while this call runs, its consumer stays live; and the
+  // call notes how many times the consumer left before it began, so that
+  // only a Leave during the call ends it.
+  struct Claiming {
+    GroupImpl* g;
+    const std::string* name;
+    uint64_t leaves_before = 0;
+    Claiming(GroupImpl* g, const std::string* name) : g(g), name(name) {
+      if (name == nullptr) return;
+      MutexLock l(&g->mu_);
+      ++g->claiming_[*name];
+      if (auto it = g->leaves_.find(*name); it != g->leaves_.end()) {
+        leaves_before = it->second;
+      }
+    }
+    ~Claiming() {
+      if (name == nullptr) return;
+      MutexLock l(&g->mu_);
+      auto it = g->claiming_.find(*name);
+      if (--it->second == 0) {
+        g->claiming_.erase(it);
+        g->leaves_.erase(*name);  // No claim left that could see it.
+      }
+    }
+  } claiming(this, record_.ordered ? &o.consumer : nullptr);
+  if (o.wait == absl::ZeroDuration()) {
+    absl::Time next_due;
+    bool left;
+    return ClaimOnce(o, partitions, claiming.leaves_before, &next_due, &left);
+  }
+  const absl::Time deadline = db_->clock()->Now() + o.wait;
+  waiters_.fetch_add(1);
+  struct Leave {
+    std::atomic<int>* n;
+    ~Leave() { n->fetch_sub(1); }
+  } leave{&waiters_};
+  for (;;) {
+    uint64_t seen;
+    {
+      MutexLock l(&wait_mu_);
+      seen = wake_seq_;
+    }
+    absl::Time next_due;
+    bool left;
+    HQ_ASSIGN_OR_RETURN(
+        std::vector<Task> out,
+        ClaimOnce(o, partitions, claiming.leaves_before, &next_due, &left));
+    const absl::Time now = db_->clock()->Now();
+    if (!out.empty() || now >= deadline || left) return out;
+    if (db_->IsClosing()) return db_->ClosingError();
+    if (queue_->dropped()) return queue_->DroppedError();
+    // Sleep until a write notes a lane, a lease expires, a task is released,
+    // the Db closes, or (timers on the Db's clock) the earliest redelivery
+    // falls due or the wait ends. No polling.
+    // At an absolute time: the clock may have moved since it was read (a
+    // time already passed fires at once).
+    const absl::Time wake_at = std::min(deadline, next_due);
+    absl::StatusOr<LeaseId> timer =
+        db_->lease_impl()->CreateAt(wake_at, [this] { Wake(); });
+    if (!timer.ok()) return timer.status();
+    {
+      MutexLock l(&wait_mu_);
+      while (wake_seq_ == seen) wait_cv_.Wait(&wait_mu_);
+    }
+    (void)db_->leases()->Cancel(*timer);
+  }
+}
+
+void GroupImpl::Wake() {
+  MutexLock l(&wait_mu_);
+  ++wake_seq_;
+  wait_cv_.SignalAll();
+}
+
+absl::Status GroupImpl::CollectDue(int priority, ClaimPass* p) {
+  const bool has_topic = queue_->codec().lane_has_topic();
+  std::set<WaitKey>& ws = waiting_[priority];
+  for (auto w = ws.begin();
+       w != ws.end() && w->due <= p->now && p->out.size() < p->o.max;) {
+    Lane* lane = w->lane;
+    const MessageId id = w->id;
+    if (!p->match(lane)) {
+      ++w;
+      continue;
+    }
+    Rec* rec = &lane->tasks.find(id)->second;
+    Task t;
+    absl::StatusOr<bool> found =
+        id < p->cutoff ? false : ReadMessage(lane, id, p->it, &t);
+    if (!found.ok()) return found.status();
+    if (!has_topic && !p->o.topics.empty() && *found &&
+        std::find(p->o.topics.begin(), p->o.topics.end(), t.topic) ==
+            p->o.topics.end()) {
+      ++w;
+      continue;
+    }
+    w = ws.erase(w);
+    --waiting_count_;
+    Touch(lane, &p->touched);
+    if (!*found) {
+      // Past the TTL: nothing left to deliver.
+      rec->state = format::TaskState::kDone;
+      p->gone.emplace_back(lane, id);
+      continue;
+    }
+    HandOut(lane, id, rec, p->now, p->lease, /*covered=*/false, &t, &p->batch);
+    p->out.push_back(std::move(t));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GroupImpl::CollectUnordered(ClaimPass* p) {
+  const bool has_topic = queue_->codec().lane_has_topic();
+  const int priorities = queue_->options().priorities;
+  for (int prio = priorities - 1; prio >= 0 && p->out.size() < p->o.max;
+       --prio) {
+    // Tasks due for redelivery go first.
+    HQ_RETURN_IF_ERROR(CollectDue(prio, p));
+    // Then new messages, round-robin over the lanes that have any.
+    std::deque<Lane*>& dq = active_[prio];
+    while (p->out.size() < p->o.max && !dq.empty()) {
+      const size_t n = dq.size();
+      bool progress = false;
+      for (size_t k = 0; k < n && p->out.size() < p->o.max; ++k) {
+        Lane* lane = dq.front();
+        dq.pop_front();
+        if (!p->match(lane)) {
+          dq.push_back(lane);
+          continue;
+        }
+        const size_t remaining = p->o.max - p->out.size();
+        const size_t want = (remaining + (n - k) - 1) / (n - k);
+        const size_t before = p->out.size();
+        Touch(lane, &p->touched);
+        HQ_ASSIGN_OR_RETURN(
+            bool drained,
+            ReadLane(lane, want,
+                     has_topic ? std::vector<std::string>() : p->o.topics,
+                     p->cutoff, p->now, p->lease, p->it, &p->out, &p->batch));
+        if (p->out.size() > before) progress = true;
+        if (drained) {
+          lane->active = false;
+        } else {
+          dq.push_back(lane);
+        }
+      }
+      if (!progress) break;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GroupImpl::CollectOrdered(Consumer* consumer,
+                                       const std::vector<bool>& partitions,
+                                       ClaimPass* p) {
+  // `match` accepts only lanes of the consumer's partitions with no task in
+  // flight. A waiting task is its lane's head (a lane has at most one task
+  // not completed), so due redeliveries go first as in CollectUnordered;
+  // then each idle partition gives the head of one lane without a pending
+  // task. Partitions take turns across calls.
+  const std::vector<uint32_t>& owned = consumer->partitions;
+  const int priorities = queue_->options().priorities;
+  for (int prio = priorities - 1; prio >= 0 && p->out.size() < p->o.max;
+       --prio) {
+    HQ_RETURN_IF_ERROR(CollectDue(prio, p));
+    for (size_t k = 0; k < owned.size() && p->out.size() < p->o.max; ++k) {
+      const uint32_t pid = owned[(consumer->next + k) % owned.size()];
+      Part& part = parts_[pid];
+      if (part.in_flight > 0 || part.active.empty() ||
+          (!partitions.empty() && !partitions[pid])) {
+        continue;
+      }
+      std::deque<Lane*>& dq = part.active[prio];
+      for (size_t j = 0, n = dq.size(); j < n && part.in_flight == 0; ++j) {
+        Lane* lane = dq.front();
+        dq.pop_front();
+        if (Pending(*lane) || !p->match(lane)) {
+          dq.push_back(lane);
+          continue;
+        }
+        Touch(lane, &p->touched);
+        HQ_ASSIGN_OR_RETURN(bool drained,
+                            ReadLane(lane, 1, {}, p->cutoff, p->now, p->lease,
+                                     p->it, &p->out, &p->batch));
+        if (drained) {
+          lane->active = false;
+        } else {
+          dq.push_back(lane);
+        }
+      }
+    }
+  }
+  if (!owned.empty()) consumer->next = (consumer->next + 1) % owned.size();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
+    const ClaimOptions& o, const std::vector<bool>& partitions,
+    uint64_t leaves_before, absl::Time* next_due, bool* left) {
+  MutexLock l(&mu_);
+  *left = false;
+  *next_due = absl::InfiniteFuture();
+  if (auto it = leaves_.find(o.consumer);
+      record_.ordered && it != leaves_.end() && it->second > leaves_before) {
+    *left = true;
+    return std::vector<Task>();
+  }
+  HQ_RETURN_IF_ERROR(Usable());
+  HQ_RETURN_IF_ERROR(Fail(TakeNotes()));
+  HQ_RETURN_IF_ERROR(FlushDying());
+  const absl::Time now = db_->clock()->Now();
+  const absl::Duration lease =
+      o.lease == absl::ZeroDuration() ? options_.lease : o.lease;
+
+  const bool has_topic = queue_->codec().lane_has_topic();
+  Consumer* consumer = nullptr;
+  if (record_.ordered) {
+    HQ_ASSIGN_OR_RETURN(consumer, Join(o.consumer));
+  }
+  std::unique_ptr<leveldb::Iterator> it(
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
+  ClaimPass p{.o = o,
+              .now = now,
+              .cutoff = queue_->TtlCutoff(now),
+              .lease = lease,
+              .it = it.get()};
+  p.match = [&](const Lane* lane) {
+    if (!partitions.empty() && !partitions[lane->partition]) return false;
+    if (consumer != nullptr) {
+      const Part& part = parts_[lane->partition];
+      if (part.owner != consumer || part.in_flight > 0) return false;
+    }
+    return !has_topic || o.topics.empty() ||
+           std::find(o.topics.begin(), o.topics.end(), lane->topic) !=
+               o.topics.end();
+  };
+
+  absl::Status s = consumer == nullptr
+                       ? CollectUnordered(&p)
+                       : CollectOrdered(consumer, partitions, &p);
+  if (!s.ok()) return Fail(s);
+  for (Lane* lane : p.touched) Settle(lane, &p.batch);
+  PutDone(p.gone, &p.batch);
+  HQ_RETURN_IF_ERROR(Write(p.batch));
+  // Leases start once the claim is on disk.
+  for (Task& t : p.out) {
+    std::string prefix;
+    queue_->codec().AppendLanePrefix(&prefix, queue_->id(), t.partition,
+                                     t.priority, t.topic);
+    Lane* lane = FindLane(prefix);
+    Rec& rec = lane->tasks.find(t.id)->second;
+    absl::StatusOr<LeaseId> id = db_->leases()->Create(
+        lease, [this, prefix, mid = t.id, attempts = rec.attempts] {
+          OnLeaseExpired(prefix, mid, attempts);
+        });
+    if (!id.ok()) return Fail(id.status());
+    rec.lease = *id;
+    if (consumer != nullptr) t.consumer = consumer->name;
+  }
+  Committed(&p.touched);
+  // The earliest redelivery still in the future (for a waiting claim),
+  // including delayed messages this claim just read past.
+  for (const std::set<WaitKey>& ws : waiting_) {
+    auto w = ws.upper_bound(WaitKey{now, UINT64_MAX, nullptr, {}});
+    if (w != ws.end()) *next_due = std::min(*next_due, w->due);
+  }
+  return std::move(p.out);
+}
+
+void GroupImpl::OnLeaseExpired(const std::string& prefix, MessageId id,
+                               uint32_t attempts) {
+  MutexLock l(&mu_);
+  Lane* lane = FindLane(prefix);
+  if (lane == nullptr) return;
+  auto it = lane->tasks.find(id);
+  if (it == lane->tasks.end()) return;
+  Rec& rec = it->second;
+  if (rec.state != format::TaskState::kInFlight || rec.attempts != attempts) {
+    return;  // Completed, released or handed out again meanwhile.
+  }
+  if (waiters_.load() > 0) Wake();  // Due now, or a new earliest due time.
+  EndInFlight(lane);
+  rec.lease = 0;
+  if (rec.attempts >= options_.max_attempts) {
+    MarkDying(lane, id, &rec, DeadLetterReason::kLeaseExpired);
+    return;
+  }
+  AddWaiting(lane, id, &rec, db_->clock()->Now() + Backoff(rec.attempts));
+}
+
+}  // namespace hq

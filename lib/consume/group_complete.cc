@@ -1,0 +1,188 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// GroupImpl (lib/consume/group_impl.h): Complete, Release and Extend of held
+// tasks.
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "lib/consume/group_impl.h"
+#include "lib/engine/checked_read.h"
+#include "lib/engine/db_impl.h"
+#include "lib/engine/queue_impl.h"
+#include "lib/format/coding.h"
+#include "lib/format/layout_codec.h"
+#include "lib/util/status_macros.h"
+#include "lib/util/strings.h"
+
+namespace hq {
+namespace {
+
+std::string TaskName(const Task& t) {
+  return absl::StrFormat("task %d/%s (attempt %d)", t.partition,
+                         t.id.ToString(), t.attempt);
+}
+
+}  // namespace
+
+absl::Status GroupImpl::FindHeld(const Task& t, bool allow_expired, Lane** lane,
+                                 Rec** rec) {
+  const QueueOptions& qo = queue_->options();
+  if (t.partition >= qo.partitions || t.priority < 0 ||
+      t.priority >= qo.priorities || t.topic.size() > format::kMaxTopicBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(TaskName(t), " is not a task of queue '", queue_->name(),
+                     "' (partition, priority or topic out of range)"));
+  }
+  std::string prefix;
+  queue_->codec().AppendLanePrefix(&prefix, queue_->id(), t.partition,
+                                   t.priority, t.topic);
+  auto not_held = [&](std::string_view why) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        TaskName(t), " is not held in group '", name_, "': ", Av(why)));
+  };
+  *lane = FindLane(prefix);
+  if (*lane == nullptr || t.attempt == 0) {
+    return not_held("it was completed, or never handed out");
+  }
+  auto it = (*lane)->tasks.find(t.id);
+  if (it == (*lane)->tasks.end()) {
+    return not_held("it was completed, or never handed out");
+  }
+  *rec = &it->second;
+  if ((*rec)->attempts != t.attempt) {
+    return not_held(absl::StrFormat(
+        "its lease expired and it was handed out again (attempt %d)",
+        (*rec)->attempts));
+  }
+  switch ((*rec)->state) {
+    case format::TaskState::kDone:
+      return not_held("it was completed");
+    case format::TaskState::kWaiting:
+      if ((*rec)->dying) return not_held("it was dead-lettered");
+      if ((*rec)->released) return not_held("it was released");
+      if (!allow_expired) return not_held("its lease expired");
+      break;
+    case format::TaskState::kInFlight:
+      break;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GroupImpl::Complete(std::span<const Task> tasks) {
+  if (tasks.empty()) return absl::OkStatus();
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  std::vector<LeaseId> cancel;
+  {
+    MutexLock l(&mu_);
+    HQ_RETURN_IF_ERROR(Usable());
+    std::vector<std::pair<Lane*, Rec*>> held(tasks.size());
+    absl::flat_hash_set<const Rec*> seen;
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      HQ_RETURN_IF_ERROR(FindHeld(tasks[i], /*allow_expired=*/true,
+                                  &held[i].first, &held[i].second));
+      if (!seen.insert(held[i].second).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(TaskName(tasks[i]), " appears twice"));
+      }
+    }
+    std::vector<Lane*> touched;
+    std::vector<std::pair<Lane*, MessageId>> done;
+    leveldb::WriteBatch batch;
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      auto [lane, rec] = held[i];
+      if (rec->state == format::TaskState::kWaiting) {
+        RemoveWaiting(lane, tasks[i].id, rec);
+      } else {
+        EndInFlight(lane);
+        if (rec->lease != 0) cancel.push_back(rec->lease);
+      }
+      rec->lease = 0;
+      rec->state = format::TaskState::kDone;
+      done.emplace_back(lane, tasks[i].id);
+      Touch(lane, &touched);
+      if (record_.ordered) KeepAlive(tasks[i].consumer);
+    }
+    // In order, the completion cursor passes them: only the cursor record
+    // is written. Completed out of order, each gets a record.
+    for (Lane* lane : touched) Settle(lane, &batch);
+    PutDone(done, &batch);
+    HQ_RETURN_IF_ERROR(Write(batch));
+    Committed(&touched);
+  }
+  // Outside the lock: Cancel waits for an expiry action that is running,
+  // and that action takes the lock (it then finds the task completed).
+  for (LeaseId id : cancel) (void)db_->leases()->Cancel(id);
+  // Ordered groups: the lanes after these tasks are free to go on.
+  if (record_.ordered && waiters_.load() > 0) Wake();
+  return absl::OkStatus();
+}
+
+absl::Status GroupImpl::Release(const Task& task, absl::Duration retry_after) {
+  if (retry_after < absl::ZeroDuration() ||
+      retry_after == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Release: retry_after is ", absl::FormatDuration(retry_after),
+        "; it must be finite and not negative"));
+  }
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  LeaseId cancel = 0;
+  absl::Status s;
+  {
+    MutexLock l(&mu_);
+    HQ_RETURN_IF_ERROR(Usable());
+    Lane* lane;
+    Rec* rec;
+    HQ_RETURN_IF_ERROR(FindHeld(task, /*allow_expired=*/false, &lane, &rec));
+    EndInFlight(lane);
+    if (record_.ordered) KeepAlive(task.consumer);
+    cancel = rec->lease;
+    rec->lease = 0;
+    if (rec->attempts >= options_.max_attempts) {
+      MarkDying(lane, task.id, rec, DeadLetterReason::kReleased);
+      s = FlushDying();
+    } else {
+      AddWaiting(lane, task.id, rec, db_->clock()->Now() + retry_after);
+      rec->released = true;
+      leveldb::WriteBatch batch;
+      PutTask(lane, task.id, rec, &batch);
+      s = Write(batch);
+    }
+  }
+  if (cancel != 0) (void)db_->leases()->Cancel(cancel);
+  if (s.ok() && waiters_.load() > 0) Wake();
+  return s;
+}
+
+absl::Status GroupImpl::Extend(Task* task, absl::Duration lease) {
+  if (lease < absl::Milliseconds(1) || lease > kMaxLease) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Extend: lease is ", absl::FormatDuration(lease),
+                     "; it must be in 1ms..720h"));
+  }
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  MutexLock l(&mu_);
+  HQ_RETURN_IF_ERROR(Usable());
+  Lane* lane;
+  Rec* rec;
+  HQ_RETURN_IF_ERROR(FindHeld(*task, /*allow_expired=*/false, &lane, &rec));
+  if (record_.ordered) KeepAlive(task->consumer);
+  absl::Status s = db_->leases()->Renew(rec->lease, lease);
+  if (!s.ok()) {
+    // The expiry won the race; its action is waiting for our lock.
+    return absl::FailedPreconditionError(
+        absl::StrCat(TaskName(*task), " is not held in group '", name_,
+                     "': its lease expired"));
+  }
+  rec->deadline = db_->clock()->Now() + lease;
+  task->lease_deadline = rec->deadline;
+  return absl::OkStatus();
+}
+
+}  // namespace hq
