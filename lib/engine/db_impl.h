@@ -28,16 +28,13 @@
 #include "lib/engine/file_pin_env.h"
 #include "lib/engine/lease_manager.h"
 #include "lib/format/format.h"
+#include "lib/util/leveldb_status.h"
 #include "lib/util/sync.h"
 
 namespace hq {
 
 class QueueImpl;
 class DeliveryPool;
-
-// Converts a LevelDB status: Corruption -> DataLoss, NotFound -> NotFound,
-// everything else -> Internal. `context` is prefixed to the message.
-absl::Status FromLevelDb(const leveldb::Status& s, std::string_view context);
 
 // MessageIds are assigned inside the write pipeline: writers queue up, the
 // writer at the front (the leader) takes the queued writers as one group,
@@ -171,7 +168,23 @@ class DbImpl final : public Db {
   static void ReleaseDirectory(const std::string& key);
 
  private:
-  struct Writer;
+  // A request in the write pipeline: messages to put, or (exclusive) a
+  // function the leader runs alone while no write is in flight.
+  struct Writer {
+    QueueImpl* queue = nullptr;
+    std::span<const Message> messages;
+    const uint32_t* partitions = nullptr;
+    PutResult* results = nullptr;
+    std::function<absl::Status()> exclusive;
+    AppendFn append;
+    QueueImpl* also_live = nullptr;
+    bool sync = false;
+
+    bool done = false;
+    bool in_batch = false;
+    absl::Status status;
+    CondVar cv;
+  };
   struct PartitionIds {
     MessageId last;  // The last id handed out; valid if has_last.
     bool has_last = false;

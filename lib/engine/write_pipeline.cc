@@ -1,0 +1,355 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// DbImpl (lib/engine/db_impl.h): the write pipeline: every write of messages
+// and records goes through one leader that assigns ids, checks dedup keys and
+// commits a group of writers in one LevelDB batch.
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <tuple>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "hq/status.h"
+#include "leveldb/env.h"
+#include "lib/engine/checked_read.h"
+#include "lib/engine/db_impl.h"
+#include "lib/engine/log_recovery.h"
+#include "lib/engine/queue_impl.h"
+#include "lib/format/coding.h"
+#include "lib/format/format.h"
+#include "lib/util/status_macros.h"
+#include "lib/util/strings.h"
+
+namespace hq {
+namespace {
+
+constexpr size_t kMaxGroupBytes = size_t{1} << 20;
+
+}  // namespace
+
+absl::Status DbImpl::WriteMessages(QueueImpl* queue,
+                                   std::span<const Message> messages,
+                                   const uint32_t* partitions,
+                                   PutResult* results, bool sync,
+                                   AppendFn append, QueueImpl* also_live) {
+  Writer w;
+  w.queue = queue;
+  w.messages = messages;
+  w.partitions = partitions;
+  w.results = results;
+  w.sync = sync;
+  w.append = std::move(append);
+  w.also_live = also_live;
+  return RunWriter(&w);
+}
+
+absl::Status DbImpl::WriteRecords(QueueImpl* queue,
+                                  const leveldb::WriteBatch& b, bool sync) {
+  static const size_t kEmptySize = leveldb::WriteBatch().ApproximateSize();
+  if (b.ApproximateSize() <= kEmptySize) return absl::OkStatus();
+  return WriteMessages(queue, {}, nullptr, nullptr, sync,
+                       [&b](leveldb::WriteBatch* out) { out->Append(b); });
+}
+
+absl::Status DbImpl::CreateGroupRecord(QueueImpl* queue, std::string_view key,
+                                       format::GroupRecord* record) {
+  absl::StatusOr<uint32_t> id =
+      CreateWithId(queue, [&](uint32_t id, leveldb::WriteBatch* b) {
+        record->id = id;
+        b->Put(leveldb::Slice(key.data(), key.size()),
+               format::EncodeGroupRecord(*record));
+      });
+  return id.status();
+}
+
+absl::StatusOr<uint32_t> DbImpl::CreateWithId(
+    QueueImpl* queue,
+    const std::function<void(uint32_t id, leveldb::WriteBatch*)>& fill) {
+  MutexLock l(&group_id_mu_);
+  if (next_group_id_ == 0) {
+    std::string value;
+    leveldb::Status s = CheckedGet(db_.get(), CheckedReadOptions(),
+                                   format::MetaKey("next_group_id"), &value);
+    if (s.IsNotFound()) {
+      next_group_id_ = 1;
+    } else {
+      HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading next_group_id"));
+      std::string_view in = value;
+      if (!coding::GetFixed32(&in, &next_group_id_) || !in.empty() ||
+          next_group_id_ == 0) {
+        return absl::DataLossError("malformed next_group_id record");
+      }
+    }
+  }
+  if (next_group_id_ == UINT32_MAX) {
+    return absl::ResourceExhaustedError("all 2^32-1 group ids are used");
+  }
+  const uint32_t id = next_group_id_;
+  std::string v;
+  coding::PutFixed32(&v, next_group_id_ + 1);
+  leveldb::WriteBatch b;
+  b.Put(format::MetaKey("next_group_id"), v);
+  fill(id, &b);
+  HQ_RETURN_IF_ERROR(WriteRecords(queue, b, options_.sync_writes));
+  ++next_group_id_;
+  return id;
+}
+
+DeliveryPool* DbImpl::delivery_pool() {
+  MutexLock l(&pool_mu_);
+  if (pool_ == nullptr) {
+    pool_ = std::make_unique<DeliveryPool>(options_.delivery_threads);
+  }
+  return pool_.get();
+}
+
+absl::StatusOr<DbImpl::PartitionIds*> DbImpl::LoadPartition(
+    uint32_t queue_id, uint32_t partition) {
+  const uint64_t k = (uint64_t{queue_id} << 16) | partition;
+  if (auto it = ids_.find(k); it != ids_.end()) return &it->second;
+  std::string value;
+  leveldb::Status s =
+      CheckedGet(db_.get(), CheckedReadOptions(),
+                 format::ReserveKey(queue_id, partition), &value);
+  PartitionIds ids;
+  if (s.ok()) {
+    std::string_view in = value;
+    uint64_t reserved;
+    if (!coding::GetFixed64(&in, &reserved) || !in.empty() ||
+        reserved > MessageId::kMaxMs + 1) {
+      return absl::DataLossError(absl::StrFormat(
+          "malformed id reservation of partition %d", partition));
+    }
+    ids.reserved_ms = reserved;
+    if (reserved > 0) {
+      // Every stored id is below (reserved, 0): continue from there.
+      ids.last = MessageId{reserved - 1, 0xffff};
+      ids.has_last = true;
+    }
+  } else if (!s.IsNotFound()) {
+    return FromLevelDb(s, "reading an id reservation");
+  }
+  return &ids_.emplace(k, ids).first->second;
+}
+
+absl::Status DbImpl::AddToBatch(Writer* w) {
+  QueueImpl* q = w->queue;
+  if (q->dropped()) return q->DroppedError();
+  if (w->also_live != nullptr && w->also_live->dropped()) {
+    return w->also_live->DroppedError();
+  }
+  const uint32_t qid = q->id();
+  const LayoutCodec& codec = q->codec();
+  const absl::Time clock_now = clock_->Now();
+  const int64_t clock_ms = absl::ToUnixMillis(clock_now);
+  const uint64_t now_ms =
+      clock_ms < 0
+          ? 0
+          : std::min(static_cast<uint64_t>(clock_ms), MessageId::kMaxMs);
+  // First pass: check dedup keys, load partitions and assign ids. Every
+  // failure happens here, before anything is appended to batch_ or any
+  // reservation is raised. Dedup check and insert are atomic: they happen
+  // here, in the leader, one batch at a time.
+  std::vector<std::string> dedup_added;  // Undone if this writer fails.
+  auto undo = [&] {
+    for (const std::string& k : dedup_added) dedup_in_batch_.erase(k);
+  };
+  const MessageId cutoff = q->TtlCutoff(clock_now);
+  std::string value;
+  for (size_t i = 0; i < w->messages.size(); ++i) {
+    const Message& m = w->messages[i];
+    std::string dedup;
+    if (!m.dedup_key.empty()) {
+      dedup = format::DedupKey(qid, m.dedup_key);
+      if (auto it = dedup_in_batch_.find(dedup); it != dedup_in_batch_.end()) {
+        w->results[i] = it->second;  // Written earlier in this batch.
+        w->results[i].duplicate = true;
+        continue;
+      }
+      leveldb::Status s =
+          CheckedGet(db_.get(), CheckedReadOptions(), dedup, &value);
+      if (s.ok()) {
+        PutResult existing;
+        if (!format::DecodeDedup(value, &existing.partition, &existing.id)) {
+          undo();
+          return absl::DataLossError("malformed dedup record");
+        }
+        if (!(existing.id < cutoff)) {
+          existing.duplicate = true;
+          w->results[i] = existing;
+          continue;
+        }
+      } else if (!s.IsNotFound()) {
+        undo();
+        return FromLevelDb(s, "reading a dedup record");
+      }
+    }
+    const uint32_t p = w->partitions[i];
+    absl::StatusOr<PartitionIds*> loaded = LoadPartition(qid, p);
+    if (!loaded.ok()) {
+      undo();
+      return loaded.status();
+    }
+    PartitionIds* st = *loaded;
+    MessageId id;
+    if (!st->has_last || now_ms > st->last.ms) {
+      id = MessageId{now_ms, 0};
+    } else if (st->last.Next() < MessageId::Max()) {
+      // Max() is never assigned: it stays the exclusive end of every range.
+      id = st->last.Next();
+    } else {
+      undo();
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "partition %d of queue '%s' has used every MessageId", p, q->name()));
+    }
+    // Skipped ids (if a later message fails) are harmless gaps.
+    st->last = id;
+    st->has_last = true;
+    w->results[i] = PutResult{p, id};
+    if (!dedup.empty()) {
+      dedup_in_batch_.emplace(dedup, w->results[i]);
+      dedup_added.push_back(std::move(dedup));
+    }
+  }
+  // Second pass: append reservations and messages.
+  for (size_t i = 0; i < w->messages.size(); ++i) {
+    const Message& m = w->messages[i];
+    if (w->results[i].duplicate) continue;
+    const auto [p, id, duplicate] = w->results[i];
+    PartitionIds& st = ids_[(uint64_t{qid} << 16) | p];
+    if (id.ms >= st.reserved_ms) {
+      st.reserved_ms =
+          std::min(id.ms + kReserveWindowMs, MessageId::kMaxMs + 1);
+      value_buf_.clear();
+      coding::PutFixed64(&value_buf_, st.reserved_ms);
+      batch_.Put(format::ReserveKey(qid, p), value_buf_);
+    }
+    key_buf_.clear();
+    codec.AppendMessageKey(&key_buf_, qid, p, m.priority, m.topic, id);
+    NoteLaneWritten(
+        std::string_view(key_buf_.data(), codec.LanePrefixSize(key_buf_)));
+    value_buf_.clear();
+    // Delayed delivery: stored only when it is in the future.
+    uint64_t not_before_ms = 0;
+    if (m.not_before != absl::InfinitePast() ||
+        m.delay != absl::ZeroDuration()) {
+      const absl::Time at = std::max(m.not_before, clock_now + m.delay);
+      const int64_t ms = absl::ToInt64Milliseconds(
+          absl::Ceil(at - absl::UnixEpoch(), absl::Milliseconds(1)));
+      if (at > clock_now && ms > 0) not_before_ms = static_cast<uint64_t>(ms);
+    }
+    format::AppendMessageValue(&value_buf_, m.key, m.payload, not_before_ms,
+                               m.dedup_key);
+    batch_.Put(key_buf_, value_buf_);
+    if (!m.dedup_key.empty()) {
+      batch_.Put(format::DedupKey(qid, m.dedup_key),
+                 format::EncodeDedup(p, id));
+    }
+  }
+  if (w->append) w->append(&batch_);
+  return absl::OkStatus();
+}
+
+void DbImpl::NoteLaneWritten(std::string_view lane) {
+  // A lane's first write since Open also writes (idempotently) its
+  // directory entry and its fence (format.h, layout_codec.h).
+  if (lane == last_lane_) return;  // The common case: a stream to one lane.
+  last_lane_.assign(lane);
+  dir_buf_.clear();
+  format::AppendLaneDirKey(&dir_buf_, lane);
+  if (known_lanes_.contains(Av(dir_buf_))) return;
+  if (known_lanes_.size() >= kMaxKnownLanes) known_lanes_.clear();
+  batch_.Put(dir_buf_, leveldb::Slice());
+  fence_buf_.clear();
+  LayoutCodec::AppendLaneFence(&fence_buf_, lane);
+  batch_.Put(fence_buf_, leveldb::Slice());
+  known_lanes_.insert(dir_buf_);
+}
+
+absl::Status DbImpl::RunWriter(Writer* w) {
+  MutexLock l(&write_mu_);
+  if (closing_) {
+    return ClosingError();
+  }
+  ++active_ops_;
+  const absl::Status s = RunWriterLocked(w);
+  if (s.ok() && !w->messages.empty() && w->queue->has_listeners()) {
+    // Tell the queue's consumer groups which lanes have new messages, while
+    // this call still counts as in flight (the Db outlives it).
+    write_mu_.Unlock();
+    w->queue->NoteWritten(w->messages, w->results);
+    write_mu_.Lock();
+  }
+  if (--active_ops_ == 0 && closing_) ops_done_.SignalAll();
+  return s;
+}
+
+absl::Status DbImpl::RunWriterLocked(Writer* w) {
+  writers_.push_back(w);
+  while (!w->done && w != writers_.front()) w->cv.Wait(&write_mu_);
+  if (w->done) return w->status;
+
+  // This writer leads: no other write is in flight until it pops itself.
+  Writer* last = w;
+  if (!bg_error_.ok()) {
+    w->status = BrokenError();
+  } else if (w->exclusive) {
+    w->status = w->exclusive();
+  } else {
+    batch_.Clear();
+    dedup_in_batch_.clear();
+    const bool sync = w->sync;
+    bool any = false;
+    for (Writer* x : writers_) {
+      if (x->exclusive) break;
+      if (x != w) {
+        if (x->sync && !sync) break;  // A sync write never rides a non-sync.
+        if (batch_.ApproximateSize() > kMaxGroupBytes) break;
+      }
+      x->status = AddToBatch(x);
+      x->in_batch = x->status.ok();
+      any = any || x->in_batch;
+      last = x;
+    }
+    if (any) {
+      leveldb::WriteOptions wo;
+      wo.sync = sync;
+      leveldb::Status s;
+      {
+        // Writers may queue up meanwhile; only the leader touches batch_.
+        write_mu_.Unlock();
+        s = db_->Write(wo, &batch_);
+        write_mu_.Lock();
+      }
+      pipeline_writes_.fetch_add(1, std::memory_order_relaxed);
+      if (!s.ok()) {
+        // The reservations in this batch may not be on disk, and LevelDB's
+        // log may have lost its place: refuse writes until reopened.
+        const absl::Status err = FromLevelDb(s, "writing messages");
+        RecordWriteError(err);
+        for (Writer* x : writers_) {
+          if (x->in_batch) x->status = err;
+          if (x == last) break;
+        }
+      }
+    }
+  }
+
+  while (true) {
+    Writer* x = writers_.front();
+    writers_.pop_front();
+    x->done = true;
+    if (x != w) x->cv.Signal();
+    if (x == last) break;
+  }
+  if (!writers_.empty()) writers_.front()->cv.Signal();
+  return w->status;
+}
+
+}  // namespace hq
