@@ -49,6 +49,7 @@
 #include "lib/engine/checked_read.h"
 #include "lib/engine/db_impl.h"
 #include "lib/engine/log_recovery.h"
+#include "lib/engine/options_check.h"
 #include "lib/format/coding.h"
 #include "lib/format/format.h"
 #include "lib/format/layout_codec.h"
@@ -1457,7 +1458,7 @@ absl::StatusOr<RepairReport> Db::Repair(const std::string& path_arg,
   if (path_arg.empty()) {
     return absl::InvalidArgumentError("Repair: the database path is empty");
   }
-  HQ_RETURN_IF_ERROR(format::ValidateOptions(options));
+  HQ_RETURN_IF_ERROR(ValidateOptions(options));
   leveldb::Env* env = options.env ? options.env : leveldb::Env::Default();
   std::string path = path_arg;
   if (file_util::IsDefaultEnv(env)) {

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "lib/consume/consume_options.h"
 #include "lib/consume/group_impl.h"
 #include "lib/engine/checked_read.h"
 #include "lib/engine/db_impl.h"
@@ -113,29 +114,11 @@ absl::StatusOr<bool> GroupImpl::ReadLane(
 
 absl::StatusOr<std::vector<Task>> GroupImpl::Claim(const ClaimOptions& o) {
   const QueueOptions& qo = queue_->options();
-  if (o.max < 1 || o.max > 10000) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "ClaimOptions::max is %d; it must be in 1..10000", o.max));
-  }
-  if (o.lease != absl::ZeroDuration() &&
-      (o.lease < absl::Milliseconds(1) || o.lease > kMaxLease)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ClaimOptions::lease is ", absl::FormatDuration(o.lease),
-                     "; it must be 0 or in 1ms..720h"));
-  }
-  HQ_RETURN_IF_ERROR(format::ValidatePartitionList(
-      "ClaimOptions::partitions", o.partitions, qo.partitions));
-  HQ_RETURN_IF_ERROR(
-      format::ValidateTopicList("ClaimOptions::topics", o.topics));
+  HQ_RETURN_IF_ERROR(ValidateClaimOptions(o, qo.partitions));
   std::vector<bool> partitions;
   if (!o.partitions.empty()) {
     partitions.assign(qo.partitions, false);
     for (uint32_t p : o.partitions) partitions[p] = true;
-  }
-  if (o.wait < absl::ZeroDuration() || o.wait > kMaxLease) {
-    return absl::InvalidArgumentError(absl::StrCat("ClaimOptions::wait is ",
-                                                   absl::FormatDuration(o.wait),
-                                                   "; it must be in 0..720h"));
   }
   if (record_.ordered) {
     if (o.consumer.empty() || o.consumer.size() > kMaxConsumerBytes) {

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "lib/consume/consume_options.h"
 #include "lib/consume/group_impl.h"
 #include "lib/engine/checked_read.h"
 #include "lib/engine/db_impl.h"

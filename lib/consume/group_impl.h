@@ -84,8 +84,6 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   int TEST_Waiters() const { return waiters_.load(); }
 
  private:
-  // The longest lease (ClaimOptions::lease, Extend) and claim wait.
-  static constexpr absl::Duration kMaxLease = absl::Hours(24 * 30);
   // Unix ms of `t`, 0 before the epoch.
   static uint64_t ToMs(absl::Time t);
 

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "lib/consume/consume_options.h"
 #include "lib/consume/group_impl.h"
 #include "lib/consume/scanner_impl.h"
 #include "lib/consume/subscription_impl.h"
@@ -43,7 +44,7 @@ void QueueImpl::WakeWaiters() {
 absl::StatusOr<ConsumerGroup*> QueueImpl::Group(std::string_view name,
                                                 const GroupOptions& options) {
   HQ_RETURN_IF_ERROR(format::ValidateGroupName(name));
-  HQ_RETURN_IF_ERROR(format::ValidateGroupOptions(options));
+  HQ_RETURN_IF_ERROR(ValidateGroupOptions(options));
   const std::string dead_name = absl::StrCat(name_, ".dead.", Av(name));
   if (absl::Status s = format::ValidateQueueName(dead_name); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -119,10 +120,10 @@ absl::StatusOr<Subscription*> QueueImpl::Subscribe(
     return absl::InvalidArgumentError(absl::StrCat(
         "subscription '", options.name, "' of queue '", name_, "': ", Av(why)));
   };
-  HQ_RETURN_IF_ERROR(format::ValidateSubscribeOptions(options));
-  HQ_RETURN_IF_ERROR(format::ValidatePartitionList(
-      "SubscribeOptions::partitions", options.partitions,
-      record_.options.partitions));
+  HQ_RETURN_IF_ERROR(ValidateSubscribeOptions(options));
+  HQ_RETURN_IF_ERROR(ValidatePartitionList("SubscribeOptions::partitions",
+                                           options.partitions,
+                                           record_.options.partitions));
   if (listener == nullptr) return invalid("the listener is null");
   if (dropped()) return DroppedError();
   DbImpl::OpScope op(db_);
@@ -292,10 +293,9 @@ absl::StatusOr<std::unique_ptr<Scanner>> QueueImpl::NewScanner(
     const ScanOptions& options) {
   if (dropped()) return DroppedError();
   const QueueOptions& o = record_.options;
-  absl::Status s = format::ValidatePartitionList(
-      "ScanOptions::partitions", options.partitions, o.partitions);
-  if (s.ok())
-    s = format::ValidateTopicList("ScanOptions::topics", options.topics);
+  absl::Status s = ValidatePartitionList("ScanOptions::partitions",
+                                         options.partitions, o.partitions);
+  if (s.ok()) s = ValidateTopicList("ScanOptions::topics", options.topics);
   if (!s.ok()) {
     return absl::Status(s.code(),
                         absl::StrCat("queue '", name_, "': ", s.message()));

@@ -17,6 +17,7 @@
 #include "leveldb/env.h"
 #include "lib/engine/checked_read.h"
 #include "lib/engine/log_recovery.h"
+#include "lib/engine/options_check.h"
 #include "lib/engine/queue_impl.h"
 #include "lib/engine/sync_log_env.h"
 #include "lib/format/coding.h"
@@ -62,7 +63,7 @@ absl::StatusOr<std::unique_ptr<Db>> Db::Open(const std::string& path,
 absl::StatusOr<std::unique_ptr<Db>> DbImpl::Open(const std::string& path,
                                                  const Options& options) {
   if (path.empty()) return absl::InvalidArgumentError("Db path is empty");
-  HQ_RETURN_IF_ERROR(format::ValidateOptions(options));
+  HQ_RETURN_IF_ERROR(ValidateOptions(options));
   leveldb::Env* env = options.env ? options.env : leveldb::Env::Default();
   std::string lock_key = LockKey(path, env);
   {

@@ -137,26 +137,14 @@ struct DeadValue {
 std::string EncodeDead(const DeadValue& d);
 bool DecodeDead(std::string_view in, DeadValue* d);
 
-// OK, or InvalidArgument naming the option outside its limits.
-absl::Status ValidateGroupOptions(const GroupOptions& options);
-// The checks of SubscribeOptions that need no queue (partition ranges are
-// checked by the queue).
-absl::Status ValidateSubscribeOptions(const SubscribeOptions& options);
-// Checks of the topic and partition lists in ScanOptions, ClaimOptions and
-// GroupOptions: OK, or InvalidArgument naming `field` ("ScanOptions::topics")
-// and the bad entry.
-absl::Status ValidateTopicList(std::string_view field,
-                               const std::vector<std::string>& topics);
-absl::Status ValidatePartitionList(std::string_view field,
-                                   const std::vector<uint32_t>& partitions,
-                                   uint32_t queue_partitions);
-
-// OK, or InvalidArgument saying what is wrong with the name.
+// OK, or InvalidArgument saying what is wrong with the name (1..128
+// bytes of [A-Za-z0-9._-], starting with a letter or a digit).
 absl::Status ValidateQueueName(std::string_view name);
 absl::Status ValidateGroupName(std::string_view name);
-// OK, or InvalidArgument naming the option outside its limits.
+absl::Status ValidateSubscriptionName(std::string_view name);
+// OK, or InvalidArgument naming the QueueOptions field outside its limits
+// (those of the queue record, doc/format.md "Queue catalog").
 absl::Status ValidateQueueOptions(const QueueOptions& options);
-absl::Status ValidateOptions(const Options& options);
 
 struct QueueRecord {
   uint32_t id = 0;
