@@ -192,7 +192,10 @@ absl::Status Context::PutRange(const PutShape& shape, int64_t begin,
     const int64_t n = std::min(batch, end - i);
     for (int64_t j = 0; j < n; ++j) {
       Message& m = messages[static_cast<size_t>(j)];
-      m = source.message(i + j);
+      m.topic = source.topic(i + j);
+      m.payload = source.payload(i + j);
+      m.partition = source.partition(i + j);
+      m.priority = source.priority(i + j);
       if (dedup) {
         std::string& k = keys[static_cast<size_t>(j)];
         k.clear();

@@ -189,8 +189,10 @@ absl::Status SubscribePuts(Context& c) {
       p.replace(0, std::min(size, body.size()), body);
       std::memcpy(p.data(), &put_ns, 8);
       Message& m = messages[static_cast<size_t>(j)];
-      m = c.source.message(i + j);
+      m.topic = c.source.topic(i + j);
       m.payload = p;
+      m.partition = c.source.partition(i + j);
+      m.priority = c.source.priority(i + j);
     }
     if (batch == 1) {
       HQ_RETURN_IF_ERROR(c.queue->Put(messages[0], po).status());
