@@ -1,0 +1,489 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// hq_bench's admin workloads: opening (reopen, recover), backup, the TTL
+// sweep (ttl), scale in topics (many_topics) and the rowkey-layout lab
+// (layout_lab). See the top of hq_bench.cc for what each measures.
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "absl/base/attributes.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
+#include "absl/time/time.h"
+#include "bench/bench_util.h"
+#include "bench/layout_lab.h"
+#include "bench/registry.h"
+#include "bench/workload.h"
+#include "hq/hq.h"
+#include "leveldb/db.h"
+#include "leveldb/env.h"
+#include "leveldb/iterator.h"
+#include "leveldb/write_batch.h"
+#include "lib/engine/db_impl.h"
+#include "lib/format/layout_codec.h"
+#include "lib/util/status_macros.h"
+
+namespace hq::bench {
+namespace {
+
+ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> Reopen(Context& c, Histogram*) {
+  HQ_RETURN_IF_ERROR(c.ReopenHq());  // Untimed: log -> tables.
+  c.CloseHq();
+  const int64_t heap_before = HeapKb();
+  const SteadyClock::time_point start = SteadyClock::now();
+  HQ_ASSIGN_OR_RETURN(c.hq_db, Db::Open(c.hq_path, c.hq_options));
+  const double seconds = MicrosSince(start) / 1e6;
+  std::printf("reopen heap_kb : %lld\n",
+              static_cast<long long>(HeapKb() - heap_before));
+  HQ_ASSIGN_OR_RETURN(c.queue, c.hq_db->OpenQueue(kQueueName));
+  return Result{seconds, 1, 0};
+}
+
+// Three Db::Backup calls of the open hq Db, timed; prints `name` with the
+// times, their median and the sizes.
+absl::Status TimedBackups(Context& c, const std::string& name) {
+  std::vector<double> ms;
+  BackupReport report;
+  for (int i = 0; i < 3; ++i) {
+    const std::string dest = absl::StrCat(c.root, "/", name, "-", i);
+    std::error_code ec;
+    std::filesystem::remove_all(dest, ec);
+    const SteadyClock::time_point start = SteadyClock::now();
+    HQ_ASSIGN_OR_RETURN(report, c.hq_db->Backup(dest));
+    ms.push_back(MicrosSince(start) / 1e3);
+    std::filesystem::remove_all(dest, ec);
+  }
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  std::printf(
+      "%s : %.1f %.1f %.1f ms; median %.1f ms; %lld tables (%lld linked), "
+      "%.1f MB of tables, %.1f MB copied\n",
+      name.c_str(), ms[0], ms[1], ms[2], sorted[1],
+      static_cast<long long>(report.tables),
+      static_cast<long long>(report.tables_linked),
+      static_cast<double>(report.table_bytes) / 1048576.0,
+      static_cast<double>(report.bytes_copied) / 1048576.0);
+  std::fflush(stdout);
+  return absl::OkStatus();
+}
+
+ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> BackupWorkload(Context& c,
+                                                              Histogram*) {
+  HQ_RETURN_IF_ERROR(c.ReopenHq());
+  HQ_RETURN_IF_ERROR(TimedBackups(c, "backup_linked"));
+  // An Env that is not leveldb::Env::Default(): Backup copies.
+  class PassThroughEnv final : public leveldb::EnvWrapper {
+   public:
+    PassThroughEnv() : leveldb::EnvWrapper(leveldb::Env::Default()) {}
+  };
+  PassThroughEnv env;
+  c.CloseHq();
+  Options options = c.hq_options;
+  options.env = &env;
+  HQ_ASSIGN_OR_RETURN(c.hq_db, Db::Open(c.hq_path, options));
+  const absl::Status s = TimedBackups(c, "backup_copied");
+  c.CloseHq();
+  HQ_RETURN_IF_ERROR(s);
+  HQ_RETURN_IF_ERROR(c.ReopenHq());
+  return Result{};
+}
+
+// Runs this binary with --recover_child=path, reads its "READY <messages>"
+// line, kills it with SIGKILL and returns <messages>.
+absl::StatusOr<int64_t> RunRecoverChild(Context& c, const std::string& path) {
+  int out[2];
+  if (pipe(out) != 0) return absl::InternalError("pipe() failed");
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe");
+  const std::vector<std::string> args = {
+      self, absl::StrCat("--recover_child=", path),
+      absl::StrCat("--write_buffer_bytes=", c.hq_options.write_buffer_bytes),
+      absl::StrCat("--value_size=", c.config.value_size)};
+  std::vector<char*> argv;
+  for (const std::string& a : args) {
+    argv.push_back(const_cast<char*>(a.c_str()));
+  }
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) return absl::InternalError("fork() failed");
+  if (pid == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    close(out[0]);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(out[1]);
+  std::string said;
+  char buf[256];
+  ssize_t n;
+  while (said.find('\n') == std::string::npos &&
+         (n = read(out[0], buf, sizeof(buf))) > 0) {
+    said.append(buf, static_cast<size_t>(n));
+  }
+  close(out[0]);
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  int64_t written = 0;
+  if (!absl::SimpleAtoi(
+          absl::StripAsciiWhitespace(absl::StripPrefix(said, "READY ")),
+          &written) ||
+      written <= 0) {
+    return absl::InternalError(
+        absl::StrCat("the recover child said '", said, "'"));
+  }
+  return written;
+}
+
+// Counts the messages of `q`.
+absl::StatusOr<int64_t> CountMessages(Queue* q) {
+  int64_t read = 0;
+  HQ_ASSIGN_OR_RETURN(std::unique_ptr<Scanner> sc, q->NewScanner({}));
+  while (sc->Next()) ++read;
+  HQ_RETURN_IF_ERROR(sc->status());
+  return read;
+}
+
+ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> Recover(Context& c, Histogram*) {
+  const std::string path = c.root + "/recover";
+  HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DestroyDB(path, {}), path));
+  HQ_ASSIGN_OR_RETURN(const int64_t written, RunRecoverChild(c, path));
+  const double log_mb = static_cast<double>(DirectoryBytes(path)) / 1048576.0;
+  const SteadyClock::time_point start = SteadyClock::now();
+  HQ_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, Db::Open(path, c.hq_options));
+  const double seconds = MicrosSince(start) / 1e6;
+  HQ_ASSIGN_OR_RETURN(Queue * q, db->OpenQueue(kQueueName));
+  HQ_ASSIGN_OR_RETURN(const int64_t read, CountMessages(q));
+  if (read != written) {
+    return absl::DataLossError(absl::StrFormat(
+        "after the kill, %d of %d messages are there", read, written));
+  }
+  std::printf("recover : %.1f MB of log with %lld messages\n", log_mb,
+              static_cast<long long>(written));
+  return Result{seconds, 1, 0};
+}
+
+double DirectoryMb(const std::string& dir) {
+  return static_cast<double>(DirectoryBytes(dir)) / 1048576.0;
+}
+
+// Messages [begin, end) of the source, for PutBatch.
+std::vector<Message> SourceMessages(const Context& c, int64_t begin,
+                                    int64_t end) {
+  std::vector<Message> batch;
+  for (int64_t i = begin; i < end; ++i) batch.push_back(c.source.message(i));
+  return batch;
+}
+
+// ttl's hq half: --num messages that expire, 1000 that do not, the sweep
+// (ttl_sweep, ttl disk_mb) and a scan of what is left
+// (ttl_scan_after_sweep, returned).
+absl::StatusOr<Result> TtlSweep(Context& c, int64_t live) {
+  const int64_t num = c.config.num;
+  const std::string dir = c.root + "/ttl";
+  SimulatedClock clock;
+  Options o = c.hq_options;
+  o.clock = &clock;
+  o.ttl_sweep_interval = absl::ZeroDuration();
+  HQ_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, Db::Open(dir, o));
+  QueueOptions qo = c.queue_options;
+  qo.ttl = absl::Hours(1);
+  HQ_ASSIGN_OR_RETURN(Queue * q, db->CreateQueue("ttl", qo));
+  const double mb_empty = DirectoryMb(dir);
+  for (int64_t i = 0; i < num; i += 1000) {
+    HQ_RETURN_IF_ERROR(
+        q->PutBatch(SourceMessages(c, i, std::min(num, i + 1000)), nullptr));
+    clock.Advance(absl::Milliseconds(1));
+  }
+  static_cast<DbImpl*>(db.get())->leveldb()->CompactRange(nullptr, nullptr);
+  const double mb_full = DirectoryMb(dir);
+  clock.Advance(absl::Hours(2));
+  HQ_RETURN_IF_ERROR(q->PutBatch(SourceMessages(c, 0, live), nullptr));
+  SteadyClock::time_point start = SteadyClock::now();
+  HQ_ASSIGN_OR_RETURN(SweepStats stats, db->CompactExpired());
+  const double sweep_s = MicrosSince(start) / 1e6;
+  if (stats.deleted != num) {
+    return absl::InternalError(absl::StrFormat(
+        "the sweep deleted %d messages, expected %d", stats.deleted, num));
+  }
+  PrintLine("ttl_sweep", c.Payloads(sweep_s, num));
+  std::printf("ttl disk_mb : empty %.1f; full %.1f; after sweep %.1f\n",
+              mb_empty, mb_full, DirectoryMb(dir));
+  start = SteadyClock::now();
+  HQ_ASSIGN_OR_RETURN(const int64_t read, CountMessages(q));
+  const Result after{MicrosSince(start) / 1e6, read, 0};
+  if (read != live) return absl::InternalError("ttl scan lost messages");
+  PrintLine("ttl_scan_after_sweep", after);
+  return after;
+}
+
+// ttl's raw LevelDB half: the same number of keys written then deleted (as
+// a naive TTL would), not compacted, and the live keys after them; times
+// reading from the start (ttl_scan_leveldb_tombstones, returned).
+absl::StatusOr<Result> TtlTombstones(Context& c, int64_t live) {
+  const int64_t num = c.config.num;
+  RawDb raw;
+  leveldb::DB* rdb = nullptr;
+  HQ_RETURN_IF_ERROR(
+      FromLevelDb(leveldb::DB::Open(LevelDbOptions(c.hq_options, &raw),
+                                    c.root + "/ttl-leveldb", &rdb),
+                  "opening the raw ttl database"));
+  raw.db.reset(rdb);
+  const std::string value(static_cast<size_t>(c.config.value_size), 'v');
+  auto key = [](int64_t i) {
+    std::string k;
+    LayoutCodec::AppendMessageId(&k, MessageId{static_cast<uint64_t>(i), 0});
+    return k;
+  };
+  for (int64_t i = 0; i < num + live; i += 1000) {
+    leveldb::WriteBatch b;
+    for (int64_t j = i; j < std::min(num + live, i + 1000); ++j) {
+      b.Put(key(j), value);
+    }
+    HQ_RETURN_IF_ERROR(FromLevelDb(rdb->Write({}, &b), "raw write"));
+  }
+  rdb->CompactRange(nullptr, nullptr);
+  for (int64_t i = 0; i < num; i += 1000) {
+    leveldb::WriteBatch b;
+    for (int64_t j = i; j < std::min(num, i + 1000); ++j) b.Delete(key(j));
+    HQ_RETURN_IF_ERROR(FromLevelDb(rdb->Write({}, &b), "raw delete"));
+  }
+  const SteadyClock::time_point start = SteadyClock::now();
+  int64_t read = 0;
+  {
+    std::unique_ptr<leveldb::Iterator> it(rdb->NewIterator({}));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) ++read;
+  }
+  const Result tomb{MicrosSince(start) / 1e6, read, 0};
+  PrintLine("ttl_scan_leveldb_tombstones", tomb);
+  return tomb;
+}
+
+ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> Ttl(Context& c, Histogram*) {
+  constexpr int64_t kLive = 1000;
+  HQ_ASSIGN_OR_RETURN(const Result after, TtlSweep(c, kLive));
+  HQ_ASSIGN_OR_RETURN(const Result tomb, TtlTombstones(c, kLive));
+  std::printf("ratio ttl_scan_after_sweep/leveldb_tombstones : %.2f\n",
+              after.msgs_per_sec() / tomb.msgs_per_sec());
+  return Result{};
+}
+
+// many_topics' put: --num messages, message i in topic u<i % topics>, the
+// layout choosing partitions, --batch per call.
+absl::StatusOr<Result> ManyTopicsPut(Context& c, Queue* q) {
+  const int64_t num = c.config.num;
+  const int64_t topics = c.config.many_topics;
+  const int64_t batch = c.config.batch;
+  const size_t width = static_cast<size_t>(std::min(batch, num));
+  std::vector<Message> messages(width);
+  std::vector<std::string> names(width);
+  const SteadyClock::time_point start = SteadyClock::now();
+  for (int64_t i = 0; i < num; i += batch) {
+    const int64_t n = std::min(batch, num - i);
+    for (int64_t j = 0; j < n; ++j) {
+      const size_t k = static_cast<size_t>(j);
+      names[k].clear();
+      absl::StrAppend(&names[k], "u", (i + j) % topics);
+      messages[k].topic = names[k];
+      messages[k].payload = c.source.payload(i + j);
+      messages[k].priority = c.source.priority(i + j);
+    }
+    if (batch == 1) {
+      HQ_RETURN_IF_ERROR(q->Put(messages[0]).status());
+    } else {
+      HQ_RETURN_IF_ERROR(q->PutBatch(
+          std::span<const Message>(messages.data(), static_cast<size_t>(n)),
+          nullptr));
+    }
+  }
+  return c.Payloads(MicrosSince(start) / 1e6, num);
+}
+
+// Whole-topic reads of random topics of `q`: up to 1000 of them, or as
+// many as 5 s allow (one op = one topic).
+absl::StatusOr<Result> ManyTopicsRead(Context& c, Queue* q) {
+  const int64_t num = c.config.num;
+  const int64_t topics = c.config.many_topics;
+  std::mt19937_64 rng(7);
+  int64_t reads = 0;
+  const SteadyClock::time_point start = SteadyClock::now();
+  while (reads < 1000 && MicrosSince(start) < 5e6) {
+    const int64_t t =
+        static_cast<int64_t>(rng() % static_cast<uint64_t>(topics));
+    ScanOptions so;
+    so.topics = {absl::StrCat("u", t)};
+    HQ_ASSIGN_OR_RETURN(std::unique_ptr<Scanner> sc, q->NewScanner(so));
+    int64_t got = 0;
+    while (sc->Next()) ++got;
+    HQ_RETURN_IF_ERROR(sc->status());
+    const int64_t want = num / topics + (t < num % topics ? 1 : 0);
+    if (got != want) {
+      return absl::DataLossError(
+          absl::StrFormat("topic u%d: read %d messages, put %d", t, got, want));
+    }
+    ++reads;
+  }
+  return Result{MicrosSince(start) / 1e6, reads, 0};
+}
+
+// many_topics for one layout, in a fresh Db: prints its lines and adds
+// its put, read and claim Results to `results` (keyed "put<layout>", ...).
+absl::Status ManyTopicsLayout(
+    Context& c, Layout layout,
+    absl::flat_hash_map<std::string, Result>& results) {
+  const std::string ln(LayoutName(layout));
+  auto line = [&ln](const char* what) {
+    return absl::StrCat("many_topics_", what, "[", ln, "]");
+  };
+  const std::string path = c.root + "/many-" + ln;
+  HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DestroyDB(path, {}), path));
+  const int64_t heap_before = HeapKb();
+  QueueOptions qo = c.queue_options;
+  qo.layout = layout;
+  HQ_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, Db::Open(path, c.hq_options));
+  HQ_ASSIGN_OR_RETURN(Queue * q, db->CreateQueue("many", qo));
+  HQ_ASSIGN_OR_RETURN(const Result put, ManyTopicsPut(c, q));
+  PrintLine(line("put"), put);
+  results[absl::StrCat("put", ln)] = put;
+  const int64_t heap_put = HeapKb() - heap_before;
+  WaitForCompactions(static_cast<DbImpl*>(db.get())->leveldb());
+
+  // Reopen: Db::Open, then the first Group call (it reads the lane
+  // directory).
+  db.reset();
+  SteadyClock::time_point start = SteadyClock::now();
+  HQ_ASSIGN_OR_RETURN(db, Db::Open(path, c.hq_options));
+  PrintLine(line("reopen"), Result{MicrosSince(start) / 1e6, 1, 0});
+  HQ_ASSIGN_OR_RETURN(q, db->OpenQueue("many"));
+  start = SteadyClock::now();
+  HQ_ASSIGN_OR_RETURN(ConsumerGroup * group, q->Group("g"));
+  PrintLine(line("group_load"), Result{MicrosSince(start) / 1e6, 1, 0});
+  const int64_t heap_load = HeapKb() - heap_before;
+
+  HQ_ASSIGN_OR_RETURN(const Result read, ManyTopicsRead(c, q));
+  PrintLine(line("read_topic"), read);
+  results[absl::StrCat("read", ln)] = read;
+
+  // Claim across all topics.
+  start = SteadyClock::now();
+  HQ_ASSIGN_OR_RETURN(const int64_t claimed, c.Drain(group));
+  const Result claim = c.Payloads(MicrosSince(start) / 1e6, claimed);
+  if (claimed != c.config.num) {
+    return absl::DataLossError(
+        absl::StrFormat("claimed %d of %d messages", claimed, c.config.num));
+  }
+  PrintLine(line("claim"), claim);
+  results[absl::StrCat("claim", ln)] = claim;
+  std::printf(
+      "many_topics heap_kb[%s] : after put %lld; after group load %lld; "
+      "after claim %lld\n",
+      ln.c_str(), static_cast<long long>(heap_put),
+      static_cast<long long>(heap_load),
+      static_cast<long long>(HeapKb() - heap_before));
+  std::fflush(stdout);
+  return absl::OkStatus();
+}
+
+ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ManyTopics(Context& c,
+                                                          Histogram*) {
+  absl::flat_hash_map<std::string, Result> results;
+  for (const Layout layout : {Layout::kTopic, Layout::kTime}) {
+    HQ_RETURN_IF_ERROR(ManyTopicsLayout(c, layout, results));
+  }
+  for (const char* what : {"put", "read", "claim"}) {
+    PrintRatio(absl::StrCat("many_topics_", what,
+                            std::string_view(what) == "read" ? "_topic" : "",
+                            "[topic]/[time]"),
+               results[absl::StrCat(what, "topic")],
+               results[absl::StrCat(what, "time")]);
+  }
+  return Result{};
+}
+
+absl::StatusOr<Result> LayoutLab(Context& c, Histogram*) {
+  HQ_RETURN_IF_ERROR(RunLayoutLab(c.config.lab, c.hq_options, c.root));
+  return Result{};
+}
+
+}  // namespace
+
+int RecoverChild(const std::string& dir, const Config& config) {
+  Options o;
+  if (config.write_buffer_bytes != -1) {
+    o.write_buffer_bytes = static_cast<size_t>(config.write_buffer_bytes);
+  }
+  absl::StatusOr<std::unique_ptr<Db>> db = Db::Open(dir, o);
+  if (!db.ok()) return 1;
+  absl::StatusOr<Queue*> q = (*db)->CreateQueue(
+      kQueueName, {.max_payload_bytes = std::max<uint32_t>(
+                       QueueOptions().max_payload_bytes,
+                       static_cast<uint32_t>(config.value_size))});
+  if (!q.ok()) return 1;
+  const std::string payload(config.value_size, 'r');
+  std::vector<Message> batch(100, Message{.payload = payload});
+  int64_t written = 0;
+  // Each message costs about its payload and 40 bytes of key, value framing
+  // and log record in the memtable.
+  const size_t per = config.value_size + 40;
+  while ((static_cast<size_t>(written) + 100) * per <
+         o.write_buffer_bytes * 9 / 10) {
+    if (!(*q)->PutBatch(batch, nullptr).ok()) return 1;
+    written += 100;
+  }
+  std::printf("READY %lld\n", static_cast<long long>(written));
+  std::fflush(stdout);
+  pause();
+  return 0;
+}
+
+void AddAdminWorkloads(std::vector<Workload>* out) {
+  out->push_back({.name = "reopen",
+                  .description = "Db::Open of the hq Db after an untimed "
+                                 "close and open; reopen heap_kb",
+                  .run = Reopen,
+                  .needs = Workload::Needs::kHqDb,
+                  .unmet = "'reopen' reopens the hq Db: list put or "
+                           "create_queues before it in --benchmarks"});
+  out->push_back({.name = "backup",
+                  .description = "Db::Backup of put's Db, tables linked, "
+                                 "then copied",
+                  .run = BackupWorkload,
+                  .needs = Workload::Needs::kHqDb,
+                  .unmet = "'backup' backs up the hq Db: list put before it "
+                           "in --benchmarks"});
+  out->push_back({.name = "recover",
+                  .description = "Db::Open replaying the log of a child "
+                                 "killed with SIGKILL",
+                  .run = Recover});
+  out->push_back({.name = "ttl",
+                  .description = "Db::CompactExpired of --num expired "
+                                 "messages; scans after it",
+                  .run = Ttl});
+  out->push_back({.name = "many_topics",
+                  .description = "put, reopen, group load, topic reads and "
+                                 "claims over --many_topics topics, per layout",
+                  .run = ManyTopics});
+  out->push_back({.name = "layout_lab",
+                  .description = "the rowkey-layout lab (bench/layout_lab.h)",
+                  .run = LayoutLab});
+}
+
+}  // namespace hq::bench
