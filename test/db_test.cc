@@ -3,6 +3,7 @@
 #include "leveldb/db.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
@@ -115,6 +116,16 @@ TEST_CASE("a second process on the same directory is refused") {
     CHECK(absl::StrContains(line, path));
   }
 }
+
+// The public handles are owned by the Db (or a unique_ptr) and never
+// copied: a copy would share the engine's state behind a second object.
+template <typename T>
+constexpr bool kNoCopy =
+    !std::is_copy_constructible_v<T> && !std::is_copy_assignable_v<T>;
+static_assert(kNoCopy<Db> && kNoCopy<Queue> && kNoCopy<ConsumerGroup> &&
+              kNoCopy<Subscription> && kNoCopy<Scanner> &&
+              kNoCopy<LeaseManager> && kNoCopy<Clock> &&
+              kNoCopy<SimulatedClock>);
 
 TEST_CASE("an error's detail: set, read, replaced, and none by default") {
   const absl::Status plain = absl::FailedPreconditionError("x");

@@ -23,7 +23,10 @@ namespace hq {
 // Thread safety: implementations must be safe to call from any thread.
 class HQ_EXPORT Clock {
  public:
+  Clock() = default;
   virtual ~Clock() = default;
+  Clock(const Clock&) = delete;
+  Clock& operator=(const Clock&) = delete;
 
   // Returns the current time. May go backwards (a stepped system clock);
   // hq copes with that (see MessageId in message.h).

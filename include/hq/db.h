@@ -261,7 +261,10 @@ class HQ_EXPORT Db {
   static absl::StatusOr<std::unique_ptr<Db>> Open(const std::string& path,
                                                   const Options& options = {});
 
+  Db() = default;
   virtual ~Db() = default;
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
 
   // Creates a queue. O(1): one catalog row, no files or threads of its own.
   // Names: 1..128 bytes of [A-Za-z0-9._-], starting with a letter or digit.

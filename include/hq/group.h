@@ -250,7 +250,10 @@ struct ConsumerInfo {
 // competing consumers never receive the same task).
 class HQ_EXPORT ConsumerGroup {
  public:
+  ConsumerGroup() = default;
   virtual ~ConsumerGroup() = default;
+  ConsumerGroup(const ConsumerGroup&) = delete;
+  ConsumerGroup& operator=(const ConsumerGroup&) = delete;
 
   virtual const std::string& name() const = 0;
 

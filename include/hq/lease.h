@@ -44,7 +44,10 @@ using LeaseId = uint64_t;
 // Thread safety: all methods may be called concurrently.
 class HQ_EXPORT LeaseManager {
  public:
+  LeaseManager() = default;
   virtual ~LeaseManager() = default;
+  LeaseManager(const LeaseManager&) = delete;
+  LeaseManager& operator=(const LeaseManager&) = delete;
 
   // Creates a lease expiring `duration` from now. Errors: InvalidArgument
   // (negative or infinite duration, empty action), FailedPrecondition (the

@@ -84,7 +84,10 @@ struct GroupInfo {
 // Thread safety: all methods may be called concurrently from any threads.
 class HQ_EXPORT Queue {
  public:
+  Queue() = default;
   virtual ~Queue() = default;
+  Queue(const Queue&) = delete;
+  Queue& operator=(const Queue&) = delete;
 
   virtual const std::string& name() const = 0;
   virtual const QueueOptions& options() const = 0;

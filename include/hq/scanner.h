@@ -30,7 +30,10 @@ namespace hq {
 // Thread safety: a Scanner is not thread-safe; use one per thread.
 class HQ_EXPORT Scanner {
  public:
+  Scanner() = default;
   virtual ~Scanner() = default;
+  Scanner(const Scanner&) = delete;
+  Scanner& operator=(const Scanner&) = delete;
 
   // Moves to the next message. Returns false at the end of the range or on
   // an error; status() tells which. Once it has returned false it keeps

@@ -146,7 +146,10 @@ struct SubscriptionStats {
 // Db's destruction.
 class HQ_EXPORT Subscription {
  public:
+  Subscription() = default;
   virtual ~Subscription() = default;
+  Subscription(const Subscription&) = delete;
+  Subscription& operator=(const Subscription&) = delete;
   virtual const std::string& name() const = 0;
   virtual absl::StatusOr<SubscriptionStats> Stats() = 0;
   // Writes the checkpoints now (one write), also when the interval has not
