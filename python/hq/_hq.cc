@@ -1322,43 +1322,43 @@ PYBIND11_MODULE(_hq, m) {
              }
              return SweepToPy(Check(std::move(r)));
            })
-      .def("verify", [](PyDb& d) {
-        Use use(*d.h);
-        absl::StatusOr<hq::VerifyReport> r;
-        {
-          py::gil_scoped_release release;
-          r = use.db()->Verify();
-        }
-        hq::VerifyReport v = Check(std::move(r));
-        py::list problems;
-        for (const auto& p : v.problems) {
-          problems.append(Make("VerifyProblem", py::arg("key_hex") = p.key_hex,
-                               py::arg("description") = p.description,
-                               py::arg("file") = p.file));
-        }
-        py::list dropped;
-        for (const std::string& f : v.dropped) dropped.append(f);
-        return Make("VerifyReport", py::arg("keys") = v.keys,
-                    py::arg("queues") = v.queues,
-                    py::arg("messages") = v.messages,
-                    py::arg("problems") = problems,
-                    py::arg("problem_count") = v.problem_count,
-                    py::arg("tables") = v.tables,
-                    py::arg("blocks") = v.blocks,
-                    py::arg("dropped") = dropped);
-      })
+      .def("verify",
+           [](PyDb& d) {
+             Use use(*d.h);
+             absl::StatusOr<hq::VerifyReport> r;
+             {
+               py::gil_scoped_release release;
+               r = use.db()->Verify();
+             }
+             hq::VerifyReport v = Check(std::move(r));
+             py::list problems;
+             for (const auto& p : v.problems) {
+               problems.append(Make("VerifyProblem",
+                                    py::arg("key_hex") = p.key_hex,
+                                    py::arg("description") = p.description,
+                                    py::arg("file") = p.file));
+             }
+             py::list dropped;
+             for (const std::string& f : v.dropped) dropped.append(f);
+             return Make(
+                 "VerifyReport", py::arg("keys") = v.keys,
+                 py::arg("queues") = v.queues, py::arg("messages") = v.messages,
+                 py::arg("problems") = problems,
+                 py::arg("problem_count") = v.problem_count,
+                 py::arg("tables") = v.tables, py::arg("blocks") = v.blocks,
+                 py::arg("dropped") = dropped);
+           })
       .def("recovery", [](PyDb& d) {
         Use use(*d.h);
         py::list out;
         for (const hq::RecoveryReport::Dropped& x :
              use.db()->recovery().dropped) {
-          out.append(Make("RecoveryDrop", py::arg("file") = x.file,
-                          py::arg("offset") = x.offset,
-                          py::arg("bytes") = x.bytes,
-                          py::arg("damage") = x.damage,
-                          py::arg("records") = x.records,
-                          py::arg("torn_tail") = x.torn_tail,
-                          py::arg("saved_as") = x.saved_as));
+          out.append(
+              Make("RecoveryDrop", py::arg("file") = x.file,
+                   py::arg("offset") = x.offset, py::arg("bytes") = x.bytes,
+                   py::arg("damage") = x.damage, py::arg("records") = x.records,
+                   py::arg("torn_tail") = x.torn_tail,
+                   py::arg("saved_as") = x.saved_as));
         }
         return out;
       });
