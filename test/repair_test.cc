@@ -421,54 +421,6 @@ TEST_CASE("issue15: a queue whose catalog record was lost is recreated") {
 // ---------------------------------------------------------------------
 // Damaged hq records (the kinds Verify reports), in the sample Db.
 
-struct Ids {
-  uint32_t q = 0, t = 0, g = 0, s = 0;
-  format::QueueRecord q_record;
-  std::string q_lane, q_first, q_lane_rest;
-  uint64_t now_ms = 0;
-};
-
-Ids ReadIds(Db* db, absl::Time now) {
-  Ids ids;
-  leveldb::DB* raw = Impl(db)->leveldb();
-  std::string v;
-  REQUIRE(raw->Get({}, format::CatalogKey("q"), &v).ok());
-  HQ_REQUIRE_OK(format::DecodeQueueRecord(v, &ids.q_record));
-  ids.q = ids.q_record.id;
-  format::QueueRecord t;
-  REQUIRE(raw->Get({}, format::CatalogKey("t"), &v).ok());
-  HQ_REQUIRE_OK(format::DecodeQueueRecord(v, &t));
-  ids.t = t.id;
-  format::GroupRecord g;
-  REQUIRE(raw->Get({}, format::GroupKey(ids.q, "g"), &v).ok());
-  HQ_REQUIRE_OK(format::DecodeGroupRecord(v, &g));
-  ids.g = g.id;
-  format::SubRecord s;
-  REQUIRE(raw->Get({}, format::SubKey(ids.q, "s"), &v).ok());
-  HQ_REQUIRE_OK(format::DecodeSubRecord(v, &s));
-  ids.s = s.id;
-  LayoutCodec::AppendHead(&ids.q_lane, ids.q, 0, 0);
-  ids.q_lane_rest = ids.q_lane.substr(5);
-  std::unique_ptr<leveldb::Iterator> it(raw->NewIterator({}));
-  std::string seek = ids.q_lane;
-  LayoutCodec::AppendMessageId(&seek, MessageId::Min());
-  it->Seek(seek);
-  REQUIRE(it->Valid());
-  ids.q_first = it->key().ToString();
-  ids.now_ms = static_cast<uint64_t>(absl::ToUnixMillis(now));
-  return ids;
-}
-
-std::string Fixed64(uint64_t v) {
-  std::string s;
-  coding::PutFixed64(&s, v);
-  return s;
-}
-
-std::string CursorKey(const Ids& ids, uint32_t group, const std::string& rest) {
-  return format::GroupRecordPrefix(format::kCursorTag, ids.q, group) + rest;
-}
-
 std::string MessageValue() {
   std::string v;
   format::AppendMessageValue(&v, "", "p");

@@ -25,53 +25,6 @@ namespace {
 
 std::string Hex(const std::string& key) { return absl::BytesToHexString(key); }
 
-std::string Fixed64(uint64_t v) {
-  std::string s;
-  coding::PutFixed64(&s, v);
-  return s;
-}
-
-// Ids of the sample Db's records, read before the damage.
-struct Ids {
-  uint32_t q = 0, t = 0, g = 0, s = 0;
-  format::QueueRecord q_record;
-  std::string q_lane;       // Lane prefix of q, partition 0, priority 0.
-  std::string q_first;      // Key of q's first message in that lane.
-  std::string q_lane_rest;  // That lane's lane_rest.
-  uint64_t now_ms = 0;
-};
-
-Ids ReadIds(Db* db, absl::Time now) {
-  Ids ids;
-  leveldb::DB* raw = Impl(db)->leveldb();
-  std::string v;
-  REQUIRE(raw->Get({}, format::CatalogKey("q"), &v).ok());
-  HQ_REQUIRE_OK(format::DecodeQueueRecord(v, &ids.q_record));
-  ids.q = ids.q_record.id;
-  format::QueueRecord t;
-  REQUIRE(raw->Get({}, format::CatalogKey("t"), &v).ok());
-  HQ_REQUIRE_OK(format::DecodeQueueRecord(v, &t));
-  ids.t = t.id;
-  format::GroupRecord g;
-  REQUIRE(raw->Get({}, format::GroupKey(ids.q, "g"), &v).ok());
-  HQ_REQUIRE_OK(format::DecodeGroupRecord(v, &g));
-  ids.g = g.id;
-  format::SubRecord s;
-  REQUIRE(raw->Get({}, format::SubKey(ids.q, "s"), &v).ok());
-  HQ_REQUIRE_OK(format::DecodeSubRecord(v, &s));
-  ids.s = s.id;
-  LayoutCodec::AppendHead(&ids.q_lane, ids.q, 0, 0);
-  ids.q_lane_rest = ids.q_lane.substr(5);
-  std::unique_ptr<leveldb::Iterator> it(raw->NewIterator({}));
-  std::string seek = ids.q_lane;
-  LayoutCodec::AppendMessageId(&seek, MessageId::Min());
-  it->Seek(seek);
-  REQUIRE(it->Valid());
-  ids.q_first = it->key().ToString();
-  ids.now_ms = static_cast<uint64_t>(absl::ToUnixMillis(now));
-  return ids;
-}
-
 // One kind of damage: `damage` writes (or deletes) records in `b` and
 // returns the key Verify must name; `expect` is part of its description.
 struct Damage {
@@ -83,10 +36,6 @@ std::string Put(leveldb::WriteBatch* b, const std::string& k,
                 const std::string& v) {
   b->Put(k, v);
   return k;
-}
-
-std::string CursorKey(const Ids& ids, uint32_t group, const std::string& rest) {
-  return format::GroupRecordPrefix(format::kCursorTag, ids.q, group) + rest;
 }
 
 std::vector<Damage> AllDamage() {
