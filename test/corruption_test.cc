@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "leveldb/env.h"
 #include "lib/engine/log_recovery.h"
+#include "test/damaged_db.h"
 #include "test/test_util.h"
 
 namespace hq {
@@ -32,33 +33,16 @@ using test::ValueOrDie;
 // A Db directory on disk or in the in-memory Env, holding one queue "q"
 // with kInTables messages flushed into table files and kInLog more that
 // are only in the write-ahead log.
-class DamagedDb {
+class DamagedDb : public test::DbDir {
  public:
   static constexpr int kInTables = 3000;
   static constexpr int kInLog = 600;
 
-  explicit DamagedDb(Storage storage) : storage_(storage) {
-    if (storage_ == Storage::kMemory) {
-      mem_env_.reset(leveldb::NewMemEnv(leveldb::Env::Default()));
-      env_ = mem_env_.get();
-      path_ = "/hq-mem/db";
-    } else {
-      env_ = leveldb::Env::Default();
-      path_ = dir_.Sub("db");
-    }
-  }
-
-  Options options() const {
-    Options o = test::NoBackgroundSweeps();
-    o.env = storage_ == Storage::kMemory ? env_ : nullptr;
-    return o;
-  }
-  const std::string& path() const { return path_; }
-  leveldb::Env* env() { return env_; }
+  using DbDir::DbDir;
 
   // Writes the messages and closes the Db.
   void Build() {
-    auto db = ValueOrDie(Db::Open(path_, options()));
+    auto db = ValueOrDie(Db::Open(path(), options()));
     Queue* q = ValueOrDie(db->CreateQueue("q", QueueOptions{.partitions = 2}));
     for (int i = 0; i < kInTables + kInLog; ++i) {
       if (i == kInTables) REQUIRE(db->CompactAll().ok());
@@ -70,72 +54,6 @@ class DamagedDb {
 
   static std::string Payload(int i) {
     return absl::StrCat("message-", i, "-", std::string(80, 'x'));
-  }
-
-  // The Db's files whose names end with `suffix` ("" for all), sorted.
-  std::vector<std::string> Files(const std::string& suffix = "") {
-    std::vector<std::string> names, out;
-    REQUIRE(env_->GetChildren(path_, &names).ok());
-    for (const std::string& n : names) {
-      if (n == "." || n == "..") continue;
-      if (n.ends_with(suffix)) out.push_back(n);
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
-  // The largest file ending with `suffix`.
-  std::string Largest(const std::string& suffix) {
-    std::string best;
-    uint64_t best_size = 0;
-    for (const std::string& n : Files(suffix)) {
-      if (Size(n) >= best_size) best = n, best_size = Size(n);
-    }
-    REQUIRE(!best.empty());
-    return best;
-  }
-
-  // The MANIFEST that CURRENT names.
-  std::string Manifest() {
-    const std::string name = CurrentManifest(env_, path_);
-    REQUIRE(!name.empty());
-    return name;
-  }
-
-  uint64_t Size(const std::string& name) {
-    uint64_t size = 0;
-    REQUIRE(env_->GetFileSize(path_ + "/" + name, &size).ok());
-    return size;
-  }
-  std::string Read(const std::string& name) {
-    std::string data;
-    REQUIRE(leveldb::ReadFileToString(env_, path_ + "/" + name, &data).ok());
-    return data;
-  }
-  void Write(const std::string& name, const std::string& data) {
-    REQUIRE(leveldb::WriteStringToFile(env_, data, path_ + "/" + name).ok());
-  }
-  void Remove(const std::string& name) {
-    REQUIRE(env_->RemoveFile(path_ + "/" + name).ok());
-  }
-  // Applies `f` to `n` bytes of `name` from `offset` (clamped to the file).
-  void Modify(const std::string& name, uint64_t offset, size_t n,
-              const std::function<char(char)>& f) {
-    std::string data = Read(name);
-    REQUIRE(offset < data.size());
-    for (size_t i = offset; i < data.size() && i < offset + n; ++i) {
-      data[i] = f(data[i]);
-    }
-    Write(name, data);
-  }
-  void Flip(const std::string& name, uint64_t offset, size_t n) {
-    Modify(name, offset, n, [](char c) { return static_cast<char>(c ^ 0x5a); });
-  }
-  void Zero(const std::string& name, uint64_t offset, size_t n) {
-    Modify(name, offset, n, [](char) { return '\0'; });
-  }
-  void Truncate(const std::string& name, uint64_t size) {
-    Write(name, Read(name).substr(0, size));
   }
 
   // Files LevelDB's own bookkeeping may rewrite or remove at any Open.
@@ -150,13 +68,6 @@ class DamagedDb {
     }
     return out;
   }
-
- private:
-  const Storage storage_;
-  TempDir dir_;
-  std::unique_ptr<leveldb::Env> mem_env_;
-  leveldb::Env* env_ = nullptr;
-  std::string path_;
 };
 
 // Every file of `before` is still there; with `tables_only`, every table

@@ -32,6 +32,7 @@
 #include "lib/format/coding.h"
 #include "lib/format/format.h"
 #include "lib/format/layout_codec.h"
+#include "test/damaged_db.h"
 #include "test/sample_db.h"
 #include "test/test_util.h"
 
@@ -63,31 +64,14 @@ void PrintReport(const RepairReport& r) {
 // A Db directory (on disk or in the in-memory Env) holding queue "q": kOld
 // messages compacted into a table, a group "g" that completed the first
 // kDone of them, and kNew messages only in the write-ahead log.
-class DamagedDb {
+class DamagedDb : public DbDir {
  public:
   static constexpr int kOld = 3000, kDone = 1000, kNew = 600;
 
-  explicit DamagedDb(Storage storage) : storage_(storage) {
-    if (storage_ == Storage::kMemory) {
-      mem_env_.reset(leveldb::NewMemEnv(leveldb::Env::Default()));
-      env_ = mem_env_.get();
-      path_ = "/hq-mem/db";
-    } else {
-      env_ = leveldb::Env::Default();
-      path_ = dir_.Sub("db");
-    }
-  }
-
-  Options options() const {
-    Options o = NoBackgroundSweeps();
-    o.env = storage_ == Storage::kMemory ? env_ : nullptr;
-    return o;
-  }
-  const std::string& path() const { return path_; }
-  leveldb::Env* env() { return env_; }
+  using DbDir::DbDir;
 
   void Build() {
-    auto db = ValueOrDie(Db::Open(path_, options()));
+    auto db = ValueOrDie(Db::Open(path(), options()));
     Queue* q = ValueOrDie(db->CreateQueue("q", {.partitions = 2}));
     for (int i = 0; i < kOld + kNew; ++i) {
       if (i == kOld) {
@@ -106,71 +90,6 @@ class DamagedDb {
            .payload = absl::StrCat("message-", i, "-", std::string(80, 'x'))}));
     }
   }
-
-  // Top-level files, sorted.
-  std::vector<std::string> Files(const std::string& suffix = "") {
-    std::vector<std::string> names, out;
-    REQUIRE(env_->GetChildren(path_, &names).ok());
-    for (const std::string& n : names) {
-      if (n == "." || n == ".." || n.find('/') != std::string::npos) continue;
-      if (storage_ == Storage::kDisk &&
-          std::filesystem::is_directory(path_ + "/" + n)) {
-        continue;
-      }
-      if (n.ends_with(suffix)) out.push_back(n);
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-  std::string Largest(const std::string& suffix) {
-    std::string best;
-    uint64_t best_size = 0;
-    for (const std::string& n : Files(suffix)) {
-      if (Size(n) >= best_size) best = n, best_size = Size(n);
-    }
-    REQUIRE(!best.empty());
-    return best;
-  }
-  std::string Manifest() {
-    std::string current = Read("CURRENT");
-    REQUIRE(current.ends_with("\n"));
-    current.pop_back();
-    return current;
-  }
-  uint64_t Size(const std::string& name) {
-    uint64_t size = 0;
-    REQUIRE(env_->GetFileSize(path_ + "/" + name, &size).ok());
-    return size;
-  }
-  bool Exists(const std::string& name) {
-    return env_->FileExists(path_ + "/" + name);
-  }
-  std::string Read(const std::string& name, const std::string& dir = "") {
-    std::string data;
-    REQUIRE(leveldb::ReadFileToString(
-                env_, (dir.empty() ? path_ : dir) + "/" + name, &data)
-                .ok());
-    return data;
-  }
-  void Write(const std::string& name, const std::string& data) {
-    REQUIRE(leveldb::WriteStringToFile(env_, data, path_ + "/" + name).ok());
-  }
-  void Remove(const std::string& name) {
-    REQUIRE(env_->RemoveFile(path_ + "/" + name).ok());
-  }
-  void Flip(const std::string& name, uint64_t offset) {
-    std::string data = Read(name);
-    REQUIRE(offset < data.size());
-    data[offset] ^= 0x5a;
-    Write(name, data);
-  }
-
- private:
-  Storage storage_;
-  TempDir dir_;
-  std::unique_ptr<leveldb::Env> mem_env_;
-  leveldb::Env* env_;
-  std::string path_;
 };
 
 struct FileDamage {
@@ -275,7 +194,7 @@ TEST_CASE("issue15: Repair mends every kind of damaged file") {
         d.Build();
         const std::string damaged = row.damage(d);
         std::map<std::string, std::string> before;
-        for (const std::string& f : d.Files()) {
+        for (const std::string& f : d.TopFiles()) {
           if (f != "LOCK") before[f] = d.Read(f);
         }
         repair::TEST_SetSkipMending(skip);
@@ -374,7 +293,7 @@ TEST_CASE("issue15: a queue whose catalog record was lost is recreated") {
     DYNAMIC_SECTION(kind) {
       DamagedDb d(Storage::kDisk);
       d.Build();
-      REQUIRE(d.Files(".ldb").size() == 1);
+      REQUIRE(d.TopFiles(".ldb").size() == 1);
       const std::string t = d.Largest(".ldb");
       if (std::string(kind) == "missing table") {
         d.Remove(t);
