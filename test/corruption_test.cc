@@ -138,6 +138,52 @@ TEST_CASE("a creation killed before CURRENT was written is created again") {
   }
 }
 
+TEST_CASE("a creation killed while writing MANIFEST-000001 is created again") {
+  // The kill can come before the MANIFEST's one edit is written, in the
+  // middle of it, or (a power cut) leave its length but not its bytes.
+  for (Storage storage : {Storage::kDisk, Storage::kMemory}) {
+    for (const char* cut : {"empty", "half an edit", "zero-filled"}) {
+      DYNAMIC_SECTION(StorageName(storage) << ", " << cut) {
+        DamagedDb d(storage);
+        NoCurrentEnv killed(d.env());
+        Options o = d.options();
+        o.env = &killed;
+        CHECK(!Db::Open(d.path(), o).ok());
+        const std::string edit = d.Read("MANIFEST-000001");
+        REQUIRE(edit.size() > 8);
+        const std::string cut_name = cut;
+        if (cut_name == "empty") d.Truncate("MANIFEST-000001", 0);
+        if (cut_name == "half an edit") {
+          d.Truncate("MANIFEST-000001", edit.size() / 2);
+        }
+        if (cut_name == "zero-filled") {
+          d.Zero("MANIFEST-000001", 0, edit.size());
+        }
+        REQUIRE(d.Read("MANIFEST-000001") != edit);
+
+        auto db = ValueOrDie(Db::Open(d.path(), d.options()));
+        CHECK(ValueOrDie(db->ListQueues()).empty());
+        HQ_REQUIRE_OK(db->CreateQueue("q", QueueOptions{}).status());
+      }
+    }
+  }
+}
+
+TEST_CASE("a MANIFEST-000001 of unknown bytes is no unfinished creation") {
+  for (Storage storage : {Storage::kDisk, Storage::kMemory}) {
+    DYNAMIC_SECTION(StorageName(storage)) {
+      DamagedDb d(storage);
+      const std::string junk = "not a MANIFEST, but someone's bytes";
+      d.env()->CreateDir(d.path());  // Exists already in memory.
+      d.Write("MANIFEST-000001", junk);
+      auto db = Db::Open(d.path(), d.options());
+      INFO(db.status().ToString());
+      CHECK(absl::IsDataLoss(db.status()));
+      CHECK(d.Read("MANIFEST-000001") == junk);
+    }
+  }
+}
+
 TEST_CASE("a MANIFEST-000001 that names tables is no unfinished creation") {
   // The same names as a killed creation, but the MANIFEST holds a table:
   // hq refuses rather than let LevelDB write a new one over it.

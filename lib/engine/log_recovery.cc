@@ -80,17 +80,31 @@ std::string Describe(const RecoveryReport::Dropped& d) {
 
 // True if `manifests` is the one MANIFEST LevelDB writes before CURRENT
 // when it creates a Db (MANIFEST-000001: no table, no sequence number), so
-// the creation was cut short and the directory never held a message.
+// the creation was cut short and the directory never held a message. A
+// kill can leave that MANIFEST empty or with its one edit cut short, and a
+// power cut zero-filled: those are unfinished creations too. Any other
+// content must read as edits that name no table.
 bool IsUnfinishedCreation(leveldb::Env* env, const std::string& dir,
                           const std::vector<std::string>& manifests) {
   if (manifests.size() != 1 || manifests[0] != "MANIFEST-000001") {
     return false;
   }
   std::string data;
+  if (!leveldb::ReadFileToString(env, dir + "/" + manifests[0], &data).ok()) {
+    return false;
+  }
+  if (data.find_first_not_of('\0') == std::string::npos) return true;
+  // LevelDB writes the new Db's edit as one FULL record (type 1) whose
+  // first field is the comparator (tag 1); cut short, that is all there is
+  // to recognize it by.
+  const log_check::LogCheck c = log_check::Check(data);
+  if (c.state == log_check::LogCheck::State::kShortTail && c.records == 0) {
+    return data.size() > log_check::kHeaderSize && data[6] == 1 &&
+           data[log_check::kHeaderSize] == 1;
+  }
   manifest::State m;
   std::string error;
-  return leveldb::ReadFileToString(env, dir + "/" + manifests[0], &data).ok() &&
-         manifest::Read(data, &m, &error) && m.tables.empty() &&
+  return manifest::Read(data, &m, &error) && m.tables.empty() &&
          m.last_sequence == 0;
 }
 
