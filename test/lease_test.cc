@@ -310,6 +310,51 @@ TEST_CASE("an idle scanner's lease expires and frees its snapshot at once") {
   CHECK(f.db()->leases()->size() == 0);
 }
 
+TEST_CASE("a scanner read from expires when the clock jumps past two leases") {
+  // Issue 19: the lease was re-armed from the time it fired, so a single
+  // large Advance left the scanner alive.
+  for (absl::Duration jump :
+       {absl::Seconds(2), absl::Seconds(5), absl::Hours(24 * 365)}) {
+    DYNAMIC_SECTION("jump " << absl::FormatDuration(jump)) {
+      Options o = NoBackgroundSweeps();
+      o.scanner_lease = absl::Seconds(1);
+      DbFixture f(Storage::kMemory, o);
+      Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+      for (int i = 0; i < 3; ++i) {
+        HQ_REQUIRE_OK(q->Put({.payload = "m"}).status());
+      }
+      auto scanner = ValueOrDie(q->NewScanner({}));
+      f.clock().Advance(absl::Milliseconds(500));
+      REQUIRE(scanner->Next());  // The last call, half a lease in.
+      f.clock().Advance(jump);
+      CHECK(Impl(f.db())->TEST_ScannerResources() == 0);
+      CHECK_FALSE(scanner->Next());
+      CHECK(absl::IsFailedPrecondition(scanner->status()));
+      scanner.reset();
+      CHECK(f.db()->leases()->size() == 0);
+    }
+  }
+}
+
+TEST_CASE("a scanner lives at least one lease after its last call") {
+  Options o;
+  o.scanner_lease = absl::Seconds(10);
+  DbFixture f(Storage::kMemory, o);
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  for (int i = 0; i < 3; ++i) HQ_REQUIRE_OK(q->Put({.payload = "m"}).status());
+  auto scanner = ValueOrDie(q->NewScanner({}));
+  // Calls just before each deadline, and one jump of almost a lease after
+  // the last: the scanner is still there.
+  for (int i = 0; i < 3; ++i) {
+    f.clock().Advance(absl::Milliseconds(9999));
+    REQUIRE(scanner->Next());
+  }
+  f.clock().Advance(absl::Milliseconds(9999));
+  CHECK(Impl(f.db())->TEST_ScannerResources() == 1);
+  CHECK_FALSE(scanner->Next());  // Read all three; the end is no error.
+  CHECK(scanner->status().ok());
+}
+
 TEST_CASE("a scanner never called expires after one lease") {
   Options o;
   o.scanner_lease = absl::Seconds(5);

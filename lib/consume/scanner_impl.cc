@@ -147,8 +147,9 @@ class ScannerImpl final : public Scanner {
   // Arms the scanner's lease. Called once, right after construction.
   absl::Status StartLease() {
     calls_at_arm_ = calls_.load(std::memory_order_relaxed);
+    deadline_ = db_->clock()->Now() + lease_;
     absl::StatusOr<LeaseId> id =
-        db_->leases()->Create(lease_, [this] { OnLeaseDeadline(); });
+        db_->lease_impl()->CreateAt(deadline_, [this] { OnLeaseDeadline(); });
     if (!id.ok()) return id.status();
     // Unless the lease already fired and re-armed itself.
     LeaseId none = 0;
@@ -213,22 +214,29 @@ class ScannerImpl final : public Scanner {
   enum : int { kIdle, kBusy, kExpired };
 
   // On the lease thread, at the lease's deadline. A scanner called since
-  // the lease was armed (or in a call now) gets a new lease; an idle one
-  // expires and releases its iterator and snapshot at once.
+  // the lease was armed gets the next lease, one lease after this deadline
+  // (not after now: a clock that jumps past several deadlines at once must
+  // not revive a scanner idle for all but the first); so an idle scanner
+  // expires between one and two leases after its last call, and releases
+  // its iterator and snapshot at once. A scanner in a call now is renewed
+  // from now.
   void OnLeaseDeadline() {
     if (closing_.load()) return;
     const uint64_t calls = calls_.load(std::memory_order_relaxed);
+    absl::Time next = deadline_ + lease_;
     if (calls == calls_at_arm_) {
       int idle = kIdle;
       if (state_.compare_exchange_strong(idle, kExpired)) {
         ReleaseResources();
         return;
       }
-      // Busy in one call longer than the lease: renew.
+      // Busy in one call longer than the lease.
+      next = std::max(next, db_->clock()->Now() + lease_);
     }
     calls_at_arm_ = calls;
+    deadline_ = next;
     absl::StatusOr<LeaseId> id =
-        db_->leases()->Create(lease_, [this] { OnLeaseDeadline(); });
+        db_->lease_impl()->CreateAt(next, [this] { OnLeaseDeadline(); });
     lease_id_.store(id.ok() ? *id : 0);  // 0: the Db is closing.
   }
 
@@ -529,6 +537,7 @@ class ScannerImpl final : public Scanner {
   std::atomic<int> state_{kIdle};
   std::atomic<uint64_t> calls_{0};
   uint64_t calls_at_arm_ = 0;  // Lease thread (and StartLease) only.
+  absl::Time deadline_;        // Of the armed lease; as calls_at_arm_.
   std::atomic<LeaseId> lease_id_{0};
   std::atomic<bool> closing_{false};
   const uint32_t queue_id_;
