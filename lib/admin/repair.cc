@@ -198,94 +198,122 @@ absl::Status ClearLost(leveldb::Env* env, const std::string& path,
   return file_util::SyncDir(env, lost);
 }
 
-}  // namespace
-}  // namespace repair
-
-absl::StatusOr<RepairReport> Db::Repair(const std::string& path_arg,
-                                        const Options& options) {
-  using repair::Census;
-  if (path_arg.empty()) {
-    return absl::InvalidArgumentError("Repair: the database path is empty");
-  }
-  HQ_RETURN_IF_ERROR(ValidateOptions(options));
-  leveldb::Env* env = options.env ? options.env : leveldb::Env::Default();
-  std::string path = path_arg;
-  if (file_util::IsDefaultEnv(env)) {
-    // Absolute, so that "." or "db/" gets its copy aside beside it.
-    std::error_code ec;
-    const std::filesystem::path abs =
-        std::filesystem::absolute(path, ec).lexically_normal();
-    if (!ec) path = abs.string();
-  }
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
-  if (!file_util::DirExists(env, path)) {
-    return absl::NotFoundError(
-        absl::StrCat("Repair: no directory '", path, "'"));
+// The steps of one Db::Repair, in the order Db::Repair runs them. A step
+// after CopyAside that fails says where the copy is (Failed).
+class Repairer {
+ public:
+  Repairer(const Options& options, std::string path)
+      : options_(options),
+        env_(options.env ? options.env : leveldb::Env::Default()),
+        path_(std::move(path)),
+        filter_(options.bloom_bits_per_key > 0
+                    ? leveldb::NewBloomFilterPolicy(options.bloom_bits_per_key)
+                    : nullptr) {}
+  ~Repairer() {
+    if (lock_ != nullptr) env_->UnlockFile(lock_);
+    if (!claim_.empty()) DbImpl::ReleaseDirectory(claim_);
   }
 
+  const std::string& path() const { return path_; }
+  RepairReport& report() { return report_; }
   // Held open neither in this process nor in another.
-  std::string claim;
-  HQ_ASSIGN_OR_RETURN(claim, DbImpl::ClaimDirectory(path, env));
-  absl::Cleanup release = [&claim] {
-    if (!claim.empty()) DbImpl::ReleaseDirectory(claim);
-  };
-  leveldb::FileLock* lock = nullptr;
-  if (leveldb::Status s = env->LockFile(path + "/LOCK", &lock); !s.ok()) {
+  absl::Status Lock();
+  // Lists the files; NotFound if none of them is LevelDB's.
+  absl::Status List();
+  // The files as they were ("before"), and whether this hq can repair them.
+  absl::Status ReadBefore();
+  // Room and permission, before anything changes.
+  absl::Status CheckRoom() const;
+  absl::Status CopyAside();
+  // Logs cut to a prefix, dropped/ into lost/, LevelDB's RepairDB.
+  absl::Status RepairFiles();
+  // Up to three rounds of mending hq's records and verifying with hq's own
+  // Open, until Verify is clean or a round changes nothing.
+  absl::Status MendUntilClean();
+  // `s` with where the copy aside is.
+  absl::Status Failed(const absl::Status& s) const;
+
+ private:
+  // Mends hq's records through LevelDB directly; the number of changes.
+  absl::StatusOr<int64_t> Mend(SideDb* side);
+  // Opens the Db with hq, verifies it and counts what it holds.
+  absl::Status VerifyAndCount(const Options& open_options);
+  void CountQueues(const Census& after);
+
+  const Options& options_;
+  leveldb::Env* const env_;
+  const std::string path_;
+  const std::unique_ptr<const leveldb::FilterPolicy> filter_;
+  std::string claim_;
+  leveldb::FileLock* lock_ = nullptr;
+  std::vector<file_util::Entry> files_;
+  uint64_t total_bytes_ = 0, log_bytes_ = 0;
+  std::set<std::string> lost_before_;
+  FileRead before_;
+  std::string stamp_;
+  RepairReport report_;
+};
+
+absl::Status Repairer::Lock() {
+  HQ_ASSIGN_OR_RETURN(claim_, DbImpl::ClaimDirectory(path_, env_));
+  if (leveldb::Status s = env_->LockFile(path_ + "/LOCK", &lock_); !s.ok()) {
+    lock_ = nullptr;
     return WithErrorDetail(absl::FailedPreconditionError(absl::StrCat(
-                               "hq database directory '", path,
+                               "hq database directory '", path_,
                                "' is in use by another process (LevelDB: ",
                                s.ToString(), "); Repair needs it closed")),
                            ErrorDetail::kDbLocked);
   }
-  absl::Cleanup unlock = [&] {
-    if (lock != nullptr) env->UnlockFile(lock);
-  };
+  return absl::OkStatus();
+}
 
-  HQ_ASSIGN_OR_RETURN(const std::vector<file_util::Entry> files,
-                      file_util::ListFiles(env, path));
-  uint64_t total = 0, log_bytes = 0;
+absl::Status Repairer::List() {
+  HQ_ASSIGN_OR_RETURN(files_, file_util::ListFiles(env_, path_));
   bool leveldb_files = false;
-  std::set<std::string> lost_before;
-  for (const file_util::Entry& e : files) {
+  for (const file_util::Entry& e : files_) {
     uint64_t n;
-    total += e.bytes;
-    if (manifest::ParseLogName(e.name, &n)) log_bytes += e.bytes;
+    total_bytes_ += e.bytes;
+    if (manifest::ParseLogName(e.name, &n)) log_bytes_ += e.bytes;
     if (e.name == "CURRENT" || manifest::ParseTableName(e.name, &n) ||
         manifest::ParseLogName(e.name, &n) ||
         manifest::ParseManifestName(e.name, &n)) {
       leveldb_files = true;
     }
-    if (e.name.starts_with("lost/")) lost_before.insert(e.name);
+    if (e.name.starts_with("lost/")) lost_before_.insert(e.name);
   }
   if (!leveldb_files) {
-    return absl::NotFoundError(absl::StrCat("Repair: no hq database in '", path,
-                                            "' (no LevelDB file in it)"));
+    return absl::NotFoundError(absl::StrCat(
+        "Repair: no hq database in '", path_, "' (no LevelDB file in it)"));
   }
+  return absl::OkStatus();
+}
 
-  // 2. The files as they were.
-  RepairReport report;
-  repair::FileRead before;
-  HQ_RETURN_IF_ERROR(repair::ReadFiles(env, path, &before));
-  const Census& bc = before.census;
+absl::Status Repairer::ReadBefore() {
+  HQ_RETURN_IF_ERROR(ReadFiles(env_, path_, &before_));
+  const Census& bc = before_.census;
   if (bc.has_format() && bc.format_version() != 0 &&
       bc.format_version() != format::kFormatVersion) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "Repair: '%s' has hq format version %d; this hq repairs version %d "
         "(nothing was changed)",
-        path, bc.format_version(), format::kFormatVersion));
+        path_, bc.format_version(), format::kFormatVersion));
   }
   if (!bc.has_format() && !bc.looks_like_hq() && bc.keys() > 0) {
     return absl::FailedPreconditionError(
-        absl::StrCat("Repair: '", path,
+        absl::StrCat("Repair: '", path_,
                      "' holds a LevelDB database that is not an hq database "
                      "(nothing was changed)"));
   }
-  report.damage = before.damage;
+  report_.damage = before_.damage;
+  report_.keys_before = bc.keys();
+  report_.messages_before = bc.messages();
+  return absl::OkStatus();
+}
 
-  // 1. Room and permission, before anything changes.
-  const std::string parent = repair::Parent(path);
-  if (file_util::IsDefaultEnv(env)) {
-    for (const std::string& d : {path, parent}) {
+absl::Status Repairer::CheckRoom() const {
+  const std::string parent = Parent(path_);
+  if (file_util::IsDefaultEnv(env_)) {
+    for (const std::string& d : {path_, parent}) {
       if (access(d.c_str(), W_OK | X_OK) != 0) {
         return absl::PermissionDeniedError(absl::StrCat(
             "Repair: cannot write in '", d, "' (nothing was changed)"));
@@ -293,150 +321,181 @@ absl::StatusOr<RepairReport> Db::Repair(const std::string& path_arg,
     }
   }
   uint64_t damaged_table_bytes = 0;
-  for (const RepairReport::Damage& d : before.damage) {
-    for (const file_util::Entry& e : files) {
+  for (const RepairReport::Damage& d : before_.damage) {
+    for (const file_util::Entry& e : files_) {
       if (e.name == d.file) damaged_table_bytes += e.bytes;
     }
   }
-  const uint64_t need = total + log_bytes + damaged_table_bytes + (1 << 20);
-  if (const int64_t free_bytes = file_util::FreeBytes(env, parent);
+  const uint64_t need =
+      total_bytes_ + log_bytes_ + damaged_table_bytes + (1 << 20);
+  if (const int64_t free_bytes = file_util::FreeBytes(env_, parent);
       free_bytes >= 0 && static_cast<uint64_t>(free_bytes) < need) {
     return absl::ResourceExhaustedError(absl::StrFormat(
         "Repair: %d bytes free beside '%s', and repairing it needs about %d "
         "(a copy aside of %d bytes, and room for the tables it rebuilds); "
         "nothing was changed",
-        free_bytes, path, need, total));
+        free_bytes, path_, need, total_bytes_));
   }
+  return absl::OkStatus();
+}
 
-  // 3. The copy aside.
-  const std::string stamp =
-      absl::FormatTime("%Y%m%dT%H%M%SZ", absl::Now(), absl::UTCTimeZone());
-  HQ_RETURN_IF_ERROR(repair::CopyAside(env, path, files, stamp, &report));
-  auto failed = [&report](const absl::Status& s) {
-    return WithErrorDetail(
-        absl::Status(s.code(), absl::StrCat(s.message(),
-                                            "; the database as it was is in ",
-                                            report.copied_to)),
-        GetErrorDetail(s));
-  };
+absl::Status Repairer::CopyAside() {
+  stamp_ = absl::FormatTime("%Y%m%dT%H%M%SZ", absl::Now(), absl::UTCTimeZone());
+  return repair::CopyAside(env_, path_, files_, stamp_, &report_);
+}
 
-  // 4. Logs cut to a prefix; 5. LevelDB's repair.
-  if (absl::Status s = CutAllLogs(env, path, &report.logs); !s.ok()) {
-    return failed(s);
-  }
-  if (absl::Status s =
-          repair::ClearLost(env, path, stamp, &lost_before, &report.logs);
-      !s.ok()) {
-    return failed(s);
-  }
-  std::unique_ptr<const leveldb::FilterPolicy> filter(
-      options.bloom_bits_per_key > 0
-          ? leveldb::NewBloomFilterPolicy(options.bloom_bits_per_key)
-          : nullptr);
-  {
-    repair::CaptureLogger logger;
-    leveldb::Options lo;
-    lo.env = env;
-    lo.paranoid_checks = true;  // Verify every block it copies.
-    lo.info_log = &logger;
-    lo.filter_policy = filter.get();
-    const leveldb::Status s = leveldb::RepairDB(path, lo);
-    report.leveldb_log = logger.lines();
-    if (!s.ok())
-      return failed(file_util::FromIo(s, "Repair: LevelDB's repair"));
-  }
+absl::Status Repairer::Failed(const absl::Status& s) const {
+  return WithErrorDetail(
+      absl::Status(s.code(),
+                   absl::StrCat(s.message(), "; the database as it was is in ",
+                                report_.copied_to)),
+      GetErrorDetail(s));
+}
+
+absl::Status Repairer::RepairFiles() {
+  HQ_RETURN_IF_ERROR(CutAllLogs(env_, path_, &report_.logs));
+  HQ_RETURN_IF_ERROR(
+      ClearLost(env_, path_, stamp_, &lost_before_, &report_.logs));
+  CaptureLogger logger;
+  leveldb::Options lo;
+  lo.env = env_;
+  lo.paranoid_checks = true;  // Verify every block it copies.
+  lo.info_log = &logger;
+  lo.filter_policy = filter_.get();
+  const leveldb::Status s = leveldb::RepairDB(path_, lo);
+  report_.leveldb_log = logger.lines();
+  if (!s.ok()) return file_util::FromIo(s, "Repair: LevelDB's repair");
   if (absl::StatusOr<std::vector<file_util::Entry>> after =
-          file_util::ListFiles(env, path);
+          file_util::ListFiles(env_, path_);
       after.ok()) {
     for (const file_util::Entry& e : *after) {
-      if (e.name.starts_with("lost/") && !lost_before.contains(e.name)) {
-        report.moved_to_lost.push_back(e.name);
+      if (e.name.starts_with("lost/") && !lost_before_.contains(e.name)) {
+        report_.moved_to_lost.push_back(e.name);
       }
     }
   }
-  env->UnlockFile(lock);  // LevelDB's Open takes it next.
-  lock = nullptr;
+  env_->UnlockFile(lock_);  // LevelDB's Open takes it next.
+  lock_ = nullptr;
+  return absl::OkStatus();
+}
 
-  // 6, 7. Mend, then verify with hq's own Open, until clean.
-  Clock* clock = options.clock ? options.clock : Clock::Default();
-  repair::SideDb side(env, absl::StrCat(path, "/lost/hq-records-", stamp));
-  Options open_options = options;
+absl::StatusOr<int64_t> Repairer::Mend(SideDb* side) {
+  leveldb::Options lo;
+  lo.env = env_;
+  lo.paranoid_checks = true;
+  lo.filter_policy = filter_.get();
+  lo.write_buffer_size = options_.write_buffer_bytes;
+  leveldb::DB* raw = nullptr;
+  leveldb::Status s = leveldb::DB::Open(lo, path_, &raw);
+  if (!s.ok()) {
+    return file_util::FromIo(s, "Repair: opening the repaired database");
+  }
+  std::unique_ptr<leveldb::DB> db(raw);
+  if (skip_mending.load()) return 0;
+  Clock* clock = options_.clock ? options_.clock : Clock::Default();
+  HQ_ASSIGN_OR_RETURN(const int64_t queues,
+                      RecreateLostQueues(db.get(), clock->Now(), &report_));
+  HQ_ASSIGN_OR_RETURN(const int64_t records,
+                      MendRecords(db.get(), clock->Now(), side, &report_));
+  return queues + records;
+}
+
+absl::Status Repairer::VerifyAndCount(const Options& open_options) {
+  HQ_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, Db::Open(path_, open_options));
+  HQ_ASSIGN_OR_RETURN(report_.verify, db->Verify());
+  Census after;
+  leveldb::DB* ldb = static_cast<DbImpl*>(db.get())->leveldb();
+  leveldb::ReadOptions ro = CheckedReadOptions();
+  ro.fill_cache = false;
+  std::unique_ptr<leveldb::Iterator> it(NewCheckedIterator(ldb, ro));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    after.Add(View(it->key()), View(it->value()));
+  }
+  if (!it->status().ok()) {
+    return FromLevelDb(it->status(), "Repair: counting");
+  }
+  report_.keys_after = after.keys();
+  report_.messages_after = after.messages();
+  CountQueues(after);
+  return absl::OkStatus();
+}
+
+void Repairer::CountQueues(const Census& after) {
+  const Census& bc = before_.census;
+  auto name = [](const Census& c, uint32_t id) {
+    auto n = c.names().find(id);
+    return n != c.names().end() ? n->second : absl::StrCat("queue id ", id);
+  };
+  std::map<uint32_t, RepairReport::QueueCount> queues;
+  for (const auto& [id, n] : bc.per_queue()) {
+    queues[id].queue = name(bc, id);
+    queues[id].messages_before = n;
+  }
+  for (const auto& [id, n] : after.per_queue()) {
+    if (queues[id].queue.empty() || after.names().contains(id)) {
+      queues[id].queue = name(after, id);
+    }
+    queues[id].messages_after = n;
+  }
+  report_.queues.clear();
+  for (auto& [id, q] : queues) report_.queues.push_back(std::move(q));
+}
+
+absl::Status Repairer::MendUntilClean() {
+  SideDb side(env_, absl::StrCat(path_, "/lost/hq-records-", stamp_));
+  Options open_options = options_;
   open_options.create_if_missing = false;
   open_options.error_if_exists = false;
   open_options.ttl_sweep_interval = absl::ZeroDuration();
   open_options.recovery = Options::Recovery::kPointInTime;
   for (int round = 0; round < 3; ++round) {
-    int64_t changes = 0;
-    {
-      leveldb::Options lo;
-      lo.env = env;
-      lo.paranoid_checks = true;
-      lo.filter_policy = filter.get();
-      lo.write_buffer_size = options.write_buffer_bytes;
-      leveldb::DB* raw = nullptr;
-      leveldb::Status s = leveldb::DB::Open(lo, path, &raw);
-      if (!s.ok()) {
-        return failed(
-            file_util::FromIo(s, "Repair: opening the repaired database"));
-      }
-      std::unique_ptr<leveldb::DB> db(raw);
-      if (!repair::skip_mending.load()) {
-        absl::StatusOr<int64_t> queues =
-            repair::RecreateLostQueues(db.get(), clock->Now(), &report);
-        if (!queues.ok()) return failed(queues.status());
-        absl::StatusOr<int64_t> n =
-            repair::MendRecords(db.get(), clock->Now(), &side, &report);
-        if (!n.ok()) return failed(n.status());
-        changes = *queues + *n;
-      }
-    }
-    DbImpl::ReleaseDirectory(claim);
-    claim.clear();
-    {
-      absl::StatusOr<std::unique_ptr<Db>> db = Db::Open(path, open_options);
-      if (!db.ok()) return failed(db.status());
-      absl::StatusOr<VerifyReport> v = (*db)->Verify();
-      if (!v.ok()) return failed(v.status());
-      report.verify = *std::move(v);
-      // The counts after.
-      Census census;
-      leveldb::DB* ldb = static_cast<DbImpl*>(db->get())->leveldb();
-      leveldb::ReadOptions ro = CheckedReadOptions();
-      ro.fill_cache = false;
-      std::unique_ptr<leveldb::Iterator> it(NewCheckedIterator(ldb, ro));
-      for (it->SeekToFirst(); it->Valid(); it->Next()) {
-        census.Add(View(it->key()), View(it->value()));
-      }
-      if (!it->status().ok()) {
-        return failed(FromLevelDb(it->status(), "Repair: counting"));
-      }
-      report.keys_after = census.keys();
-      report.messages_after = census.messages();
-      report.queues.clear();
-      std::map<uint32_t, RepairReport::QueueCount> queues;
-      auto name = [](const Census& c, uint32_t id) {
-        auto n = c.names().find(id);
-        return n != c.names().end() ? n->second : absl::StrCat("queue id ", id);
-      };
-      for (const auto& [id, n] : bc.per_queue()) {
-        queues[id].queue = name(bc, id);
-        queues[id].messages_before = n;
-      }
-      for (const auto& [id, n] : census.per_queue()) {
-        if (queues[id].queue.empty() || census.names().contains(id)) {
-          queues[id].queue = name(census, id);
-        }
-        queues[id].messages_after = n;
-      }
-      for (auto& [id, q] : queues) report.queues.push_back(std::move(q));
-    }
-    HQ_ASSIGN_OR_RETURN(claim, DbImpl::ClaimDirectory(path, env));
-    if (report.verify.ok() || changes == 0) break;
+    HQ_ASSIGN_OR_RETURN(const int64_t changes, Mend(&side));
+    DbImpl::ReleaseDirectory(claim_);  // Db::Open claims it next.
+    claim_.clear();
+    HQ_RETURN_IF_ERROR(VerifyAndCount(open_options));
+    HQ_ASSIGN_OR_RETURN(claim_, DbImpl::ClaimDirectory(path_, env_));
+    if (report_.verify.ok() || changes == 0) break;
   }
-  report.keys_before = bc.keys();
-  report.messages_before = bc.messages();
-  if (side.used()) report.moved_aside_to = side.dir();
-  return report;
+  if (side.used()) report_.moved_aside_to = side.dir();
+  return absl::OkStatus();
+}
+
+// `path` without trailing slashes; absolute on the default Env, so that "."
+// or "db/" gets its copy aside beside it.
+std::string NormalPath(leveldb::Env* env, std::string path) {
+  if (file_util::IsDefaultEnv(env)) {
+    std::error_code ec;
+    const std::filesystem::path abs =
+        std::filesystem::absolute(path, ec).lexically_normal();
+    if (!ec) path = abs.string();
+  }
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+}  // namespace
+}  // namespace repair
+
+absl::StatusOr<RepairReport> Db::Repair(const std::string& path,
+                                        const Options& options) {
+  if (path.empty()) {
+    return absl::InvalidArgumentError("Repair: the database path is empty");
+  }
+  HQ_RETURN_IF_ERROR(ValidateOptions(options));
+  leveldb::Env* env = options.env ? options.env : leveldb::Env::Default();
+  repair::Repairer r(options, repair::NormalPath(env, path));
+  if (!file_util::DirExists(env, r.path())) {
+    return absl::NotFoundError(
+        absl::StrCat("Repair: no directory '", r.path(), "'"));
+  }
+  HQ_RETURN_IF_ERROR(r.Lock());
+  HQ_RETURN_IF_ERROR(r.List());
+  HQ_RETURN_IF_ERROR(r.ReadBefore());
+  HQ_RETURN_IF_ERROR(r.CheckRoom());
+  HQ_RETURN_IF_ERROR(r.CopyAside());
+  if (absl::Status s = r.RepairFiles(); !s.ok()) return r.Failed(s);
+  if (absl::Status s = r.MendUntilClean(); !s.ok()) return r.Failed(s);
+  return std::move(r.report());
 }
 
 }  // namespace hq
