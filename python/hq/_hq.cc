@@ -253,6 +253,7 @@ struct PyMessage {
   std::string key;
   std::string payload;
   absl::Time not_before = absl::InfinitePast();
+  std::string dedup_key;
 
   static PyMessage From(const hq::MessageView& m) {
     return PyMessage{m.id,
@@ -261,7 +262,8 @@ struct PyMessage {
                      std::string(m.topic),
                      std::string(m.key),
                      std::string(m.payload),
-                     m.not_before};
+                     m.not_before,
+                     std::string(m.dedup_key)};
   }
 };
 
@@ -588,6 +590,11 @@ PYBIND11_MODULE(_hq, m) {
       .def_property_readonly(
           "not_before",
           [](const PyMessage& x) { return FromTime(x.not_before); })
+      .def_property_readonly("dedup_key",
+                             [](const PyMessage& x) -> py::object {
+                               if (x.dedup_key.empty()) return py::none();
+                               return PyBytes(x.dedup_key);
+                             })
       .def("__repr__", [](const PyMessage& x) {
         return "ReceivedMessage(partition=" + std::to_string(x.partition) +
                ", id=" + x.id.ToString() + ", " +

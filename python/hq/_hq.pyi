@@ -71,6 +71,8 @@ class ReceivedMessage:
     key: bytes
     payload: bytes
     not_before: Optional[float]
+    dedup_key: Optional[bytes]
+    """The dedup key it was put with; None if none."""
 
 class Task:
     """A claimed message. Pass it back to complete, release or extend of the

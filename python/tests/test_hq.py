@@ -169,6 +169,16 @@ def test_put_returns_where_the_message_went(db):
     assert (m1.payload, m1.topic, m1.key, m1.priority) == (b"hello", "t", b"k", 1)
     assert (m1.partition, m1.id) == (r.partition, r.id)
     assert m2.payload == b"text" and m2.not_before is None
+    assert m1.dedup_key is None
+
+
+def test_received_message_carries_its_dedup_key(db):
+    q = db.create_queue("q")
+    q.put(b"a", dedup_key="url-1")
+    q.put(b"b", dedup_key=b"\xffraw")
+    q.put(b"c")
+    got = {m.payload: m.dedup_key for m in q.scan()}
+    assert got == {b"a": b"url-1", b"b": b"\xffraw", b"c": None}
 
 
 def test_put_errors(db):
