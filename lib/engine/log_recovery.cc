@@ -15,28 +15,23 @@
 #include "hq/status.h"
 #include "lib/format/log_check.h"
 #include "lib/format/manifest.h"
+#include "lib/util/file_util.h"
 #include "lib/util/status_macros.h"
 #include "lib/util/strings.h"
 
 namespace hq {
 namespace {
 
+// A failed file operation (`what` names it). Db::Open and Db::Repair
+// report these as Internal (hq/db.h), not file_util's finer codes.
 absl::Status Io(const leveldb::Status& s, std::string_view what) {
-  return absl::InternalError(absl::StrCat(Av(what), ": ", s.ToString()));
+  return file_util::AsInternal(file_util::FromIo(s, what));
 }
 
-// Writes `data` to `path` and syncs it.
+// Writes `data` to a new file `path`, synced; errors as Io's.
 absl::Status WriteSynced(leveldb::Env* env, const std::string& path,
                          std::string_view data) {
-  leveldb::WritableFile* raw = nullptr;
-  leveldb::Status s = env->NewWritableFile(path, &raw);
-  if (!s.ok()) return Io(s, absl::StrCat("creating ", path));
-  std::unique_ptr<leveldb::WritableFile> f(raw);
-  s = f->Append(leveldb::Slice(data.data(), data.size()));
-  if (s.ok()) s = f->Sync();
-  if (s.ok()) s = f->Close();
-  if (!s.ok()) return Io(s, absl::StrCat("writing ", path));
-  return absl::OkStatus();
+  return file_util::AsInternal(file_util::WriteFile(env, path, data));
 }
 
 struct LogFile {

@@ -60,6 +60,11 @@ absl::Status FromIo(const leveldb::Status& s, std::string_view what) {
   return absl::InternalError(text);
 }
 
+absl::Status AsInternal(const absl::Status& s) {
+  if (s.ok() || s.code() == absl::StatusCode::kInternal) return s;
+  return absl::InternalError(s.message());
+}
+
 absl::StatusOr<uint64_t> CopyFile(leveldb::Env* env, const std::string& from,
                                   const std::string& to, uint64_t limit) {
   leveldb::SequentialFile* in_raw = nullptr;

@@ -30,6 +30,11 @@ bool IsDefaultEnv(leveldb::Env* env);
 // PermissionDenied, a full disk ResourceExhausted, the rest Internal.
 absl::Status FromIo(const leveldb::Status& s, std::string_view what);
 
+// `s` if OK, else the same message with code Internal: for callers whose
+// contract names no finer code for storage errors (Db::Open's log
+// recovery, hq/db.h).
+absl::Status AsInternal(const absl::Status& s);
+
 // Copies the first `limit` bytes of `from` (all of it if it is shorter)
 // into a new file `to`, synced. Returns the bytes copied.
 absl::StatusOr<uint64_t> CopyFile(leveldb::Env* env, const std::string& from,
