@@ -33,6 +33,25 @@
 //   scan             A full scan of the queue `put` wrote: every partition,
 //                    ScanOptions::Order::kMerged, reading every payload.
 //                    REQUIRES: `put` earlier in --benchmarks.
+//   ingest           Sustained ingest, three times in turn: --num messages
+//                    (PutBatch of --batch, as `put` describes them) into a
+//                    fresh hq Db whose queue has the time layout
+//                    (ingest_time), one with the topic layout
+//                    (ingest_topic), and a fresh raw LevelDB with the time
+//                    layout's keys and values (ingest_leveldb, as
+//                    fillseq_leveldb). Per target: its line (time to the
+//                    last write acknowledged); `tenths K msgs/s`, the rate
+//                    of each tenth of the messages; `write amplification`,
+//                    bytes written per byte of keys and values (as stored),
+//                    from /proc/self/io: write_bytes less
+//                    cancelled_write_bytes (what reached the disk's
+//                    queue), and wchar (what LevelDB passed to write(2)),
+//                    at the last write and after the compactions it left
+//                    were done; `level0`, the share of 10 ms samples of
+//                    "leveldb.num-files-at-level0" at LevelDB 1.23's
+//                    slowdown (8) and stop (12) triggers; `compaction`, the
+//                    totals of "leveldb.stats" (time, MB read and written)
+//                    and the tables per level.
 //   create_queues    Db::CreateQueue of --num queues ("q0", "q1", ...) in
 //                    the hq Db (a fresh one if no workload opened it yet):
 //                    one catalog record each, --num ops.
