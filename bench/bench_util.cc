@@ -56,6 +56,11 @@ void PrintRatio(const std::string& name, const Result& a, const Result& b) {
   }
 }
 
+RawTuning& raw_tuning() {
+  static RawTuning t;
+  return t;
+}
+
 leveldb::Options LevelDbOptions(const Options& o, RawDb* raw) {
   leveldb::Options lo;
   lo.create_if_missing = true;
@@ -70,6 +75,10 @@ leveldb::Options LevelDbOptions(const Options& o, RawDb* raw) {
     raw->filter.reset(leveldb::NewBloomFilterPolicy(o.bloom_bits_per_key));
     lo.filter_policy = raw->filter.get();
   }
+  const RawTuning& t = raw_tuning();
+  if (t.max_file_bytes > 0) lo.max_file_size = t.max_file_bytes;
+  if (t.block_bytes > 0) lo.block_size = t.block_bytes;
+  if (!t.compression) lo.compression = leveldb::kNoCompression;
   return lo;
 }
 

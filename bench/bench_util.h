@@ -73,7 +73,18 @@ struct RawDb {
   std::unique_ptr<leveldb::DB> db;  // Declared last: destroyed first.
 };
 
-// The leveldb::Options hq uses for `o`; the cache and filter go into `raw`.
+// LevelDB options hq does not set, applied to raw LevelDB only (the
+// --raw_* flags): to measure an option before hq exposes it. 0: LevelDB's
+// default.
+struct RawTuning {
+  size_t max_file_bytes = 0;  // leveldb::Options::max_file_size.
+  size_t block_bytes = 0;     // leveldb::Options::block_size.
+  bool compression = true;    // false: kNoCompression.
+};
+RawTuning& raw_tuning();
+
+// The leveldb::Options hq uses for `o`, then raw_tuning(); the cache and
+// filter go into `raw`.
 leveldb::Options LevelDbOptions(const Options& o, RawDb* raw);
 
 // Destroys what is at `path` and opens a fresh raw LevelDB there.

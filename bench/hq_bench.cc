@@ -33,6 +33,25 @@
 //   scan             A full scan of the queue `put` wrote: every partition,
 //                    ScanOptions::Order::kMerged, reading every payload.
 //                    REQUIRES: `put` earlier in --benchmarks.
+//   ingest           Sustained ingest, three times in turn: --num messages
+//                    (PutBatch of --batch, as `put` describes them) into a
+//                    fresh hq Db whose queue has the time layout
+//                    (ingest_time), one with the topic layout
+//                    (ingest_topic), and a fresh raw LevelDB with the time
+//                    layout's keys and values (ingest_leveldb, as
+//                    fillseq_leveldb). Per target: its line (time to the
+//                    last write acknowledged); `tenths K msgs/s`, the rate
+//                    of each tenth of the messages; `write amplification`,
+//                    bytes written per byte of keys and values (as stored),
+//                    from /proc/self/io: write_bytes less
+//                    cancelled_write_bytes (what reached the disk's
+//                    queue), and wchar (what LevelDB passed to write(2)),
+//                    at the last write and after the compactions it left
+//                    were done; `level0`, the share of 10 ms samples of
+//                    "leveldb.num-files-at-level0" at LevelDB 1.23's
+//                    slowdown (8) and stop (12) triggers; `compaction`, the
+//                    totals of "leveldb.stats" (time, MB read and written)
+//                    and the tables per level.
 //   create_queues    Db::CreateQueue of --num queues ("q0", "q1", ...) in
 //                    the hq Db (a fresh one if no workload opened it yet):
 //                    one catalog record each, --num ops.
@@ -248,6 +267,11 @@
 //                      equal contiguous share of the --num messages (so
 //                      concurrent sync puts share fsyncs: group commit).
 //                      Default: 1.
+//   --raw_max_file_bytes=N, --raw_block_bytes=N, --raw_compression=B
+//                      For the raw LevelDB only: leveldb::Options
+//                      max_file_size, block_size (0: LevelDB's defaults,
+//                      2 MiB and 4 KiB) and Snappy compression (default:
+//                      true), to measure an option hq does not set.
 //   --claim_batch=N    Tasks per Claim and Complete call (1..10000).
 //                      Default: 100.
 //   --cache_bytes=N    Block cache of each database (hq::Options::
@@ -342,6 +366,14 @@ ABSL_FLAG(std::string, db, "",
           "under /tmp, removed at the end).");
 ABSL_FLAG(int32_t, threads, 1,
           "Threads that put (put, put_dedup): each writes an equal share.");
+ABSL_FLAG(int64_t, raw_max_file_bytes, 0,
+          "Raw LevelDB only: leveldb::Options::max_file_size (0: LevelDB's "
+          "2 MiB).");
+ABSL_FLAG(int64_t, raw_block_bytes, 0,
+          "Raw LevelDB only: leveldb::Options::block_size (0: LevelDB's "
+          "4 KiB).");
+ABSL_FLAG(bool, raw_compression, true,
+          "Raw LevelDB only: Snappy compression (false: none).");
 ABSL_FLAG(int32_t, claim_batch, 100,
           "Tasks per Claim and Complete call in claim_complete.");
 ABSL_FLAG(int64_t, cache_bytes, int64_t{64} << 20,
@@ -396,6 +428,17 @@ absl::Status ScalarsFromFlags(Config& c) {
   }
   if (topics < 1) return absl::InvalidArgumentError("--topics must be >= 1");
   if (batch < 1) return absl::InvalidArgumentError("--batch must be >= 1");
+  const int64_t raw_file = absl::GetFlag(FLAGS_raw_max_file_bytes);
+  const int64_t raw_block = absl::GetFlag(FLAGS_raw_block_bytes);
+  if (raw_file < 0 || raw_file > (int64_t{1} << 30) || raw_block < 0 ||
+      raw_block > (int64_t{4} << 20)) {
+    return absl::InvalidArgumentError(
+        "--raw_max_file_bytes must be in 0..2^30, --raw_block_bytes in "
+        "0..4 MiB");
+  }
+  raw_tuning() = {.max_file_bytes = static_cast<size_t>(raw_file),
+                  .block_bytes = static_cast<size_t>(raw_block),
+                  .compression = absl::GetFlag(FLAGS_raw_compression)};
   if (cache_bytes < 0) {
     return absl::InvalidArgumentError("--cache_bytes must be >= 0");
   }
@@ -588,6 +631,12 @@ void PrintHeader(const Context& c) {
   std::printf("Sync:        %s\n", config.sync ? "true" : "false");
   std::printf("Cache:       %zu bytes\n", config.cache_bytes);
   std::printf("WriteBuffer: %zu bytes\n", c.hq_options.write_buffer_bytes);
+  const RawTuning& raw = raw_tuning();
+  if (raw.max_file_bytes > 0 || raw.block_bytes > 0 || !raw.compression) {
+    std::printf("Raw LevelDB: max_file_size %zu, block_size %zu, %s\n",
+                raw.max_file_bytes, raw.block_bytes,
+                raw.compression ? "snappy" : "no compression");
+  }
   std::printf("Bloom:       %d bits/key\n", c.hq_options.bloom_bits_per_key);
   std::printf("DB:          %s%s\n", c.root.c_str(),
               c.remove_root ? " (removed at the end)" : "");

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <future>
 #include <map>
 #include <mutex>
 #include <random>
@@ -216,8 +217,41 @@ struct InjectedReport {
   }
 } injected_report;
 
+// Between hq and a FaultEnv: once armed, LevelDB's creation of a table
+// file (a memtable flush or a compaction) waits until released, so that the
+// log of a switched memtable stays needed.
+class TableLatchEnv : public leveldb::EnvWrapper {
+ public:
+  explicit TableLatchEnv(leveldb::Env* base) : leveldb::EnvWrapper(base) {}
+
+  void Arm() {
+    std::lock_guard<std::mutex> l(mu_);
+    armed_ = true;
+  }
+  void Release() {
+    std::lock_guard<std::mutex> l(mu_);
+    armed_ = false;
+    cv_.notify_all();
+  }
+
+  leveldb::Status NewWritableFile(const std::string& name,
+                                  leveldb::WritableFile** result) override {
+    if (test::FileKindOf(name) == test::kTableFile) {
+      std::unique_lock<std::mutex> l(mu_);
+      cv_.wait(l, [this] { return !armed_; });
+    }
+    return target()->NewWritableFile(name, result);
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool armed_ = false;
+};
+
 // A Db on a FaultEnv over the in-memory Env or a real directory, with a
-// simulated clock and no background sweeps.
+// simulated clock and no background sweeps. Table creation can be held
+// (latch()); destroying the FaultDb releases it and any held log sync.
 class FaultDb {
  public:
   explicit FaultDb(Storage storage,
@@ -227,15 +261,25 @@ class FaultDb {
                  ? leveldb::NewMemEnv(leveldb::Env::Default())
                  : nullptr),
         env_(mem_ ? mem_.get() : leveldb::Env::Default(), env_options),
+        latch_(&env_),
         path_(storage == Storage::kMemory ? "/hq-mem/db" : dir_.Sub("db")) {
     options_ = options;
-    options_.env = &env_;
+    options_.env = &latch_;
     options_.clock = &clock_;
     Reopen();
   }
 
+  ~FaultDb() {
+    latch_.Release();
+    if (db_) impl()->TEST_LogSyncEnv()->TEST_HoldSyncs(false);
+  }
+
   Db* db() { return db_.get(); }
+  DbImpl* impl() { return static_cast<DbImpl*>(db_.get()); }
   FaultEnv& env() { return env_; }
+  TableLatchEnv& latch() { return latch_; }
+  // Destroys the Db (a clean close).
+  void Close() { db_.reset(); }
   SimulatedClock& clock() { return clock_; }
   Options& options() { return options_; }
 
@@ -296,6 +340,7 @@ class FaultDb {
   TempDir dir_;
   std::unique_ptr<leveldb::Env> mem_;
   FaultEnv env_;
+  TableLatchEnv latch_;
   SimulatedClock clock_;
   Options options_;
   const std::string path_;
@@ -404,6 +449,11 @@ TEST_CASE(
         ValueOrDie(q->Put({.payload = std::string(500, 'u')}, {.sync = false}))
             .id);
   }
+  // The old log is synced in the background (issue 18): wait for it.
+  REQUIRE(static_cast<DbImpl*>(f.db())
+              ->TEST_LogSyncEnv()
+              ->WaitForClosedLogs()
+              .ok());
   const auto files = logs();
   for (size_t i = 0; i + 1 < files.size(); ++i) {
     INFO(files[i].name);
@@ -423,6 +473,180 @@ TEST_CASE(
   for (size_t i = 0; i < stored.size(); ++i) CHECK(stored[i].id == acked[i]);
   if (last.ok()) CHECK(stored.size() == acked.size());
   f.RequireVerified();
+}
+
+// Issue 18: LevelDB's switch to a new log no longer syncs the old one on the
+// writer's thread; hq syncs it in the background (lib/engine/log_sync_env.h).
+// Here that sync is held, and the memtable flush with it (so the old log
+// stays needed), while puts go on in the new log.
+
+// The log files of `f`, by name: the newest last.
+std::vector<FaultEnv::FileInfo> Logs(FaultDb& f) {
+  std::vector<FaultEnv::FileInfo> out;
+  for (const auto& file : f.env().Files()) {
+    if (file.kind == test::kLogFile) out.push_back(file);
+  }
+  return out;
+}
+
+// Puts non-sync messages until LevelDB switched to a second log; returns
+// their ids. The puts must not wait for the held background sync.
+std::vector<MessageId> PutUntilSwitch(FaultDb& f, Queue* q) {
+  std::vector<MessageId> ids;
+  auto newest = [&f] {
+    const auto logs = Logs(f);
+    return logs.empty() ? std::string() : logs.back().name;
+  };
+  const std::string before = newest();
+  while (newest() == before) {
+    REQUIRE(ids.size() < 10000);
+    ids.push_back(
+        ValueOrDie(q->Put({.payload = std::string(500, 'u')}, {.sync = false}))
+            .id);
+  }
+  return ids;
+}
+
+constexpr auto kDeadline = std::chrono::seconds(60);
+
+TEST_CASE(
+    "issue18: a sync put right after a switch waits for the old log's "
+    "background sync; a power cut leaves a prefix with every sync put") {
+  const Storage storage = GENERATE(Storage::kMemory, Storage::kDisk);
+  // Whether the held sync is released (and the sync put acknowledged)
+  // before the power cut, or the power fails while the put waits.
+  const bool released = GENERATE(true, false);
+  INFO(StorageName(storage)
+       << (released ? ", sync released" : ", power cut while held"));
+  std::future<absl::StatusOr<PutResult>> sync_put;  // Outlives f.
+  Options o = test::NoBackgroundSweeps();
+  o.write_buffer_bytes = 64 << 10;
+  FaultDb f(storage, o);
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  LogSyncEnv* logs = f.impl()->TEST_LogSyncEnv();
+  // Every put in commit order; acked_sync: 1 + the last acknowledged
+  // sync put's index.
+  std::vector<MessageId> all;
+  all.push_back(ValueOrDie(q->Put({.payload = "first"}, {.sync = true})).id);
+  size_t acked_sync = 1;
+
+  f.latch().Arm();
+  logs->TEST_HoldSyncs(true);
+  for (MessageId id : PutUntilSwitch(f, q)) all.push_back(id);
+  REQUIRE(logs->TEST_Await(1, 0, absl::Seconds(60)));
+  const auto files = Logs(f);
+  REQUIRE(files.size() >= 2);
+  const FaultEnv::FileInfo old_log = files[files.size() - 2];
+  INFO(old_log.name);
+  CHECK(old_log.synced < old_log.size);  // Its sync is held.
+  // Non-sync puts into the new log do not wait.
+  for (int i = 0; i < 5; ++i) {
+    all.push_back(ValueOrDie(q->Put({.payload = "after"}, {.sync = false})).id);
+  }
+  sync_put = std::async(std::launch::async, [q] {
+    return q->Put({.payload = "synced"}, {.sync = true});
+  });
+  // The sync put waits for the old log's sync.
+  REQUIRE(logs->TEST_Await(1, 1, absl::Seconds(60)));
+  CHECK(sync_put.wait_for(std::chrono::seconds(0)) !=
+        std::future_status::ready);
+  if (released) {
+    logs->TEST_HoldSyncs(false);
+    REQUIRE(sync_put.wait_for(kDeadline) == std::future_status::ready);
+    all.push_back(ValueOrDie(sync_put.get()).id);
+    acked_sync = all.size();
+    for (int i = 0; i < 5; ++i) {
+      all.push_back(
+          ValueOrDie(q->Put({.payload = "tail"}, {.sync = false})).id);
+    }
+    f.env().PowerCut();
+  } else {
+    f.env().PowerCut();  // What the put's sync does from now is lost.
+    logs->TEST_HoldSyncs(false);
+    REQUIRE(sync_put.wait_for(kDeadline) == std::future_status::ready);
+    const auto r = sync_put.get();
+    if (r.ok()) all.push_back(r->id);  // Not acknowledged before the cut.
+  }
+  f.latch().Release();
+  f.CrashAndReopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  const auto stored = ScanAll(q);
+  INFO(stored.size() << " of " << all.size() << " stored, " << acked_sync
+                     << " acknowledged up to the last sync put");
+  REQUIRE(stored.size() <= all.size());
+  CHECK(stored.size() >= acked_sync);
+  for (size_t i = 0; i < stored.size(); ++i) CHECK(stored[i].id == all[i]);
+  f.RequireVerified();
+}
+
+TEST_CASE(
+    "issue18: a failed background sync of an old log refuses later writes") {
+  const Storage storage = GENERATE(Storage::kMemory, Storage::kDisk);
+  INFO(StorageName(storage));
+  Options o = test::NoBackgroundSweeps();
+  o.write_buffer_bytes = 64 << 10;
+  FaultDb f(storage, o);
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  LogSyncEnv* logs = f.impl()->TEST_LogSyncEnv();
+  logs->TEST_HoldSyncs(true);
+  std::vector<MessageId> acked = PutUntilSwitch(f, q);
+  // Non-sync puts make no log sync: the next one is the held one.
+  f.env().FailSyncs(test::kLogFile, 1);
+  logs->TEST_HoldSyncs(false);
+  const leveldb::Status bg = logs->WaitForClosedLogs();
+  INFO(bg.ToString());
+  REQUIRE(!bg.ok());
+  CHECK(f.env().injected(Fault::kSync) == 1);
+  // The write that meets the error fails with it, the later ones are
+  // refused until reopen; sync or not.
+  const absl::Status failed =
+      q->Put({.payload = "x"}, {.sync = false}).status();
+  INFO(failed.ToString());
+  CHECK(absl::IsInternal(failed));
+  CHECK(absl::StrContains(failed.message(), "could not be synced"));
+  RequireRefusesWrites(q->Put({.payload = "y"}, {.sync = false}).status());
+  RequireRefusesWrites(q->Put({.payload = "z"}, {.sync = true}).status());
+  CHECK(ScanAll(q).size() == acked.size());  // Reads go on.
+  f.env().ClearFaults();
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  const auto stored = ScanAll(q);
+  REQUIRE(stored.size() == acked.size());
+  for (size_t i = 0; i < stored.size(); ++i) CHECK(stored[i].id == acked[i]);
+  acked.push_back(ValueOrDie(q->Put({.payload = "again"}, {.sync = true})).id);
+  f.RequireVerified();
+}
+
+TEST_CASE("issue18: closing the Db waits for an old log's background sync") {
+  const Storage storage = GENERATE(Storage::kMemory, Storage::kDisk);
+  INFO(StorageName(storage));
+  std::future<void> close;  // Outlives f.
+  Options o = test::NoBackgroundSweeps();
+  o.write_buffer_bytes = 64 << 10;
+  FaultDb f(storage, o);
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  LogSyncEnv* logs = f.impl()->TEST_LogSyncEnv();
+  logs->TEST_HoldSyncs(true);
+  const std::vector<MessageId> acked = PutUntilSwitch(f, q);
+  REQUIRE(logs->TEST_Await(1, 0, absl::Seconds(60)));
+  // The close's own sync write (it lowers id reservations) waits for the
+  // held sync.
+  close = std::async(std::launch::async, [&f] { f.Close(); });
+  REQUIRE(logs->TEST_Await(1, 1, absl::Seconds(60)));
+  CHECK(close.wait_for(std::chrono::seconds(0)) != std::future_status::ready);
+  logs->TEST_HoldSyncs(false);
+  REQUIRE(close.wait_for(kDeadline) == std::future_status::ready);
+  close.get();
+  // Every log is synced, so even the non-sync puts survive a power cut.
+  for (const auto& file : Logs(f)) {
+    INFO(file.name);
+    CHECK(file.synced == file.size);
+  }
+  f.CrashAndReopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  const auto stored = ScanAll(q);
+  REQUIRE(stored.size() == acked.size());
+  for (size_t i = 0; i < stored.size(); ++i) CHECK(stored[i].id == acked[i]);
 }
 
 // The same storage write, as each public call makes it, failing on the log

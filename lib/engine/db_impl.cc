@@ -17,9 +17,9 @@
 #include "leveldb/env.h"
 #include "lib/engine/checked_read.h"
 #include "lib/engine/log_recovery.h"
+#include "lib/engine/log_sync_env.h"
 #include "lib/engine/options_check.h"
 #include "lib/engine/queue_impl.h"
-#include "lib/engine/sync_log_env.h"
 #include "lib/format/coding.h"
 #include "lib/format/format.h"
 #include "lib/util/status_macros.h"
@@ -112,7 +112,7 @@ absl::Status DbImpl::Init() {
   table_env_ = std::make_unique<TableCheckEnv>(
       options_.env ? options_.env : leveldb::Env::Default());
   pin_env_ = std::make_unique<FilePinEnv>(table_env_.get());
-  env_ = std::make_unique<SyncLogOnCloseEnv>(pin_env_.get());
+  env_ = std::make_unique<LogSyncEnv>(pin_env_.get());
   lo.env = env_.get();
   lo.create_if_missing = options_.create_if_missing;
   lo.error_if_exists = options_.error_if_exists;

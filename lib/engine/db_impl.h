@@ -27,6 +27,7 @@
 #include "lib/engine/delivery_pool.h"
 #include "lib/engine/file_pin_env.h"
 #include "lib/engine/lease_manager.h"
+#include "lib/engine/log_sync_env.h"
 #include "lib/format/format.h"
 #include "lib/util/leveldb_status.h"
 #include "lib/util/sync.h"
@@ -155,6 +156,8 @@ class DbImpl final : public Db {
   int64_t TEST_SweepCount();
   // LevelDB writes made by the write pipeline (messages and group records).
   int64_t TEST_PipelineWrites() { return pipeline_writes_.load(); }
+  // The Env that syncs closed logs in the background (its TEST_ hooks).
+  LogSyncEnv* TEST_LogSyncEnv() { return env_.get(); }
 
   static constexpr uint64_t kReserveWindowMs = 1000;
 
@@ -245,17 +248,16 @@ class DbImpl final : public Db {
   Clock* const clock_;
   std::unique_ptr<leveldb::Cache> cache_;
   std::unique_ptr<const leveldb::FilterPolicy> filter_;
-  // Options::env, wrapped so that log files are synced when LevelDB closes
-  // them (lib/engine/db_impl.cc says why). Outlives db_.
-  // LevelDB's Env: env_ (syncs logs before closing them) over table_env_
-  // (checks every table block read) over Options::env.
+  // LevelDB's Env: env_ (syncs the logs LevelDB closes, in the background;
+  // lib/engine/log_sync_env.h) over pin_env_ over table_env_ (checks every
+  // table block read) over Options::env. Each outlives db_.
   RecoveryReport recovery_;  // Set by Init.
   std::unique_ptr<leveldb::Env> table_env_;
   // Between env_ and table_env_: defers LevelDB's file deletions while a
   // Backup runs (lib/engine/file_pin_env.h).
   std::unique_ptr<FilePinEnv> pin_env_;
   std::function<void()> backup_hook_;  // TEST_SetBackupHook.
-  std::unique_ptr<leveldb::Env> env_;
+  std::unique_ptr<LogSyncEnv> env_;
   std::unique_ptr<leveldb::DB> db_;
   std::unique_ptr<LeaseManagerImpl> leases_;
 
