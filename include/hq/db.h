@@ -59,8 +59,8 @@ struct RecoveryReport {
     // Intact records among the dropped bytes: writes that had survived
     // but are dropped to keep a prefix. 0 with `torn_tail`.
     int64_t records = 0;
-    // The damage reached the end of the last log with nothing intact
-    // after it: the unwritten tail a power cut leaves, not a hole.
+    // Nothing intact after the damage, in this log or a later one: the
+    // unwritten tail a crash or a power cut leaves, not a hole.
     bool torn_tail = false;
     // Where the dropped bytes are kept, relative to the Db's directory
     // ("dropped/000012.log.hole-at-4096"). hq never deletes them.

@@ -59,9 +59,11 @@ struct Options {
 
   // What Open does when a write-ahead log is damaged (bit rot, a bad
   // sector, a power cut that lost a page in the middle of unsynced data).
-  // A record cut short at the very end of a log, which a killed writer
-  // leaves, is never damage: it was not acknowledged as durable, and Open
-  // ignores it in both modes. Either way every read checks what it reads:
+  // A record cut short at the very end of the last log, which a killed
+  // writer leaves, is never damage: it was not acknowledged as durable, and
+  // Open ignores it in both modes. A log cut short before a later log that
+  // holds records (a power cut that lost the end of a log LevelDB had
+  // switched away from) is damage. Either way every read checks what it reads:
   // a damaged table block fails the read with DataLoss naming its file.
   enum class Recovery {
     // Open recovers to the last intact record before the first damage:
@@ -74,9 +76,9 @@ struct Options {
     // If recovering to the point in time would drop an intact record (a
     // hole: damage with intact records after it, or a later log), Open
     // fails with DataLoss, naming the log, the offset and what is wrong,
-    // and changes nothing. A torn tail (damage at the end of the last log
-    // with nothing intact after it: the unwritten tail of a power cut) is
-    // cut and kept as under kPointInTime.
+    // and changes nothing. A torn tail (damage with nothing intact after
+    // it, in its log or a later one: the unwritten tail of a crash or a
+    // power cut) is cut and kept as under kPointInTime.
     kAbsoluteConsistency,
   };
   // Default: kPointInTime (RocksDB's default WAL recovery mode too).

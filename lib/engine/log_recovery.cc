@@ -150,32 +150,51 @@ absl::Status CutLocked(leveldb::Env* env, const std::string& dir,
     leveldb::Status s = leveldb::ReadFileToString(env, path, &data);
     if (!s.ok()) return Io(s, absl::StrCat("reading ", path));
     const log_check::LogCheck c = log_check::Check(data);
-    if (c.state != log_check::LogCheck::State::kDamaged) continue;
+    const bool short_tail = c.state == log_check::LogCheck::State::kShortTail;
+    if (c.state != log_check::LogCheck::State::kDamaged && !short_tail) {
+      continue;
+    }
+    // The later logs, and whether any of them holds a record.
+    std::vector<RecoveryReport::Dropped> later;
+    int64_t later_records = 0;
+    for (size_t j = i + 1; j < logs.size(); ++j) {
+      std::string bytes;
+      s = leveldb::ReadFileToString(env, dir + "/" + logs[j].name, &bytes);
+      if (!s.ok()) return Io(s, absl::StrCat("reading ", logs[j].name));
+      RecoveryReport::Dropped l;
+      l.file = logs[j].name;
+      l.bytes = bytes.size();
+      l.damage = "after a damaged earlier log";
+      const log_check::LogCheck lc = log_check::Check(bytes);
+      l.records = lc.records + lc.intact_after;
+      l.saved_as = absl::StrCat(kDroppedDir, "/", l.file);
+      later_records += l.records;
+      later.push_back(l);
+    }
+    // A log cut short is what a writer killed mid-record leaves in the last
+    // log, and LevelDB ignores it. Before a later log that holds records it
+    // is a power cut's loss of the end of a log that LevelDB had closed
+    // before that log's sync was done: replaying the later log would leave
+    // a hole.
+    if (short_tail && later_records == 0) continue;
 
-    std::vector<RecoveryReport::Dropped> dropped;
-    const bool last = i + 1 == logs.size();
     RecoveryReport::Dropped d;
     d.file = logs[i].name;
     d.offset = c.intact_end;
     d.bytes = data.size() - c.intact_end;
-    d.damage = absl::StrCat(c.damage, " at offset ", c.damage_offset);
+    d.damage = short_tail
+                   ? absl::StrCat("a record cut short at offset ", c.intact_end,
+                                  ", before a later log")
+                   : absl::StrCat(c.damage, " at offset ", c.damage_offset);
     d.records = c.intact_after;
-    d.torn_tail = last && c.intact_after == 0;
+    // Nothing intact after the damage, here or in a later log: the
+    // unwritten tail of a crash or a power cut (also when a crash during
+    // an earlier recovery left an empty later log).
+    d.torn_tail = c.intact_after == 0 && later_records == 0;
     d.saved_as = absl::StrCat(kDroppedDir, "/", d.file,
                               d.torn_tail ? kTornAt : kHoleAt, d.offset);
-    dropped.push_back(d);
-    for (size_t j = i + 1; j < logs.size(); ++j) {
-      std::string later;
-      s = leveldb::ReadFileToString(env, dir + "/" + logs[j].name, &later);
-      if (!s.ok()) return Io(s, absl::StrCat("reading ", logs[j].name));
-      RecoveryReport::Dropped l;
-      l.file = logs[j].name;
-      l.bytes = later.size();
-      l.damage = "after a damaged earlier log";
-      l.records = log_check::Check(later).records;
-      l.saved_as = absl::StrCat(kDroppedDir, "/", l.file);
-      dropped.push_back(l);
-    }
+    std::vector<RecoveryReport::Dropped> dropped = {d};
+    for (RecoveryReport::Dropped& l : later) dropped.push_back(std::move(l));
     if (mode == Options::Recovery::kAbsoluteConsistency && !d.torn_tail) {
       std::vector<std::string> lines;
       for (const auto& x : dropped) lines.push_back(Describe(x));

@@ -34,9 +34,10 @@ namespace hq {
 //     sync are not slowed by a switch. Until the old log's background sync
 //     is done (one fsync's time after the switch), a power cut with no
 //     sync write since the switch may keep pages of the new log that the
-//     operating system wrote early while losing the old log's unsynced tail;
-//     writes made with sync=false are promised to survive a process crash
-//     only (hq/options.h).
+//     operating system wrote early while losing the old log's unsynced tail.
+//     Open's point-in-time recovery (lib/engine/log_recovery.h) reads an old
+//     log cut short before a later log's records as a hole and drops the
+//     later logs, so what survives is still a prefix of the writes.
 //   - If a background sync fails, the error is sticky: every later Append
 //     and Sync of any log fails with it, so the write that meets it fails
 //     and hq refuses writes until reopened (db.h). LevelDB itself does not
