@@ -268,11 +268,13 @@ absl::StatusOr<RepairReport> Db::Repair(const std::string& path_arg,
   HQ_RETURN_IF_ERROR(repair::ReadFiles(env, path, &before));
   const Census& bc = before.census;
   if (bc.has_format() && bc.format_version() != 0 &&
-      bc.format_version() != format::kFormatVersion) {
+      (bc.format_version() < format::kOldestFormatVersion ||
+       bc.format_version() > format::kFormatVersion)) {
     return absl::FailedPreconditionError(absl::StrFormat(
-        "Repair: '%s' has hq format version %d; this hq repairs version %d "
-        "(nothing was changed)",
-        path, bc.format_version(), format::kFormatVersion));
+        "Repair: '%s' has hq format version %d; this hq repairs versions "
+        "%d..%d (nothing was changed)",
+        path, bc.format_version(), format::kOldestFormatVersion,
+        format::kFormatVersion));
   }
   if (!bc.has_format() && !bc.looks_like_hq() && bc.keys() > 0) {
     return absl::FailedPreconditionError(

@@ -206,6 +206,10 @@ class Mender {
         return CheckDedup();
       case format::kCheckpointTag:
         return CheckCheckpoint();
+      case format::kHintTag:
+        return CheckHint();
+      case format::kSourceTag:
+        return CheckSource();
       case format::kMessageTag:
         return CheckMessage();
       default:
@@ -413,6 +417,41 @@ class Mender {
     }
     max_group_id_ = std::max(max_group_id_, id);
     (is_group ? q->groups : q->subs).insert(id);
+  }
+
+  void CheckHint() {
+    QueueEntry* q = QueueOf("lane index", 5);
+    if (q == nullptr) return;
+    uint64_t seq;
+    if (!format::DecodeHintSeq(key_, &seq) ||
+        q->record.options.layout != Layout::kTopic) {
+      return Aside("malformed lane index key");
+    }
+    const std::string lane = LanePrefix(q->record.id, value_);
+    if (!Lane("lane index", *q, lane)) return;
+    if (lane[LayoutCodec::kHeadSize - 1] != key_[5]) {
+      Aside("lane index value: its priority is not its key's");
+    }
+  }
+
+  void CheckSource() {
+    QueueEntry* q =
+        QueueOf("lane source position", format::kGroupRecordPrefixSize);
+    if (q == nullptr) return;
+    const uint32_t id = coding::DecodeFixed32(key_.data() + 5);
+    if (!q->groups.contains(id) && !q->subs.contains(id)) {
+      return Aside(absl::StrFormat(
+          "lane source position of consumer id %d, which queue '%s' does "
+          "not have",
+          id, q->name));
+    }
+    format::SourceValue v;
+    if (key_.size() != format::kGroupRecordPrefixSize ||
+        !format::DecodeSource(value_, &v) ||
+        v.priorities.size() !=
+            static_cast<size_t>(q->record.options.priorities)) {
+      return Aside("malformed lane source position");
+    }
   }
 
   QueueEntry* OwnerOf(std::string_view kind, bool of_group) {

@@ -141,6 +141,10 @@ class Verifier {
         return CheckDedup();
       case format::kCheckpointTag:
         return CheckCheckpoint();
+      case format::kHintTag:
+        return CheckHint();
+      case format::kSourceTag:
+        return CheckSource();
       case format::kMessageTag:
         return CheckMessage();
       default:
@@ -465,6 +469,41 @@ class Verifier {
     MessageId next;
     if (!format::DecodeCheckpoint(value_, &next)) {
       Problem("malformed checkpoint value");
+    }
+  }
+
+  void CheckHint() {
+    QueueEntry* q = QueueOf("lane index", 5);
+    if (q == nullptr) return;
+    uint64_t seq;
+    if (!format::DecodeHintSeq(key_, &seq) ||
+        q->record.options.layout != Layout::kTopic) {
+      return Problem(
+          absl::StrCat("malformed lane index key (queue '", q->name, "')"));
+    }
+    uint32_t partition;
+    const std::string lane = LanePrefix(q->record.id, value_);
+    if (!Lane("lane index", *q, lane, &partition)) return;
+    if (lane[LayoutCodec::kHeadSize - 1] != key_[5]) {
+      Problem("lane index value: its priority is not its key's");
+    }
+  }
+
+  void CheckSource() {
+    const bool group = [&] {
+      if (key_.size() < format::kGroupRecordPrefixSize) return true;
+      auto it = queues_.find(coding::DecodeFixed32(key_.data() + 1));
+      return it == queues_.end() ||
+             !it->second.subs.contains(coding::DecodeFixed32(key_.data() + 5));
+    }();
+    QueueEntry* q = OwnerOf("lane source position", group);
+    if (q == nullptr) return;
+    format::SourceValue v;
+    if (key_.size() != format::kGroupRecordPrefixSize ||
+        !format::DecodeSource(value_, &v) ||
+        v.priorities.size() !=
+            static_cast<size_t>(q->record.options.priorities)) {
+      return Problem("malformed lane source position");
     }
   }
 
