@@ -83,8 +83,8 @@
 //                    the topic layout gets --num messages, each in a topic
 //                    of its own, and a group completes them all (untimed).
 //                    Then the Db is reopened and claim_sparse_load times
-//                    the first Queue::Group call (it reads the lane
-//                    directory once: ms, and micros per topic); 1000
+//                    the first Queue::Group call (ms, and micros per
+//                    topic: it reads only the group's own records); 1000
 //                    messages go to 10 topics, and claim_sparse times
 //                    claiming and completing them in --claim_batch
 //                    batches (one op = one message), as does

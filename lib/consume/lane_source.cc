@@ -215,12 +215,6 @@ void LaneSource::Release(const Hold& hold) {
   }
 }
 
-size_t LaneSource::held() const {
-  size_t n = 0;
-  for (const State& st : state_) n += st.holds.size() + st.walk_holds.size();
-  return n;
-}
-
 format::SourceValue LaneSource::Position() const {
   format::SourceValue v;
   v.priorities.resize(priorities_);

@@ -82,8 +82,6 @@ class LaneSource {
   // was last appended.
   void AppendRecord(leveldb::WriteBatch* batch);
 
-  size_t held() const;
-
  private:
   // Per priority.
   struct State {
