@@ -169,6 +169,13 @@ absl::Status GroupImpl::CollectPaged(ClaimPass* p) {
         HQ_RETURN_IF_ERROR(PageIn(prio, remaining - usable, slack, p->now,
                                   &budget, p, &taken));
       }
+      if (recovered_since_ > 0) {
+        // Tasks the lanes just paged in had in flight when the process
+        // stopped: due now, before new messages.
+        recovered_since_ = 0;
+        HQ_RETURN_IF_ERROR(CollectDue(prio, p));
+        if (p->out.size() == p->o.max) break;
+      }
       if (!source_->pending(prio)) {
         for (Lane* lane : requeued) requeued_dq.push_back(lane);
         requeued.clear();
