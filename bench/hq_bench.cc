@@ -102,8 +102,8 @@
 //                    the topic layout gets --num messages, each in a topic
 //                    of its own, and a group completes them all (untimed).
 //                    Then the Db is reopened and claim_sparse_load times
-//                    the first Queue::Group call (it reads the lane
-//                    directory once: ms, and micros per topic); 1000
+//                    the first Queue::Group call (ms, and micros per
+//                    topic: it reads only the group's own records); 1000
 //                    messages go to 10 topics, and claim_sparse times
 //                    claiming and completing them in --claim_batch
 //                    batches (one op = one message), as does
@@ -164,13 +164,14 @@
 //                    partitions; PutBatch of --batch): many_topics_put[L];
 //                    many_topics_reopen[L], Db::Open of it (one op);
 //                    many_topics_group_load[L], the first Queue::Group call
-//                    after the reopen, which reads the lane directory (one
-//                    op); many_topics_read_topic[L], whole-topic scans of
+//                    after the reopen (one op); many_topics_first_claim[L],
+//                    the first Claim of --claim_batch after it (one op);
+//                    many_topics_read_topic[L], whole-topic scans of
 //                    random topics (one op = one topic read; up to 1000 or
 //                    5 s); many_topics_claim[L], one consumer draining the
 //                    queue (one op = one message); `many_topics heap_kb[L]`,
-//                    heap growth after the put, the group load and the
-//                    claims. Then the ratios
+//                    heap growth after the put, the group load, the first
+//                    claim and the claims. Then the ratios
 //                    topic/time of put, read_topic and claim.
 //   layout_lab       The rowkey-layout lab (bench/layout_lab.h): --num
 //                    messages in segments of --lab_segment_size, stored

@@ -252,6 +252,13 @@ TEST_CASE("bad input to groups, subscriptions, leases and inspection") {
        }},
       {"group jitter", C::kInvalidArgument, "jitter",
        [&] { return q->Group("g2", {.backoff_jitter = 2}).status(); }},
+      {"group no active lanes", C::kInvalidArgument, "max_active_lanes",
+       [&] { return q->Group("g2", {.max_active_lanes = 0}).status(); }},
+      {"group too many active lanes", C::kInvalidArgument, "max_active_lanes",
+       [&] {
+         return q->Group("g2", {.max_active_lanes = (size_t{1} << 24) + 1})
+             .status();
+       }},
       {"group topic over limit", C::kInvalidArgument, "topic",
        [&] { return q->Group("g2", {.topics = {big_topic}}).status(); }},
       {"group other topics", C::kInvalidArgument, "topic",

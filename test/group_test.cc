@@ -742,7 +742,9 @@ TEST_CASE("claims follow the topics with work, not all topics") {
     batch.push_back({.topic = t, .payload = "x"});
   HQ_REQUIRE_OK(q->PutBatch(batch, nullptr));
   ConsumerGroup* g = ValueOrDie(q->Group("g"));
-  CHECK(ValueOrDie(g->Stats()).lanes == 5000);
+  // An unordered group of the topic layout loads nothing per topic: it
+  // finds the lanes as claims need them (doc/massive_topics.md).
+  CHECK(ValueOrDie(g->Stats()).lanes == 0);
   for (;;) {
     std::vector<Task> t = ValueOrDie(g->Claim({.max = 1000}));
     if (t.empty()) break;
@@ -752,18 +754,24 @@ TEST_CASE("claims follow the topics with work, not all topics") {
   for (int i : {7, 4000, 123}) {
     HQ_REQUIRE_OK(q->Put({.topic = topics[i], .payload = "new"}).status());
   }
-  CHECK(ValueOrDie(g->Stats()).lanes == 3);
+  CHECK(ValueOrDie(g->Stats()).backlog == 3);
   CHECK(ValueOrDie(g->Claim({.max = 10})).size() == 3);
 
-  // After a reopen the load finds just the lanes with work.
+  // After a reopen the claims find just the lanes with work: the three in
+  // flight before, delivered again, and one new.
   HQ_REQUIRE_OK(q->Put({.topic = topics[99], .payload = "new"}).status());
   f.Reopen();
   q = ValueOrDie(f.db()->OpenQueue("q"));
   g = ValueOrDie(q->Group("g"));
   GroupStats st = ValueOrDie(g->Stats());
-  CHECK(st.lanes == 4);  // Three in flight before, one new.
+  CHECK(st.lanes == 0);
   CHECK(st.backlog == 1);
-  CHECK(st.redelivery == 3);
+  std::vector<Task> again = ValueOrDie(g->Claim({.max = 10}));
+  REQUIRE(again.size() == 4);
+  std::multiset<uint32_t> attempts;
+  for (const Task& t : again) attempts.insert(t.attempt);
+  CHECK(attempts == std::multiset<uint32_t>{1, 2, 2, 2});
+  CHECK(ValueOrDie(g->Stats()).lanes == 4);
 }
 
 TEST_CASE("expired messages are never handed out") {
@@ -1696,6 +1704,129 @@ TEST_CASE("delays are checked") {
       q->Put({.payload = "x", .not_before = f.clock().Now() - absl::Hours(1)})
           .status());
   CHECK(ValueOrDie(ValueOrDie(q->Group("g"))->Claim({})).size() == 1);
+}
+
+// ------------------------------------------------------------ paged groups
+// Unordered groups of topic layout queues keep at most max_active_lanes
+// lanes with new messages in memory (doc/massive_topics.md).
+
+GroupImpl* Paged(ConsumerGroup* g) { return static_cast<GroupImpl*>(g); }
+
+TEST_CASE(
+    "issue17: 100000 topics getting work keep resident lanes under the cap") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(
+      f.db()->CreateQueue("q", {.partitions = 4, .layout = Layout::kTopic}));
+  constexpr int kTopics = 100000;
+  constexpr size_t kCap = 64;
+  constexpr uint32_t kClaim = 100;
+  // Half the topics get work before the group exists (the directory walk),
+  // half after (the lane index).
+  auto put = [&](int from, int to) {
+    for (int i = from; i < to; i += 1000) {
+      // Topic and payload "site<i>"; Message holds views of them.
+      std::vector<std::string> names;
+      for (int j = i; j < std::min(to, i + 1000); ++j) {
+        names.push_back(absl::StrCat("site", j));
+      }
+      std::vector<Message> batch;
+      for (const std::string& n : names) {
+        batch.push_back({.topic = n, .payload = n});
+      }
+      HQ_REQUIRE_OK(q->PutBatch(batch, nullptr));
+    }
+  };
+  put(0, kTopics / 2);
+  ConsumerGroup* g = ValueOrDie(q->Group("g", {.max_active_lanes = kCap}));
+  put(kTopics / 2, kTopics);
+  std::set<std::string> seen;
+  size_t max_resident = 0, max_active = 0;
+  for (;;) {
+    std::vector<Task> tasks = ValueOrDie(g->Claim({.max = kClaim}));
+    max_resident = std::max(max_resident, Paged(g)->TEST_ResidentLanes());
+    max_active = std::max(max_active, Paged(g)->TEST_ActiveLanes());
+    if (tasks.empty()) break;
+    for (const Task& t : tasks) CHECK(seen.insert(t.payload).second);
+    HQ_REQUIRE_OK(g->Complete(tasks));
+  }
+  CHECK(seen.size() == static_cast<size_t>(kTopics));
+  CHECK(max_active <= kCap);
+  // Besides the active lanes, only the lanes of the tasks in flight.
+  CHECK(max_resident <= kCap + kClaim);
+  CHECK(Paged(g)->TEST_ResidentLanes() == 0);
+  // A restarted group whose topics are all drained loads nothing.
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  g = ValueOrDie(q->Group("g", {.max_active_lanes = kCap}));
+  CHECK(Paged(g)->TEST_ResidentLanes() == 0);
+  CHECK(ValueOrDie(g->Claim({.max = kClaim})).empty());
+  CHECK(Paged(g)->TEST_ResidentLanes() == 0);
+}
+
+TEST_CASE("paged groups go round-robin over more lanes than fit") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(
+      f.db()->CreateQueue("q", {.partitions = 2, .layout = Layout::kTopic}));
+  ConsumerGroup* g = ValueOrDie(q->Group("g", {.max_active_lanes = 2}));
+  constexpr int kTopics = 10, kEach = 3;
+  for (int m = 0; m < kEach; ++m) {
+    for (int t = 0; t < kTopics; ++t) {
+      HQ_REQUIRE_OK(q->Put({.topic = absl::StrCat("t", t),
+                            .payload = absl::StrCat(t, "/", m)})
+                        .status());
+    }
+  }
+  // One task a claim: every topic has its turn before any has a second.
+  std::map<std::string, int> turns;
+  for (int round = 0; round < kEach; ++round) {
+    for (int i = 0; i < kTopics; ++i) {
+      std::vector<Task> tasks = ValueOrDie(g->Claim({}));
+      REQUIRE(tasks.size() == 1);
+      CHECK(++turns[tasks[0].topic] == round + 1);
+      HQ_REQUIRE_OK(g->Complete(tasks));
+    }
+  }
+  CHECK(ValueOrDie(g->Claim({})).empty());
+}
+
+TEST_CASE("paged groups hand out again what was in flight at a restart") {
+  const size_t cap = GENERATE(1, 2, 1000);
+  INFO("max_active_lanes " << cap);
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue(
+      "q", {.partitions = 3, .priorities = 2, .layout = Layout::kTopic}));
+  constexpr int kTopics = 20, kEach = 2;
+  for (int m = 0; m < kEach; ++m) {
+    for (int t = 0; t < kTopics; ++t) {
+      HQ_REQUIRE_OK(q->Put({.topic = absl::StrCat("t", t),
+                            .payload = absl::StrCat(t, "/", m),
+                            .priority = t % 2})
+                        .status());
+    }
+  }
+  ConsumerGroup* g = ValueOrDie(q->Group("g", {.max_active_lanes = cap}));
+  std::vector<Task> held = ValueOrDie(g->Claim({.max = 15}));
+  REQUIRE(held.size() == 15);
+  // Priority 1 first.
+  for (const Task& t : held) CHECK(t.priority == 1);
+  HQ_REQUIRE_OK(g->Complete(std::span<const Task>(held.data(), 5)));
+  std::set<std::string> completed;
+  for (size_t i = 0; i < 5; ++i) completed.insert(held[i].payload);
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  g = ValueOrDie(q->Group("g", {.max_active_lanes = cap}));
+  int again = 0;
+  for (;;) {
+    std::vector<Task> tasks = ValueOrDie(g->Claim({.max = 4}));
+    if (tasks.empty()) break;
+    for (const Task& t : tasks) {
+      CHECK(completed.insert(t.payload).second);
+      if (t.attempt == 2) ++again;
+    }
+    HQ_REQUIRE_OK(g->Complete(tasks));
+  }
+  CHECK(completed.size() == static_cast<size_t>(kTopics * kEach));
+  CHECK(again == 10);
 }
 
 }  // namespace

@@ -103,6 +103,18 @@ struct GroupOptions {
   // Ordered groups: a consumer that makes no call for this long loses its
   // partitions to the live consumers. Default: 10 s. Limits: 1 ms..720 h.
   absl::Duration ownership_lease = absl::Seconds(10);
+
+  // ---- Performance (taken from each Group() call).
+
+  // Unordered groups of topic layout queues: at most this many lanes with
+  // new messages are kept in memory (about 500 bytes each, so the default
+  // is about 64 MiB), whatever the number of topics. The others wait in
+  // the queue's lane activity index, on disk, and take their turn in the
+  // same round-robin order (a lane that had its turn and still has
+  // messages goes to the back, behind the lanes waiting on disk). Lanes
+  // with tasks in flight or waiting to be delivered again stay in memory
+  // besides, bounded by the tasks. Default: 131072. Limits: 1..2^24.
+  size_t max_active_lanes = 131072;
 };
 
 // Options of ConsumerGroup::Claim.
@@ -192,7 +204,9 @@ struct GroupStats {
   // Messages in scope not yet handed out, counted key by key. The count
   // stops at 100000: backlog_exact = false then says backlog is a lower
   // bound. With the `time` layout and a topic filter, the count also reads
-  // past the messages of other topics.
+  // past the messages of other topics. An unordered group of a `topic`
+  // layout queue counts the lanes in memory and at most 1024 more; if
+  // others may have messages, backlog_exact is false.
   uint64_t backlog = 0;
   bool backlog_exact = true;
   // Tasks under a lease.

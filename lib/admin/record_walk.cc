@@ -159,6 +159,10 @@ void RecordWalker::Check() {
       return CheckDedup();
     case format::kCheckpointTag:
       return CheckCheckpoint();
+    case format::kHintTag:
+      return CheckHint();
+    case format::kSourceTag:
+      return CheckSource();
     case format::kMessageTag:
       return CheckMessage();
     default:
@@ -454,6 +458,43 @@ void RecordWalker::CheckCheckpoint() {
     return (void)Reject("malformed checkpoint value");
   }
   policy_->Refers(q->record.id, p, next, /*message=*/false);
+}
+
+void RecordWalker::CheckHint() {
+  WalkQueue* q = QueueOf("lane index", 5);
+  if (q == nullptr) return;
+  uint64_t seq;
+  if (!format::DecodeHintSeq(key_, &seq) ||
+      q->record.options.layout != Layout::kTopic) {
+    return (void)Reject(
+        absl::StrCat("malformed lane index key (queue '", q->name, "')"),
+        "malformed lane index key");
+  }
+  const std::string lane = LanePrefix(q->record.id, value_);
+  if (!Lane("lane index", *q, lane, nullptr)) return;
+  if (lane[LayoutCodec::kHeadSize - 1] != key_[5]) {
+    Reject("lane index value: its priority is not its key's");
+  }
+}
+
+void RecordWalker::CheckSource() {
+  WalkQueue* q =
+      QueueOf("lane source position", format::kGroupRecordPrefixSize);
+  if (q == nullptr) return;
+  const uint32_t id = coding::DecodeFixed32(key_.data() + 5);
+  if (!q->groups.contains(id) && !q->subs.contains(id)) {
+    return (void)Reject(absl::StrFormat(
+        "lane source position of consumer id %d, which queue '%s' does not "
+        "have",
+        id, q->name));
+  }
+  format::SourceValue v;
+  if (key_.size() != format::kGroupRecordPrefixSize ||
+      !format::DecodeSource(value_, &v) ||
+      v.priorities.size() !=
+          static_cast<size_t>(q->record.options.priorities)) {
+    Reject("malformed lane source position");
+  }
 }
 
 void RecordWalker::CheckMessage() {

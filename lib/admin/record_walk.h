@@ -169,6 +169,11 @@ class RecordWalker {
   void CheckDead();
   void CheckDedup();
   void CheckCheckpoint();
+  // The lane activity index (doc/format.md): a hint names a lane of its
+  // queue (topic layout only) at its key's priority; a lane source
+  // position belongs to a group or subscription of its queue.
+  void CheckHint();
+  void CheckSource();
   void CheckMessage();
   void CheckMessageRecord(const WalkQueue& q, uint32_t partition,
                           std::string_view rest, bool head);

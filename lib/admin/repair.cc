@@ -292,11 +292,13 @@ absl::Status Repairer::ReadBefore() {
   HQ_RETURN_IF_ERROR(ReadFiles(env_, path_, &before_));
   const Census& bc = before_.census;
   if (bc.has_format() && bc.format_version() != 0 &&
-      bc.format_version() != format::kFormatVersion) {
+      (bc.format_version() < format::kOldestFormatVersion ||
+       bc.format_version() > format::kFormatVersion)) {
     return absl::FailedPreconditionError(absl::StrFormat(
-        "Repair: '%s' has hq format version %d; this hq repairs version %d "
-        "(nothing was changed)",
-        path_, bc.format_version(), format::kFormatVersion));
+        "Repair: '%s' has hq format version %d; this hq repairs versions "
+        "%d..%d (nothing was changed)",
+        path_, bc.format_version(), format::kOldestFormatVersion,
+        format::kFormatVersion));
   }
   if (!bc.has_format() && !bc.looks_like_hq() && bc.keys() > 0) {
     return absl::FailedPreconditionError(

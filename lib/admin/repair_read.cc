@@ -264,9 +264,8 @@ std::string TableName(uint64_t number) {
 
 void Census::Add(std::string_view key, std::string_view value) {
   ++keys_;
-  if (key.empty() ||
-      (static_cast<unsigned char>(key[0]) > format::kCheckpointTag &&
-       key[0] != format::kMessageTag)) {
+  if (key.empty() || (static_cast<unsigned char>(key[0]) > format::kSourceTag &&
+                      key[0] != format::kMessageTag)) {
     ++foreign_keys_;
     return;
   }

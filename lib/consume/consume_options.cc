@@ -70,6 +70,11 @@ absl::Status ValidateGroupOptions(const GroupOptions& o) {
         "GroupOptions::ownership_lease is ",
         absl::FormatDuration(o.ownership_lease), "; it must be in 1ms..720h"));
   }
+  if (o.max_active_lanes < 1 || o.max_active_lanes > (size_t{1} << 24)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "GroupOptions::max_active_lanes is %d; it must be in 1..16777216",
+        o.max_active_lanes));
+  }
   return absl::OkStatus();
 }
 

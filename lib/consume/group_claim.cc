@@ -164,7 +164,7 @@ absl::StatusOr<std::vector<Task>> GroupImpl::Claim(const ClaimOptions& o) {
   if (o.wait == absl::ZeroDuration()) {
     absl::Time next_due;
     bool left;
-    return ClaimOnce(o, partitions, claiming.leaves_before, &next_due, &left);
+    return ClaimChunks(o, partitions, claiming.leaves_before, &next_due, &left);
   }
   const absl::Time deadline = db_->clock()->Now() + o.wait;
   waiters_.fetch_add(1);
@@ -182,7 +182,7 @@ absl::StatusOr<std::vector<Task>> GroupImpl::Claim(const ClaimOptions& o) {
     bool left;
     HQ_ASSIGN_OR_RETURN(
         std::vector<Task> out,
-        ClaimOnce(o, partitions, claiming.leaves_before, &next_due, &left));
+        ClaimChunks(o, partitions, claiming.leaves_before, &next_due, &left));
     const absl::Time now = db_->clock()->Now();
     if (!out.empty() || now >= deadline || left) return out;
     if (db_->IsClosing()) return db_->ClosingError();
@@ -201,6 +201,24 @@ absl::StatusOr<std::vector<Task>> GroupImpl::Claim(const ClaimOptions& o) {
       while (wake_seq_ == seen) wait_cv_.Wait(&wait_mu_);
     }
     (void)db_->leases()->Cancel(*timer);
+  }
+}
+
+absl::StatusOr<std::vector<Task>> GroupImpl::ClaimChunks(
+    const ClaimOptions& o, const std::vector<bool>& partitions,
+    uint64_t leaves_before, absl::Time* next_due, bool* left) {
+  std::vector<Task> out;
+  ClaimOptions rest = o;
+  for (;;) {
+    rest.max = o.max - static_cast<uint32_t>(out.size());
+    bool more;
+    absl::StatusOr<std::vector<Task>> got =
+        ClaimOnce(rest, partitions, leaves_before, next_due, left, &more);
+    // Tasks handed out by an earlier chunk are the caller's: a later
+    // failure shows at the next call.
+    if (!got.ok()) return out.empty() ? got : std::move(out);
+    for (Task& t : *got) out.push_back(std::move(t));
+    if (out.size() == o.max || !more || *left) return out;
   }
 }
 
@@ -334,9 +352,10 @@ absl::Status GroupImpl::CollectOrdered(Consumer* consumer,
 
 absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
     const ClaimOptions& o, const std::vector<bool>& partitions,
-    uint64_t leaves_before, absl::Time* next_due, bool* left) {
+    uint64_t leaves_before, absl::Time* next_due, bool* left, bool* more) {
   MutexLock l(&mu_);
   *left = false;
+  *more = false;
   *next_due = absl::InfiniteFuture();
   if (auto it = leaves_.find(o.consumer);
       record_.ordered && it != leaves_.end() && it->second > leaves_before) {
@@ -344,7 +363,11 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
     return std::vector<Task>();
   }
   HQ_RETURN_IF_ERROR(Usable());
-  HQ_RETURN_IF_ERROR(Fail(TakeNotes()));
+  if (paged()) {
+    TakePagedNotes();
+  } else {
+    HQ_RETURN_IF_ERROR(Fail(TakeNotes()));
+  }
   HQ_RETURN_IF_ERROR(FlushDying());
   const absl::Time now = db_->clock()->Now();
   const absl::Duration lease =
@@ -373,10 +396,11 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
                o.topics.end();
   };
 
-  absl::Status s = consumer == nullptr
-                       ? CollectUnordered(&p)
-                       : CollectOrdered(consumer, partitions, &p);
+  absl::Status s = consumer != nullptr
+                       ? CollectOrdered(consumer, partitions, &p)
+                       : (paged() ? CollectPaged(&p) : CollectUnordered(&p));
   if (!s.ok()) return Fail(s);
+  *more = p.more;
   for (Lane* lane : p.touched) Settle(lane, &p.batch);
   PutDone(p.gone, &p.batch);
   HQ_RETURN_IF_ERROR(Write(p.batch));

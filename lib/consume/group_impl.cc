@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "lib/consume/group_test_hooks.h"
 #include "lib/engine/checked_read.h"
 #include "lib/engine/db_impl.h"
 #include "lib/engine/queue_impl.h"
@@ -21,8 +22,30 @@ namespace {
 
 // Stats counts the backlog key by key up to this many keys.
 constexpr uint64_t kStatsCountLimit = 100000;
+// Paged groups: Stats counts at most this many lanes waiting in the
+// source.
+constexpr size_t kStatsPeek = 1024;
+
+std::atomic<size_t> test_max_active_lanes{0};
 
 }  // namespace
+
+void TEST_SetMaxActiveLanes(size_t n) { test_max_active_lanes.store(n); }
+
+size_t GroupImpl::TEST_ResidentLanes() {
+  MutexLock l(&mu_);
+  return lanes_.size();
+}
+
+size_t GroupImpl::TEST_ActiveLanes() {
+  MutexLock l(&mu_);
+  return active_count_;
+}
+
+size_t GroupImpl::MaxActive() const {
+  const size_t test = test_max_active_lanes.load();
+  return test != 0 ? test : options_.max_active_lanes;
+}
 
 uint64_t GroupImpl::ToMs(absl::Time t) {
   const int64_t ms = absl::ToUnixMillis(t);
@@ -38,7 +61,10 @@ GroupImpl::GroupImpl(DbImpl* db, QueueImpl* queue, std::string name,
       record_(record),
       topic_set_(record.topics.begin(), record.topics.end()),
       options_(options),
-      rng_(std::hash<std::string>()(name_) ^ record.id) {}
+      rng_(std::hash<std::string>()(name_) ^ record.id),
+      source_(queue->codec().lane_has_topic() && !record.ordered
+                  ? std::make_unique<LaneSource>(db, queue, record.id)
+                  : nullptr) {}
 
 GroupImpl::~GroupImpl() = default;
 
@@ -52,7 +78,9 @@ void GroupImpl::SetOptions(const GroupOptions& options) {
 }
 
 void GroupImpl::NoteLaneWritten(std::string_view lane_prefix) {
-  {
+  if (paged()) {
+    paged_notes_.store(true);
+  } else {
     MutexLock l(&notes_mu_);
     notes_.emplace(lane_prefix);
   }
@@ -98,18 +126,22 @@ absl::Status GroupImpl::Load() {
   waiting_.resize(priorities);
   if (record_.ordered) parts_.resize(queue_->options().partitions);
   HQ_RETURN_IF_ERROR(LoadRecords());
-  HQ_RETURN_IF_ERROR(DiscoverLanes());
-  // Tasks that were in flight are due now, in id order.
-  std::sort(recovered_.begin(), recovered_.end(),
-            [](const auto& a, const auto& b) {
-              return a.second != b.second ? a.second < b.second
-                                          : a.first->prefix < b.first->prefix;
-            });
-  const absl::Time now = db_->clock()->Now();
-  for (auto [lane, id] : recovered_) {
-    AddWaiting(lane, id, &lane->tasks.find(id)->second, now);
+  if (paged()) {
+    // Only the lanes of task records: the others are found in the source
+    // as claims need them.
+    HQ_RETURN_IF_ERROR(source_->Load());
+    const MessageId cutoff = queue_->TtlCutoff(db_->clock()->Now());
+    std::unique_ptr<leveldb::Iterator> it(
+        NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
+    for (auto& [prefix, lane] : lanes_) {
+      if (lane->done < lane->scan) {
+        HQ_RETURN_IF_ERROR(LoadWindow(lane.get(), cutoff, it.get()));
+      }
+    }
+  } else {
+    HQ_RETURN_IF_ERROR(DiscoverLanes());
   }
-  recovered_.clear();
+  Recover(db_->clock()->Now());
   recovered_.shrink_to_fit();
   // Lanes whose window held only expired messages: their completion cursor
   // moves up to the scan cursor, and they are forgotten.
@@ -130,6 +162,18 @@ absl::Status GroupImpl::Load() {
   }
   HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading dead letters"));
   return ForgetDeadIfQueueGone();
+}
+
+void GroupImpl::Recover(absl::Time now) {
+  std::sort(recovered_.begin(), recovered_.end(),
+            [](const auto& a, const auto& b) {
+              return a.second != b.second ? a.second < b.second
+                                          : a.first->prefix < b.first->prefix;
+            });
+  for (auto [lane, id] : recovered_) {
+    AddWaiting(lane, id, &lane->tasks.find(id)->second, now);
+  }
+  recovered_.clear();
 }
 
 absl::Status GroupImpl::ForgetDeadIfQueueGone() {
@@ -466,6 +510,7 @@ void GroupImpl::Settle(Lane* lane, leveldb::WriteBatch* batch) {
           : (now.scan == MessageId::Min() && now.done == MessageId::Min());
   if (!unchanged)
     batch->Put(CursorKey(lane->prefix), format::EncodeCursor(now));
+  if (paged()) MaybeRelease(lane);
 }
 
 void GroupImpl::Committed(std::vector<Lane*>* touched) {
@@ -476,7 +521,7 @@ void GroupImpl::Committed(std::vector<Lane*>* touched) {
       lane->saved = now;
       lane->saved_exists = true;
     }
-    if (!lane->active && lane->tasks.empty()) {
+    if (!lane->active && lane->tasks.empty() && !lane->hold.held()) {
       lanes_.erase(lane->prefix);  // Idle: its cursor is on disk.
     }
   }
@@ -484,7 +529,28 @@ void GroupImpl::Committed(std::vector<Lane*>* touched) {
 }
 
 absl::Status GroupImpl::Write(const leveldb::WriteBatch& batch) {
-  return Fail(db_->WriteRecords(queue_, batch, db_->default_sync()));
+  if (!paged()) {
+    return Fail(db_->WriteRecords(queue_, batch, db_->default_sync()));
+  }
+  // The source position goes with the cursors and hints that let it move.
+  leveldb::WriteBatch position;
+  source_->AppendRecord(&position);
+  std::vector<std::string> rehint;
+  rehint.swap(rehint_);
+  if (rehint.empty()) {
+    leveldb::WriteBatch all = batch;
+    all.Append(position);
+    return Fail(db_->WriteRecords(queue_, all, db_->default_sync()));
+  }
+  HQ_RETURN_IF_ERROR(Fail(db_->WriteWithHints(
+      queue_, db_->default_sync(),
+      [&](DbImpl::HintWriter* hints, leveldb::WriteBatch* b) {
+        b->Append(batch);
+        b->Append(position);
+        for (const std::string& lane : rehint) hints->Append(lane);
+      })));
+  source_->NoteWritten();  // The new hints are to be read.
+  return absl::OkStatus();
 }
 
 absl::Duration GroupImpl::Backoff(uint32_t attempts) {
@@ -501,12 +567,43 @@ absl::Duration GroupImpl::Backoff(uint32_t attempts) {
 
 // ------------------------------------------------------------------ stats
 
+absl::StatusOr<uint64_t> GroupImpl::CountWindow(std::string_view prefix,
+                                                const format::CursorValue& c,
+                                                MessageId cutoff,
+                                                leveldb::Iterator* it) {
+  if (!(c.done < c.scan)) return 0;
+  std::string seek(prefix);
+  LayoutCodec::AppendMessageId(&seek, std::max(c.done, cutoff));
+  uint64_t n = 0;
+  MessageId id;
+  for (it->Seek(seek); it->Valid(); it->Next()) {
+    if (!LayoutCodec::LaneMessage(View(it->key()), prefix, &id) ||
+        !(id < c.scan)) {
+      break;
+    }
+    ++n;
+  }
+  HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading a group's window"));
+  return n;
+}
+
 absl::StatusOr<GroupStats> GroupImpl::Stats() {
   DbImpl::OpScope op(db_);
   HQ_RETURN_IF_ERROR(op.status());
   MutexLock l(&mu_);
   HQ_RETURN_IF_ERROR(Usable());
-  HQ_RETURN_IF_ERROR(Fail(TakeNotes()));
+  std::unique_ptr<leveldb::Iterator> it(
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
+  // Paged groups: lanes waiting in the source, counted without taking them.
+  std::vector<std::string> waiting_lanes;
+  bool all_lanes = true;
+  if (paged()) {
+    TakePagedNotes();
+    HQ_RETURN_IF_ERROR(
+        source_->Peek(kStatsPeek, it.get(), &waiting_lanes, &all_lanes));
+  } else {
+    HQ_RETURN_IF_ERROR(Fail(TakeNotes()));
+  }
   HQ_RETURN_IF_ERROR(ForgetDeadIfQueueGone());
   const absl::Time now = db_->clock()->Now();
   const MessageId cutoff = queue_->TtlCutoff(now);
@@ -536,32 +633,67 @@ absl::StatusOr<GroupStats> GroupImpl::Stats() {
   if (oldest != absl::InfiniteFuture()) st.oldest_in_flight = now - oldest;
   st.redelivery -= st.delayed;
 
-  std::unique_ptr<leveldb::Iterator> it(
-      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
+  // The backlog of the lane `prefix` from `scan`, skipping `tasks`.
   std::string seek;
+  auto count = [&](std::string_view prefix, MessageId scan,
+                   const std::map<MessageId, Rec>* tasks) -> absl::Status {
+    const size_t n = prefix.size();
+    seek.assign(prefix);
+    LayoutCodec::AppendMessageId(&seek, std::max(scan, cutoff));
+    MessageId id;
+    for (it->Seek(seek); it->Valid() && st.backlog_exact; it->Next()) {
+      const std::string_view key = View(it->key());
+      if (!LayoutCodec::LaneMessage(key, prefix, &id)) break;
+      if (tasks != nullptr && tasks->contains(id)) continue;
+      if (!has_topic && !InScope(key.substr(n + 8))) continue;
+      if (st.backlog == kStatsCountLimit) {
+        st.backlog_exact = false;  // A lower bound.
+        break;
+      }
+      ++st.backlog;
+    }
+    return FromLevelDb(it->status(), "counting the backlog");
+  };
   std::vector<Lane*> active;
   ForEachActive([&](Lane* lane) { active.push_back(lane); });
-  {
-    for (Lane* lane : active) {
-      if (!st.backlog_exact) break;
-      const size_t n = lane->prefix.size();
-      seek = lane->prefix;
-      LayoutCodec::AppendMessageId(&seek, std::max(lane->scan, cutoff));
-      MessageId id;
-      for (it->Seek(seek); it->Valid(); it->Next()) {
-        const std::string_view key = View(it->key());
-        if (!LayoutCodec::LaneMessage(key, lane->prefix, &id)) break;
-        if (lane->tasks.contains(id)) continue;
-        if (!has_topic && !InScope(key.substr(n + 8))) continue;
-        if (st.backlog == kStatsCountLimit) {
-          st.backlog_exact = false;  // A lower bound.
-          break;
-        }
-        ++st.backlog;
-      }
-      HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "counting the backlog"));
-    }
+  absl::flat_hash_set<absl::string_view> counted;
+  for (Lane* lane : active) {
+    HQ_RETURN_IF_ERROR(count(lane->prefix, lane->scan, &lane->tasks));
+    counted.insert(Av(lane->prefix));
   }
+  for (const std::string& prefix : waiting_lanes) {
+    if (!counted.insert(Av(prefix)).second) continue;
+    uint32_t partition;
+    int priority;
+    std::string_view topic;
+    if (!LayoutCodec::ParseLanePrefix(prefix, true, &partition, &priority,
+                                      &topic) ||
+        !InScope(topic)) {
+      continue;
+    }
+    if (const Lane* lane = FindLane(prefix)) {
+      HQ_RETURN_IF_ERROR(count(prefix, lane->scan, &lane->tasks));
+      continue;
+    }
+    std::string value;
+    format::CursorValue c;
+    leveldb::Status s = CheckedGet(db_->leveldb(), CheckedReadOptions(),
+                                   CursorKey(prefix), &value);
+    if (s.ok() && !format::DecodeCursor(value, &c)) {
+      return absl::DataLossError(absl::StrCat("consumer group '", name_,
+                                              "': malformed cursor record"));
+    }
+    if (!s.ok() && !s.IsNotFound()) {
+      return FromLevelDb(s, "reading a group cursor");
+    }
+    HQ_RETURN_IF_ERROR(count(prefix, c.scan, nullptr));
+    // Handed out before a restart, not completed: delivered again when
+    // the lane is taken.
+    HQ_ASSIGN_OR_RETURN(const uint64_t window,
+                        CountWindow(prefix, c, cutoff, it.get()));
+    st.redelivery += window;
+  }
+  if (!all_lanes) st.backlog_exact = false;
   return st;
 }
 

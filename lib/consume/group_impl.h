@@ -4,13 +4,23 @@
 //
 // In memory a group holds only lanes with work or records: a lane whose
 // scan cursor is at its end and that has no task records is written back
-// (its cursor record) and forgotten. Lanes get work from the write path:
-// Queue::Put notes the lanes it wrote (NoteLaneWritten, a set under a small
-// mutex of its own, never the group's lock), and the next call of the group
-// takes them. So Claim's cost follows the lanes with work, not all lanes.
-// At load (the first Queue::Group call in a process) one pass over the
-// queue's lane directory, joined with the group's cursor records, finds the
-// lanes with messages past their scan cursor.
+// (its cursor record) and forgotten.
+//
+// Unordered groups of topic layout queues are *paged*: the lanes with new
+// messages are found in the queue's lane activity index, read from the
+// group's own durable position, and in a walk of the lane directory for
+// what was written before the group existed (LaneSource). At most
+// GroupOptions::max_active_lanes of them are in memory; a lane that had its
+// turn and still has messages goes behind the lanes waiting on disk (a new
+// hint) when there are any. Load reads only the group's task records and
+// its source position: nothing per topic.
+//
+// Other groups (time layout: partitions x priorities lanes; ordered) get
+// work from the write path: Queue::Put notes the lanes it wrote
+// (NoteLaneWritten, a set under a small mutex of its own, never the group's
+// lock), and the next call of the group takes them. At load one pass over
+// the queue's lane directory, joined with the group's cursor records, finds
+// the lanes with messages past their scan cursor.
 //
 // A task lives in its lane's `tasks` map from the moment it is handed out
 // until the completion cursor passes it. In-flight tasks hold a lease in the
@@ -23,6 +33,7 @@
 #ifndef HQ_LIB_CONSUME_GROUP_IMPL_H_
 #define HQ_LIB_CONSUME_GROUP_IMPL_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -40,6 +51,7 @@
 #include "hq/lease.h"
 #include "leveldb/db.h"
 #include "leveldb/write_batch.h"
+#include "lib/consume/lane_source.h"
 #include "lib/engine/queue_impl.h"
 #include "lib/format/format.h"
 #include "lib/util/sync.h"
@@ -82,6 +94,9 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   void WakeWaiters();
   // Claims blocked in a wait.
   int TEST_Waiters() const { return waiters_.load(); }
+  // Lanes in memory, and of them those waiting for a turn (active).
+  size_t TEST_ResidentLanes() ABSL_LOCKS_EXCLUDED(mu_);
+  size_t TEST_ActiveLanes() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   // Unix ms of `t`, 0 before the epoch.
@@ -122,8 +137,9 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
     format::CursorValue saved;  // As written.
     bool saved_exists = false;
     std::map<MessageId, Rec> tasks;
-    bool active = false;  // In an active list: may have new messages.
-    bool dirty = false;   // Touched by the call in progress.
+    bool active = false;    // In an active list: may have new messages.
+    bool dirty = false;     // Touched by the call in progress.
+    LaneSource::Hold hold;  // Paged groups: the source position it holds.
   };
   // Ordered groups: a live consumer.
   struct Consumer {
@@ -145,8 +161,16 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // One claim attempt. Sets `next_due` to the earliest redelivery due after
   // now (InfiniteFuture if none).
   // Sets `left` if the (ordered) consumer left since the Claim call began
-  // (more than `leaves_before` Leave calls counted in leaves_).
+  // (more than `leaves_before` Leave calls counted in leaves_). Sets `more`
+  // if a paged group stopped at its budget with lanes left to examine.
   absl::StatusOr<std::vector<Task>> ClaimOnce(
+      const ClaimOptions& o, const std::vector<bool>& partitions,
+      uint64_t leaves_before, absl::Time* next_due, bool* left, bool* more)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // ClaimOnce until it has o.max tasks, or the group has examined every
+  // lane it may take (a paged group's ClaimOnce stops at a budget of lanes,
+  // so that it does not hold the lock for long).
+  absl::StatusOr<std::vector<Task>> ClaimChunks(
       const ClaimOptions& o, const std::vector<bool>& partitions,
       uint64_t leaves_before, absl::Time* next_due, bool* left)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -181,6 +205,11 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
     std::vector<Lane*> touched;
     std::vector<std::pair<Lane*, MessageId>> gone;  // Found past the TTL.
     leveldb::WriteBatch batch;
+    // Paged groups: the claim stopped examining lanes at its budget while
+    // the source had more.
+    bool more = false;
+    // Paged groups: lanes evicted for higher priorities (MakeRoom).
+    std::vector<Lane*> made_room;
   };
   // Collects the tasks of an unordered or an ordered claim.
   absl::Status CollectUnordered(ClaimPass* p)
@@ -188,6 +217,49 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   absl::Status CollectOrdered(Consumer* consumer,
                               const std::vector<bool>& partitions, ClaimPass* p)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Paged groups.
+  bool paged() const { return source_ != nullptr; }
+  size_t MaxActive() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Collects the tasks of a claim of a paged group.
+  absl::Status CollectPaged(ClaimPass* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes up to `n` lanes of `priority` from the source (its directory
+  // walk, then its hints) into the active lists, within MaxActive() and
+  // `*budget` (lanes taken, decremented). Sets `*taken` to their number.
+  // `slack`: active lanes allowed over MaxActive() (a filtered claim).
+  // Lanes of lower priorities make room (MakeRoom).
+  absl::Status PageIn(int priority, size_t n, size_t slack, absl::Time now,
+                      size_t* budget, ClaimPass* p, size_t* taken)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Evicts active lanes of priorities below `priority`, lowest first, each
+  // with a new hint, until `n` more fit under `max` (or none is left); adds
+  // them to p->made_room.
+  void MakeRoom(int priority, size_t n, size_t max, ClaimPass* p)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Makes the lane of `t` active (read from disk if not in memory; tasks
+  // interrupted by a restart are due at `now`).
+  absl::Status Admit(LaneSource::Taken* t, absl::Time now,
+                     leveldb::Iterator* it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `lane` had its turn and has messages left: to the back of the
+  // round-robin. If lanes wait `behind` the active ones (in the source, or
+  // hinted again by this claim), it leaves the active list with a new hint
+  // and is added to `requeued`.
+  void Requeue(Lane* lane, bool behind, std::vector<Lane*>* requeued)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Lets go of the source position `lane` holds if it needs none any more:
+  // it is drained and its open tasks all have records.
+  void MaybeRelease(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Paged groups' Stats: the messages between the cursors `c` of the lane
+  // `prefix` (not in memory: none has a task record), from `cutoff`.
+  absl::StatusOr<uint64_t> CountWindow(std::string_view prefix,
+                                       const format::CursorValue& c,
+                                       MessageId cutoff, leveldb::Iterator* it)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes the write path's notes into the source.
+  void TakePagedNotes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves the tasks LoadWindow found interrupted to the redeliveries, due
+  // at `now`, in id order.
+  void Recover(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   // Hands out the due redeliveries of `priority` that p->match accepts.
   absl::Status CollectDue(int priority, ClaimPass* p)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -289,6 +361,8 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
 
   Mutex notes_mu_ ABSL_ACQUIRED_AFTER(mu_);
   absl::flat_hash_set<std::string> notes_ ABSL_GUARDED_BY(notes_mu_);
+  // Paged groups: the write path wrote since the flag was last taken.
+  std::atomic<bool> paged_notes_{true};
 
   // Blocked claims sleep on wait_cv_ until wake_seq_ moves. Taken alone.
   Mutex wait_mu_;
@@ -315,6 +389,13 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   uint64_t waiting_count_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t dead_count_ ABSL_GUARDED_BY(mu_) = 0;
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
+  // Paged groups (null otherwise; set by the constructor).
+  const std::unique_ptr<LaneSource> source_ ABSL_PT_GUARDED_BY(mu_);
+  size_t active_count_ ABSL_GUARDED_BY(mu_) = 0;  // Lanes in active_.
+  // Tasks Admit found interrupted since CollectPaged last looked.
+  size_t recovered_since_ ABSL_GUARDED_BY(mu_) = 0;
+  // Lanes to hint again in the next write.
+  std::vector<std::string> rehint_ ABSL_GUARDED_BY(mu_);
 
   // Ordered groups.
   absl::flat_hash_map<std::string, std::unique_ptr<Consumer>> consumers_

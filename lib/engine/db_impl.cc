@@ -203,10 +203,22 @@ absl::Status DbImpl::Init() {
     return absl::DataLossError(
         absl::StrCat("'", path_, "': malformed format record"));
   }
-  if (version != format::kFormatVersion) {
+  if (version < format::kOldestFormatVersion ||
+      version > format::kFormatVersion) {
     return absl::DataLossError(absl::StrFormat(
-        "'%s' has hq format version %d; this hq reads version %d", path_,
-        version, format::kFormatVersion));
+        "'%s' has hq format version %d; this hq reads versions %d..%d", path_,
+        version, format::kOldestFormatVersion, format::kFormatVersion));
+  }
+  if (version < format::kFormatVersion) {
+    // doc/format.md, "Db metadata": the upgrade rewrites only this record.
+    std::string v;
+    coding::PutFixed32(&v, format::kFormatVersion);
+    leveldb::WriteBatch b;
+    b.Put(format::MetaKey("format"), v);
+    leveldb::WriteOptions wo;
+    wo.sync = true;
+    HQ_RETURN_IF_ERROR(FromLevelDb(
+        db_->Write(wo, &b), "upgrading the hq database's format version"));
   }
   s = CheckedGet(db_.get(), CheckedReadOptions(),
                  format::MetaKey("next_queue_id"), &value);

@@ -97,6 +97,24 @@ class DbImpl final : public Db {
   // pipeline: NotFound once the queue is dropped, sticky errors as Put.
   absl::Status WriteRecords(QueueImpl* queue, const leveldb::WriteBatch& b,
                             bool sync);
+  // Writes records of a topic layout `queue` that need the lane activity
+  // index (doc/format.md, "Lane activity index"): `fill` runs in the
+  // pipeline's leader, after `queue`'s hint sequences are loaded, and adds
+  // records to `b` through `hints` (which must not be kept).
+  class HintWriter {
+   public:
+    // Appends a hint for the topic layout lane `lane_prefix`.
+    virtual void Append(std::string_view lane_prefix) = 0;
+    // The seq the next hint of `priority` gets.
+    virtual uint64_t Next(int priority) = 0;
+
+   protected:
+    ~HintWriter() = default;
+  };
+  absl::Status WriteWithHints(
+      QueueImpl* queue, bool sync,
+      const std::function<void(HintWriter* hints, leveldb::WriteBatch* b)>&
+          fill);
   // Writes a new consumer group's record (key `key`) with the next group
   // id, which it sets in `record`. The id and the counter are written in
   // one batch, one group at a time, so the stored counter never falls
@@ -182,6 +200,8 @@ class DbImpl final : public Db {
     AppendFn append;
     QueueImpl* also_live = nullptr;
     bool sync = false;
+    // Load every priority's hint sequence of `queue` before `append`.
+    bool load_hints = false;
 
     bool done = false;
     bool in_batch = false;
@@ -196,6 +216,16 @@ class DbImpl final : public Db {
 
   DbImpl(std::string path, const Options& options, std::string lock_key);
   absl::Status Init();
+
+  // Leader only. The next hint seq of (queue_id, priority), loaded at
+  // first use by one seek to its last hint.
+  absl::StatusOr<uint64_t*> LoadHintSeq(uint32_t queue_id, int priority)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // Leader only. Appends to batch_ a hint for `lane` (a topic layout lane
+  // prefix) unless this batch has one. REQUIRES: its seq is loaded.
+  void AppendHint(uint32_t queue_id, int priority, std::string_view lane)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  class LeaderHints;
 
   // Writes `b` outside the write pipeline (catalog changes, drops), unless
   // an earlier write failed; a failure poisons the Db (bg_error_).
@@ -303,6 +333,12 @@ class DbImpl final : public Db {
   absl::Status bg_error_ ABSL_GUARDED_BY(write_mu_);
   // Per (queue id << 16 | partition): loaded on the first write after Open.
   absl::flat_hash_map<uint64_t, PartitionIds> ids_ ABSL_GUARDED_BY(write_mu_);
+  // Per (queue id << 8 | priority): the next hint seq, loaded at the first
+  // write of a topic layout queue's priority after Open.
+  absl::flat_hash_map<uint64_t, uint64_t> hint_seq_ ABSL_GUARDED_BY(write_mu_);
+  // Lane prefixes hinted by the batch being built (one hint per lane).
+  absl::flat_hash_set<std::string> hinted_in_batch_ ABSL_GUARDED_BY(write_mu_);
+  std::string last_hinted_ ABSL_GUARDED_BY(write_mu_);
   // Lane directory keys written since Open, so a lane's directory entry
   // and fence are written with its first message and not again. Bounded:
   // cleared when it reaches kMaxKnownLanes (rewriting an entry is harmless).

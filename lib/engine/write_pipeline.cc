@@ -57,6 +57,84 @@ absl::Status DbImpl::WriteRecords(QueueImpl* queue,
                        [&b](leveldb::WriteBatch* out) { out->Append(b); });
 }
 
+// The HintWriter of a WriteWithHints call, valid while its `fill` runs.
+class DbImpl::LeaderHints final : public DbImpl::HintWriter {
+ public:
+  LeaderHints(DbImpl* db, uint32_t queue_id) : db_(db), queue_id_(queue_id) {}
+  void Append(std::string_view lane_prefix) override {
+    db_->write_mu_.AssertHeld();
+    uint32_t partition;
+    int priority;
+    std::string_view topic;
+    if (!LayoutCodec::ParseLanePrefix(lane_prefix, true, &partition, &priority,
+                                      &topic)) {
+      return;
+    }
+    db_->AppendHint(queue_id_, priority, lane_prefix);
+  }
+  uint64_t Next(int priority) override {
+    db_->write_mu_.AssertHeld();
+    return db_->hint_seq_[(uint64_t{queue_id_} << 8) | priority];
+  }
+
+ private:
+  DbImpl* const db_;
+  const uint32_t queue_id_;
+};
+
+absl::Status DbImpl::WriteWithHints(
+    QueueImpl* queue, bool sync,
+    const std::function<void(HintWriter* hints, leveldb::WriteBatch* b)>&
+        fill) {
+  Writer w;
+  w.queue = queue;
+  w.sync = sync;
+  w.load_hints = true;
+  w.append = [this, queue, &fill](leveldb::WriteBatch* b) {
+    LeaderHints hints(this, queue->id());
+    fill(&hints, b);
+  };
+  return RunWriter(&w);
+}
+
+absl::StatusOr<uint64_t*> DbImpl::LoadHintSeq(uint32_t queue_id, int priority) {
+  const uint64_t k =
+      (uint64_t{queue_id} << 8) | static_cast<uint64_t>(priority);
+  if (auto it = hint_seq_.find(k); it != hint_seq_.end()) return &it->second;
+  // The newest hint is never trimmed (doc/format.md, "Lane activity index").
+  const std::string prefix = format::HintPrefix(queue_id, priority);
+  std::unique_ptr<leveldb::Iterator> it(
+      NewCheckedIterator(db_.get(), CheckedReadOptions()));
+  it->Seek(coding::PrefixSuccessor(prefix));
+  if (it->Valid()) {
+    it->Prev();
+  } else {
+    HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading the lane index"));
+    it->SeekToLast();
+  }
+  uint64_t next = 1;
+  if (it->Valid() && View(it->key()).starts_with(prefix)) {
+    uint64_t last;
+    if (!format::DecodeHintSeq(View(it->key()), &last) || last == UINT64_MAX) {
+      return absl::DataLossError("malformed lane index record");
+    }
+    next = last + 1;
+  }
+  HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading the lane index"));
+  return &hint_seq_.emplace(k, next).first->second;
+}
+
+void DbImpl::AppendHint(uint32_t queue_id, int priority,
+                        std::string_view lane) {
+  if (lane == last_hinted_) return;  // A stream to one lane.
+  last_hinted_.assign(lane);
+  if (!hinted_in_batch_.emplace(lane).second) return;
+  uint64_t& next = hint_seq_[(uint64_t{queue_id} << 8) | priority];
+  batch_.Put(format::HintKey(queue_id, priority, next),
+             format::EncodeHint(lane));
+  ++next;
+}
+
 absl::Status DbImpl::CreateGroupRecord(QueueImpl* queue, std::string_view key,
                                        format::GroupRecord* record) {
   absl::StatusOr<uint32_t> id =
@@ -190,6 +268,12 @@ absl::Status DbImpl::AddToBatch(Writer* w) {
         return FromLevelDb(s, "reading a dedup record");
       }
     }
+    if (codec.lane_has_topic()) {
+      if (absl::Status s = LoadHintSeq(qid, m.priority).status(); !s.ok()) {
+        undo();
+        return s;
+      }
+    }
     const uint32_t p = w->partitions[i];
     absl::StatusOr<PartitionIds*> loaded = LoadPartition(qid, p);
     if (!loaded.ok()) {
@@ -232,8 +316,10 @@ absl::Status DbImpl::AddToBatch(Writer* w) {
     }
     key_buf_.clear();
     codec.AppendMessageKey(&key_buf_, qid, p, m.priority, m.topic, id);
-    NoteLaneWritten(
-        std::string_view(key_buf_.data(), codec.LanePrefixSize(key_buf_)));
+    const std::string_view lane(key_buf_.data(),
+                                codec.LanePrefixSize(key_buf_));
+    if (codec.lane_has_topic()) AppendHint(qid, m.priority, lane);
+    NoteLaneWritten(lane);
     value_buf_.clear();
     // Delayed delivery: stored only when it is in the future.
     uint64_t not_before_ms = 0;
@@ -250,6 +336,14 @@ absl::Status DbImpl::AddToBatch(Writer* w) {
     if (!m.dedup_key.empty()) {
       batch_.Put(format::DedupKey(qid, m.dedup_key),
                  format::EncodeDedup(p, id));
+    }
+  }
+  if (w->load_hints && codec.lane_has_topic()) {
+    for (int prio = 0; prio < q->options().priorities; ++prio) {
+      if (absl::Status s = LoadHintSeq(qid, prio).status(); !s.ok()) {
+        undo();
+        return s;
+      }
     }
   }
   if (w->append) w->append(&batch_);
@@ -304,6 +398,8 @@ absl::Status DbImpl::RunWriterLocked(Writer* w) {
   } else {
     batch_.Clear();
     dedup_in_batch_.clear();
+    hinted_in_batch_.clear();
+    last_hinted_.clear();
     const bool sync = w->sync;
     bool any = false;
     for (Writer* x : writers_) {

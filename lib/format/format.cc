@@ -188,6 +188,68 @@ bool DecodeCursor(std::string_view in, CursorValue* c) {
          c->done <= c->scan;
 }
 
+std::string HintPrefix(uint32_t queue_id, int priority) {
+  std::string s = TaggedQueue(kHintTag, queue_id);
+  coding::PutFixed8(&s, static_cast<uint8_t>(255 - priority));
+  return s;
+}
+std::string HintKey(uint32_t queue_id, int priority, uint64_t seq) {
+  std::string s = HintPrefix(queue_id, priority);
+  coding::PutFixed64(&s, seq);
+  return s;
+}
+bool DecodeHintSeq(std::string_view key, uint64_t* seq) {
+  if (key.size() != 1 + 4 + 1 + 8) return false;
+  *seq = coding::DecodeFixed64(key.data() + 6);
+  return true;
+}
+std::string EncodeHint(std::string_view lane_prefix) {
+  std::string s;
+  AppendLaneRest(&s, lane_prefix);
+  return s;
+}
+
+std::string SourceKey(uint32_t queue_id, uint32_t consumer_id) {
+  return GroupRecordPrefix(kSourceTag, queue_id, consumer_id);
+}
+
+std::string EncodeSource(const SourceValue& v) {
+  std::string s;
+  coding::PutFixed8(&s, kGroupRecordVersion);
+  coding::PutVarint32(&s, static_cast<uint32_t>(v.priorities.size()));
+  for (const SourcePosition& p : v.priorities) {
+    coding::PutFixed64(&s, p.next_seq);
+    coding::PutFixed8(&s, p.walking ? 1 : 0);
+    if (p.walking) coding::PutLengthPrefixed(&s, p.walk_from);
+  }
+  return s;
+}
+
+bool DecodeSource(std::string_view in, SourceValue* v) {
+  uint8_t version;
+  uint32_t n;
+  if (!coding::GetFixed8(&in, &version) || version != kGroupRecordVersion ||
+      !coding::GetVarint32(&in, &n) || n == 0 ||
+      n > static_cast<uint32_t>(kMaxPriorities)) {
+    return false;
+  }
+  v->priorities.assign(n, SourcePosition());
+  for (SourcePosition& p : v->priorities) {
+    uint8_t walking;
+    std::string_view from;
+    if (!coding::GetFixed64(&in, &p.next_seq) || p.next_seq == 0 ||
+        !coding::GetFixed8(&in, &walking) || walking > 1) {
+      return false;
+    }
+    p.walking = walking == 1;
+    if (p.walking) {
+      if (!coding::GetLengthPrefixed(&in, &from)) return false;
+      p.walk_from.assign(from);
+    }
+  }
+  return in.empty();
+}
+
 std::string SubKey(uint32_t queue_id, std::string_view name) {
   std::string s = TaggedQueue(kSubTag, queue_id);
   s.append(name);

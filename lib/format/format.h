@@ -38,10 +38,14 @@ inline constexpr char kDeadTag = 0x09;
 inline constexpr char kDedupTag = 0x0a;
 inline constexpr char kSubTag = 0x0b;
 inline constexpr char kCheckpointTag = 0x0c;
+inline constexpr char kHintTag = 0x0d;
+inline constexpr char kSourceTag = 0x0e;
 inline constexpr char kMessageTag = 0x10;
 
 // Bumped when a change makes old code unable to read new data.
-inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 2;
+// The oldest version Open upgrades (doc/format.md, "Db metadata").
+inline constexpr uint32_t kOldestFormatVersion = 1;
 
 // Limits (documented in the public headers).
 inline constexpr size_t kMaxQueueNameBytes = 128;
@@ -114,6 +118,28 @@ std::string EncodeSubRecord(const SubRecord& r);
 absl::Status DecodeSubRecord(std::string_view in, SubRecord* r);
 std::string EncodeCheckpoint(MessageId next);
 bool DecodeCheckpoint(std::string_view in, MessageId* next);
+
+// doc/format.md, "Lane activity index".
+// tag queue_id (255 - priority): the start of a priority's hints.
+std::string HintPrefix(uint32_t queue_id, int priority);
+std::string HintKey(uint32_t queue_id, int priority, uint64_t seq);
+// The seq of a hint key that starts with HintPrefix; false if malformed.
+bool DecodeHintSeq(std::string_view key, uint64_t* seq);
+// Its value, from a topic layout lane prefix.
+std::string EncodeHint(std::string_view lane_prefix);
+
+// doc/format.md, "Lane source positions".
+std::string SourceKey(uint32_t queue_id, uint32_t consumer_id);
+struct SourcePosition {  // Of one priority.
+  uint64_t next_seq = 1;
+  bool walking = false;   // Its directory walk is in progress.
+  std::string walk_from;  // If walking: a seek key after tag queue_id.
+};
+struct SourceValue {
+  std::vector<SourcePosition> priorities;  // Per priority, from 0.
+};
+std::string EncodeSource(const SourceValue& v);
+bool DecodeSource(std::string_view in, SourceValue* v);
 
 // DO NOT CHANGE: persisted task states.
 enum class TaskState : uint8_t { kInFlight = 1, kWaiting = 2, kDone = 3 };

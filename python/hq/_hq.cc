@@ -989,7 +989,7 @@ PYBIND11_MODULE(_hq, m) {
           [](PyQueue& q, const std::string& name, const py::iterable& topics,
              bool ordered, double lease, uint32_t max_attempts,
              double backoff_base, double backoff_cap, double backoff_jitter,
-             double ownership_lease) {
+             double ownership_lease, size_t max_active_lanes) {
             hq::GroupOptions o;
             o.topics = TextList(topics, "topic");
             o.ordered = ordered;
@@ -999,6 +999,7 @@ PYBIND11_MODULE(_hq, m) {
             o.backoff_cap = ToDuration(backoff_cap, "backoff_cap");
             o.backoff_jitter = backoff_jitter;
             o.ownership_lease = ToDuration(ownership_lease, "ownership_lease");
+            o.max_active_lanes = max_active_lanes;
             Use use(*q.h);
             absl::StatusOr<hq::ConsumerGroup*> g;
             {
@@ -1011,7 +1012,8 @@ PYBIND11_MODULE(_hq, m) {
           py::arg("ordered") = false, py::arg("lease") = 30.0,
           py::arg("max_attempts") = 10, py::arg("backoff_base") = 1.0,
           py::arg("backoff_cap") = 300.0, py::arg("backoff_jitter") = 0.2,
-          py::arg("ownership_lease") = 10.0)
+          py::arg("ownership_lease") = 10.0,
+          py::arg("max_active_lanes") = hq::GroupOptions().max_active_lanes)
       .def("list_groups",
            [](PyQueue& q) {
              Use use(*q.h);

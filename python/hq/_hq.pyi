@@ -197,7 +197,8 @@ class Queue:
               ordered: bool = False, lease: float = 30.0,
               max_attempts: int = 10, backoff_base: float = 1.0,
               backoff_cap: float = 300.0, backoff_jitter: float = 0.2,
-              ownership_lease: float = 10.0) -> Group:
+              ownership_lease: float = 10.0,
+              max_active_lanes: int = 131072) -> Group:
         """The consumer group `name`, created on first use (topics and
         ordered are fixed then; the rest come from each call)."""
     def list_groups(self) -> List[str]: ...

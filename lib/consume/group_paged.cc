@@ -1,0 +1,242 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// GroupImpl (lib/consume/group_impl.h): paged groups, whose lanes with new
+// messages come from a LaneSource into a bounded working set: PageIn,
+// Admit, Requeue, MaybeRelease and the claim pass CollectPaged.
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "lib/consume/group_impl.h"
+#include "lib/engine/db_impl.h"
+#include "lib/engine/queue_impl.h"
+#include "lib/format/layout_codec.h"
+#include "lib/util/status_macros.h"
+
+namespace hq {
+namespace {
+
+// A claim takes at most max(kMinPageIn, kPageInPerTask * max) lanes from
+// the source, so that stale hints or a directory walk over drained lanes
+// do not hold the group's lock for long (the claim then goes on after
+// releasing it).
+constexpr size_t kMinPageIn = 256;
+constexpr size_t kPageInPerTask = 4;
+
+}  // namespace
+
+void GroupImpl::TakePagedNotes() {
+  if (paged_notes_.exchange(false)) source_->NoteWritten();
+}
+
+absl::Status GroupImpl::Admit(LaneSource::Taken* t, absl::Time now,
+                              leveldb::Iterator* it) {
+  uint32_t partition;
+  int priority;
+  std::string_view topic;
+  if (!LayoutCodec::ParseLanePrefix(t->prefix, true, &partition, &priority,
+                                    &topic)) {
+    return absl::DataLossError(absl::StrCat(
+        "consumer group '", name_, "': the lane index names a malformed lane"));
+  }
+  if (!InScope(topic)) {
+    source_->Release(t->hold);
+    return absl::OkStatus();
+  }
+  Lane* lane = FindLane(t->prefix);
+  if (lane == nullptr) {
+    HQ_ASSIGN_OR_RETURN(lane, GetLane(t->prefix));
+    if (lane->done < lane->scan) {
+      // Handed out before a restart and not completed: only a lane not in
+      // memory since then can have such a window.
+      HQ_RETURN_IF_ERROR(LoadWindow(lane, queue_->TtlCutoff(now), it));
+      recovered_since_ += recovered_.size();
+      Recover(now);
+    }
+  }
+  if (lane->hold.held()) {
+    source_->Release(t->hold);  // Already held back by an earlier one.
+  } else {
+    lane->hold = std::move(t->hold);
+  }
+  if (!lane->active) {
+    Activate(lane);
+    ++active_count_;
+  }
+  return absl::OkStatus();
+}
+
+void GroupImpl::MakeRoom(int priority, size_t n, size_t max, ClaimPass* p) {
+  for (int q = 0; q < priority && active_count_ + n > max; ++q) {
+    std::deque<Lane*>& dq = active_[q];
+    while (!dq.empty() && active_count_ + n > max) {
+      // The lane that would have had its turn last: behind the lanes of
+      // its priority waiting on disk (a new hint).
+      Lane* lane = dq.back();
+      dq.pop_back();
+      lane->active = false;
+      --active_count_;
+      source_->Release(lane->hold);
+      lane->hold = LaneSource::Hold();
+      rehint_.push_back(lane->prefix);
+      Touch(lane, &p->touched);  // Forgotten at the commit if no task.
+      p->made_room.push_back(lane);
+    }
+  }
+}
+
+absl::Status GroupImpl::PageIn(int priority, size_t n, size_t slack,
+                               absl::Time now, size_t* budget, ClaimPass* p,
+                               size_t* taken) {
+  *taken = 0;
+  const size_t max = MaxActive() + slack;
+  // Higher priorities first: lower ones make room.
+  if (source_->pending(priority)) {
+    MakeRoom(priority, std::min(n, *budget), max, p);
+  }
+  const size_t room = active_count_ < max ? max - active_count_ : 0;
+  n = std::min({n, room, *budget});
+  if (n == 0) return absl::OkStatus();
+  std::vector<LaneSource::Taken> lanes;
+  HQ_RETURN_IF_ERROR(source_->Next(priority, n, p->it, &lanes));
+  *budget -= lanes.size();
+  *taken = lanes.size();
+  for (LaneSource::Taken& t : lanes) {
+    HQ_RETURN_IF_ERROR(Admit(&t, now, p->it));
+  }
+  return absl::OkStatus();
+}
+
+void GroupImpl::Requeue(Lane* lane, bool behind, std::vector<Lane*>* requeued) {
+  if (behind) {
+    // Behind the lanes waiting on disk: a new hint, written with this
+    // call's batch, which lets go of the position the lane held.
+    lane->active = false;
+    --active_count_;
+    source_->Release(lane->hold);
+    lane->hold = LaneSource::Hold();
+    rehint_.push_back(lane->prefix);  // The leader writes one per batch.
+    requeued->push_back(lane);
+  } else {
+    active_[lane->priority].push_back(lane);
+  }
+}
+
+void GroupImpl::MaybeRelease(Lane* lane) {
+  if (!lane->hold.held() || lane->active) return;
+  // A first hand-out has no record: after a restart only the cursor
+  // window, found through the held position, says it was in flight.
+  for (const auto& [id, rec] : lane->tasks) {
+    if (!rec.persisted) return;
+  }
+  source_->Release(lane->hold);
+  lane->hold = LaneSource::Hold();
+}
+
+absl::Status GroupImpl::CollectPaged(ClaimPass* p) {
+  const int priorities = queue_->options().priorities;
+  size_t budget = std::max<size_t>(kMinPageIn, kPageInPerTask * p->o.max);
+  // A claim with a filter may find the working set full of lanes it cannot
+  // take: it may page in up to its budget more (bounded, as the budget).
+  const bool filtered = !p->o.partitions.empty() || !p->o.topics.empty();
+  const size_t slack = filtered ? budget : 0;
+  for (int prio = priorities - 1; prio >= 0 && p->out.size() < p->o.max;
+       --prio) {
+    // Tasks due for redelivery go first.
+    HQ_RETURN_IF_ERROR(CollectDue(prio, p));
+    // Then new messages, round-robin over the active lanes and, behind
+    // them, the lanes waiting in the source. While lanes wait there (or in
+    // `requeued`), a lane gives one task a turn.
+    std::deque<Lane*>& dq = active_[prio];
+    // Lanes this claim hinted again, in turn order: when the source has
+    // nothing more (as this claim sees it), their turn comes again.
+    std::deque<Lane*> requeued_dq;
+    std::vector<Lane*> requeued;
+    // Lanes of this priority that made room for higher ones: as requeued.
+    for (Lane* lane : p->made_room) {
+      if (lane->priority == prio) requeued.push_back(lane);
+    }
+    while (p->out.size() < p->o.max) {
+      const size_t remaining = p->o.max - p->out.size();
+      // Active lanes this claim may take from.
+      const size_t usable = filtered ? static_cast<size_t>(std::count_if(
+                                           dq.begin(), dq.end(), p->match))
+                                     : dq.size();
+      size_t taken = 0;
+      if (usable < remaining) {
+        HQ_RETURN_IF_ERROR(PageIn(prio, remaining - usable, slack, p->now,
+                                  &budget, p, &taken));
+      }
+      if (recovered_since_ > 0) {
+        // Tasks the lanes just paged in had in flight when the process
+        // stopped: due now, before new messages.
+        recovered_since_ = 0;
+        HQ_RETURN_IF_ERROR(CollectDue(prio, p));
+        if (p->out.size() == p->o.max) break;
+      }
+      if (!source_->pending(prio)) {
+        for (Lane* lane : requeued) requeued_dq.push_back(lane);
+        requeued.clear();
+        while (!requeued_dq.empty() && active_count_ < MaxActive() + slack) {
+          Lane* lane = requeued_dq.front();
+          requeued_dq.pop_front();
+          if (lane->active) continue;  // Taken from the source again.
+          Activate(lane);
+          ++active_count_;
+        }
+      }
+      if (dq.empty()) {
+        if (taken > 0) continue;  // All drained or out of scope: more.
+        break;
+      }
+      const bool behind = source_->pending(prio) || !requeued_dq.empty();
+      const size_t n = dq.size();
+      bool progress = false;
+      for (size_t k = 0; k < n && p->out.size() < p->o.max; ++k) {
+        Lane* lane = dq.front();
+        dq.pop_front();
+        if (!p->match(lane)) {
+          dq.push_back(lane);
+          continue;
+        }
+        const size_t left = p->o.max - p->out.size();
+        const size_t want = behind ? 1 : (left + (n - k) - 1) / (n - k);
+        const size_t before = p->out.size();
+        Touch(lane, &p->touched);
+        HQ_ASSIGN_OR_RETURN(
+            bool drained, ReadLane(lane, want, {}, p->cutoff, p->now, p->lease,
+                                   p->it, &p->out, &p->batch));
+        if (p->out.size() > before) progress = true;
+        if (drained) {
+          lane->active = false;
+          --active_count_;
+        } else {
+          Requeue(lane,
+                  source_->pending(prio) || !requeued_dq.empty() ||
+                      !requeued.empty(),
+                  &requeued);
+        }
+      }
+      // Nothing handed out: go on only if the pass drained lanes and so
+      // made room for lanes still waiting (in the source or requeued).
+      if (!progress && taken == 0 &&
+          !(dq.size() < n &&
+            ((budget > 0 && source_->pending(prio)) || !requeued_dq.empty()))) {
+        break;
+      }
+    }
+    // Tasks found interrupted by a restart in the lanes just paged in.
+    if (recovered_since_ > 0) {
+      recovered_since_ = 0;
+      HQ_RETURN_IF_ERROR(CollectDue(prio, p));
+    }
+  }
+  for (int prio = 0; prio < priorities && budget == 0; ++prio) {
+    p->more = p->more || source_->pending(prio);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace hq

@@ -1,0 +1,241 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+
+#include "lib/consume/lane_source.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "lib/engine/checked_read.h"
+#include "lib/engine/db_impl.h"
+#include "lib/engine/queue_impl.h"
+#include "lib/format/coding.h"
+#include "lib/format/layout_codec.h"
+#include "lib/util/status_macros.h"
+#include "lib/util/strings.h"
+
+namespace hq {
+namespace {
+
+// The part of a lane directory key after tag and queue id that holds the
+// lanes of (partition, priority).
+std::string DirRange(uint32_t partition, int priority) {
+  std::string s;
+  coding::PutFixed16(&s, static_cast<uint16_t>(partition));
+  coding::PutFixed8(&s, static_cast<uint8_t>(255 - priority));
+  return s;
+}
+
+}  // namespace
+
+LaneSource::LaneSource(DbImpl* db, QueueImpl* queue, uint32_t consumer_id)
+    : db_(db),
+      queue_(queue),
+      key_(format::SourceKey(queue->id(), consumer_id)),
+      priorities_(queue->options().priorities),
+      state_(priorities_) {}
+
+absl::Status LaneSource::Load() {
+  std::string value;
+  leveldb::Status s =
+      CheckedGet(db_->leveldb(), CheckedReadOptions(), key_, &value);
+  if (s.IsNotFound()) {
+    // New (or made by an older hq): from the index's tail, and walks of
+    // everything written before. Read in the pipeline's leader, so that
+    // every write is either in the directory before the walks or hinted at
+    // or after the tail.
+    format::SourceValue v;
+    HQ_RETURN_IF_ERROR(db_->WriteWithHints(
+        queue_, db_->default_sync(),
+        [&](DbImpl::HintWriter* hints, leveldb::WriteBatch* b) {
+          v.priorities.resize(priorities_);
+          for (int p = 0; p < priorities_; ++p) {
+            v.priorities[p].next_seq = hints->Next(p);
+            v.priorities[p].walking = true;
+          }
+          b->Put(key_, format::EncodeSource(v));
+        }));
+    value = format::EncodeSource(v);
+  } else {
+    HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading a lane source position"));
+  }
+  format::SourceValue v;
+  if (!format::DecodeSource(value, &v) ||
+      v.priorities.size() != static_cast<size_t>(priorities_)) {
+    return absl::DataLossError(absl::StrCat(
+        "queue '", queue_->name(), "': malformed lane source position"));
+  }
+  for (int p = 0; p < priorities_; ++p) {
+    state_[p].read_next = v.priorities[p].next_seq;
+    state_[p].walking = v.priorities[p].walking;
+    state_[p].walk_next = v.priorities[p].walk_from;
+  }
+  written_ = std::move(value);
+  return absl::OkStatus();
+}
+
+void LaneSource::NoteWritten() {
+  for (State& st : state_) st.more = true;
+}
+
+absl::Status LaneSource::Next(int priority, size_t max, leveldb::Iterator* it,
+                              std::vector<Taken>* out) {
+  const size_t before = out->size();
+  HQ_RETURN_IF_ERROR(NextWalk(priority, max, it, out));
+  return NextHints(priority, max - (out->size() - before), it, out);
+}
+
+absl::Status LaneSource::NextHints(int priority, size_t max,
+                                   leveldb::Iterator* it,
+                                   std::vector<Taken>* out) {
+  State& st = state_[priority];
+  if (!st.more || max == 0) return absl::OkStatus();
+  const std::string prefix = format::HintPrefix(queue_->id(), priority);
+  const std::string message_prefix = format::MessagePrefix(queue_->id());
+  size_t n = 0;
+  for (it->Seek(format::HintKey(queue_->id(), priority, st.read_next));
+       it->Valid() && View(it->key()).starts_with(prefix); it->Next()) {
+    if (n == max) return absl::OkStatus();  // More may follow.
+    uint64_t seq;
+    const std::string_view rest = View(it->value());
+    if (!format::DecodeHintSeq(View(it->key()), &seq) || rest.size() < 3 ||
+        static_cast<unsigned char>(rest[2]) != 255 - priority) {
+      return absl::DataLossError(absl::StrCat(
+          "queue '", queue_->name(), "': malformed lane index record"));
+    }
+    Taken t;
+    t.prefix = message_prefix;
+    t.prefix.append(rest);
+    t.hold.priority = priority;
+    t.hold.seq = seq;
+    st.holds.insert(seq);
+    out->push_back(std::move(t));
+    st.read_next = seq + 1;
+    ++n;
+  }
+  HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading the lane index"));
+  st.more = false;
+  return absl::OkStatus();
+}
+
+absl::Status LaneSource::NextWalk(int priority, size_t max,
+                                  leveldb::Iterator* it,
+                                  std::vector<Taken>* out) {
+  State& st = state_[priority];
+  const std::string dir = format::LaneDirPrefix(queue_->id());
+  const std::string message_prefix = format::MessagePrefix(queue_->id());
+  const uint32_t partitions = queue_->options().partitions;
+  size_t n = 0;
+  while (walk_pending(priority) && n < max) {
+    // The partition the walk is in, and its range of this priority.
+    const uint32_t partition = st.walk_next.size() >= 2
+                                   ? coding::DecodeFixed16(st.walk_next.data())
+                                   : 0;
+    if (partition >= partitions) {
+      st.walk_at_end = true;
+      break;
+    }
+    const std::string range = dir + DirRange(partition, priority);
+    const std::string seek = std::max(range, dir + st.walk_next);
+    bool full = false;
+    for (it->Seek(seek); it->Valid() && View(it->key()).starts_with(range);
+         it->Next()) {
+      if (n == max) {
+        full = true;
+        break;
+      }
+      const std::string_view rest = View(it->key()).substr(dir.size());
+      Taken t;
+      t.prefix = message_prefix;
+      t.prefix.append(rest);
+      t.hold.priority = priority;
+      t.hold.walk_key.assign(rest);
+      st.walk_holds.insert(t.hold.walk_key);
+      st.walk_next.assign(rest);
+      st.walk_next.push_back('\0');  // The next lane sorts at or after.
+      out->push_back(std::move(t));
+      ++n;
+    }
+    HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading the lane directory"));
+    if (full) break;
+    st.walk_next = DirRange(partition + 1, priority);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LaneSource::Peek(size_t max, leveldb::Iterator* it,
+                              std::vector<std::string>* prefixes,
+                              bool* all) const {
+  *all = false;
+  const std::string message_prefix = format::MessagePrefix(queue_->id());
+  const std::string dir = format::LaneDirPrefix(queue_->id());
+  const uint32_t partitions = queue_->options().partitions;
+  // Takes lane_rest `rest`; false once `max` are taken.
+  auto take = [&](std::string_view rest) {
+    if (max == 0) return false;
+    --max;
+    prefixes->push_back(message_prefix);
+    prefixes->back().append(rest);
+    return true;
+  };
+  for (int p = priorities_ - 1; p >= 0; --p) {
+    const State& st = state_[p];
+    if (walk_pending(p)) {
+      uint32_t partition = st.walk_next.size() >= 2
+                               ? coding::DecodeFixed16(st.walk_next.data())
+                               : 0;
+      for (; partition < partitions; ++partition) {
+        const std::string range = dir + DirRange(partition, p);
+        for (it->Seek(std::max(range, dir + st.walk_next));
+             it->Valid() && View(it->key()).starts_with(range); it->Next()) {
+          if (!take(View(it->key()).substr(dir.size()))) {
+            return absl::OkStatus();
+          }
+        }
+        HQ_RETURN_IF_ERROR(
+            FromLevelDb(it->status(), "reading the lane directory"));
+      }
+    }
+    const std::string prefix = format::HintPrefix(queue_->id(), p);
+    for (it->Seek(format::HintKey(queue_->id(), p, st.read_next));
+         it->Valid() && View(it->key()).starts_with(prefix); it->Next()) {
+      if (!take(View(it->value()))) return absl::OkStatus();
+    }
+    HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading the lane index"));
+  }
+  *all = true;
+  return absl::OkStatus();
+}
+
+void LaneSource::Release(const Hold& hold) {
+  State& st = state_[hold.priority];
+  if (hold.seq > 0) {
+    st.holds.erase(hold.seq);
+  } else if (!hold.walk_key.empty()) {
+    st.walk_holds.erase(hold.walk_key);
+  }
+}
+
+format::SourceValue LaneSource::Position() const {
+  format::SourceValue v;
+  v.priorities.resize(priorities_);
+  for (int p = 0; p < priorities_; ++p) {
+    const State& st = state_[p];
+    format::SourcePosition& pos = v.priorities[p];
+    pos.next_seq = st.holds.empty() ? st.read_next : *st.holds.begin();
+    pos.walking = st.walking && !(st.walk_at_end && st.walk_holds.empty());
+    if (pos.walking) {
+      pos.walk_from =
+          st.walk_holds.empty() ? st.walk_next : *st.walk_holds.begin();
+    }
+  }
+  return v;
+}
+
+void LaneSource::AppendRecord(leveldb::WriteBatch* batch) {
+  std::string value = format::EncodeSource(Position());
+  if (value == written_) return;
+  batch->Put(key_, value);
+  written_ = std::move(value);
+}
+
+}  // namespace hq

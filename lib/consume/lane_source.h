@@ -1,0 +1,115 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// Where a consumer of a topic layout queue finds the lanes that may have
+// work: the queue's lane activity index read from the consumer's own
+// position, and (for a consumer created over existing data, or after an
+// upgrade) a walk of the lane directory. doc/format.md, "Lane activity
+// index" and "Lane source positions", has the records and the invariant.
+//
+// A lane taken from either source is *held* by it until the consumer
+// Releases it: once its lane is drained (its cursor at its end, no task
+// open, written in the batch that writes the position) or hinted again (in
+// that batch). The durable position (AppendRecord) never passes a held
+// lane, so after a crash every lane with work is found again. Memory is
+// proportional to the lanes held, which the consumer bounds.
+//
+// Not thread-safe: the consumer calls it under its own lock.
+
+#ifndef HQ_LIB_CONSUME_LANE_SOURCE_H_
+#define HQ_LIB_CONSUME_LANE_SOURCE_H_
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "leveldb/iterator.h"
+#include "leveldb/write_batch.h"
+#include "lib/format/format.h"
+
+namespace hq {
+
+class DbImpl;
+class QueueImpl;
+
+class LaneSource {
+ public:
+  // What holds back a source's position: a hint (seq > 0) of `priority`, or
+  // a directory lane (walk_key, its lane_rest).
+  struct Hold {
+    int priority = 0;
+    uint64_t seq = 0;
+    std::string walk_key;
+    bool held() const { return seq > 0 || !walk_key.empty(); }
+  };
+  struct Taken {
+    std::string prefix;  // The message lane prefix.
+    Hold hold;
+  };
+
+  // REQUIRES: `queue` has the topic layout.
+  LaneSource(DbImpl* db, QueueImpl* queue, uint32_t consumer_id);
+
+  // Reads the consumer's source record; if it has none, writes one through
+  // the write pipeline: the index's next seq per priority, a walk from the
+  // directory's start.
+  absl::Status Load();
+
+  // Up to `max` lanes of `priority` from its directory walk (lanes
+  // written before the consumer's source record), then from the index, in
+  // seq order.
+  absl::Status Next(int priority, size_t max, leveldb::Iterator* it,
+                    std::vector<Taken>* out);
+  // Whether the source may have lanes of `priority` not yet taken (as of
+  // the last read, or since NoteWritten).
+  bool pending(int priority) const {
+    return state_[priority].more || walk_pending(priority);
+  }
+  // The index may have new hints (from the write path's notes).
+  void NoteWritten();
+
+  // The lanes of up to `max` hints past those read (all priorities) and
+  // of directory lanes past the walk's position, without taking them; sets
+  // `*all` if that is everything the source has.
+  absl::Status Peek(size_t max, leveldb::Iterator* it,
+                    std::vector<std::string>* prefixes, bool* all) const;
+
+  // The lane of `hold` no longer holds the position back.
+  void Release(const Hold& hold);
+  // Appends the source record to `batch` if the position moved since it
+  // was last appended.
+  void AppendRecord(leveldb::WriteBatch* batch);
+
+ private:
+  // Per priority.
+  struct State {
+    uint64_t read_next = 1;            // The next hint to read.
+    bool more = true;                  // Hints may be unread.
+    std::set<uint64_t> holds;          // Seqs of held hints.
+    bool walking = false;              // As durable: the walk is not finished.
+    bool walk_at_end = false;          // The walk passed the last partition.
+    std::string walk_next;             // Seek key of the next directory lane.
+    std::set<std::string> walk_holds;  // lane_rest of held lanes.
+  };
+  bool walk_pending(int priority) const {
+    return state_[priority].walking && !state_[priority].walk_at_end;
+  }
+  absl::Status NextWalk(int priority, size_t max, leveldb::Iterator* it,
+                        std::vector<Taken>* out);
+  absl::Status NextHints(int priority, size_t max, leveldb::Iterator* it,
+                         std::vector<Taken>* out);
+  format::SourceValue Position() const;
+
+  DbImpl* const db_;
+  QueueImpl* const queue_;
+  const std::string key_;  // The source record's key.
+  const int priorities_;
+  std::vector<State> state_;
+  std::string written_;  // The record as last appended.
+};
+
+}  // namespace hq
+
+#endif  // HQ_LIB_CONSUME_LANE_SOURCE_H_

@@ -1,0 +1,116 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// Opening a Db written by an older format version (test/data/README.md).
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "hq/hq.h"
+#include "leveldb/db.h"
+#include "lib/engine/db_impl.h"
+#include "lib/engine/queue_impl.h"
+#include "lib/format/coding.h"
+#include "lib/format/format.h"
+#include "test/test_util.h"
+
+namespace hq {
+namespace {
+
+// A copy of test/data/`name` in `dir`.
+std::string CopyTestData(const test::TempDir& dir, const std::string& name) {
+  const char* root = std::getenv("HQ_SOURCE_ROOT");
+  INFO("environment variable HQ_SOURCE_ROOT");
+  REQUIRE(root != nullptr);
+  const std::string to = dir.Sub(name);
+  std::filesystem::copy(std::string(root) + "/test/data/" + name, to,
+                        std::filesystem::copy_options::recursive);
+  return to;
+}
+
+uint32_t FormatVersion(Db* db) {
+  std::string v;
+  REQUIRE(test::Impl(db)
+              ->leveldb()
+              ->Get(leveldb::ReadOptions(), format::MetaKey("format"), &v)
+              .ok());
+  std::string_view in = v;
+  uint32_t version = 0;
+  REQUIRE(coding::GetFixed32(&in, &version));
+  return version;
+}
+
+// Claims everything `g` hands out now; returns the tasks, completed.
+std::vector<Task> Drain(ConsumerGroup* g) {
+  std::vector<Task> all;
+  for (;;) {
+    std::vector<Task> tasks = test::ValueOrDie(g->Claim({.max = 7}));
+    if (tasks.empty()) return all;
+    HQ_REQUIRE_OK(g->Complete(tasks));
+    all.insert(all.end(), tasks.begin(), tasks.end());
+  }
+}
+
+TEST_CASE("a format 1 Db is upgraded on Open and keeps its state") {
+  test::TempDir dir;
+  const std::string path = CopyTestData(dir, "format1_db");
+  {
+    auto db = test::ValueOrDie(Db::Open(path));
+    CHECK(FormatVersion(db.get()) == format::kFormatVersion);
+    Queue* topics = test::ValueOrDie(db->OpenQueue("topics"));
+    // Group "g": the 2 tasks in flight at the stop come again (attempt 2),
+    // then the 14 messages it never claimed.
+    ConsumerGroup* g = test::ValueOrDie(topics->Group("g"));
+    std::vector<Task> tasks = Drain(g);
+    CHECK(tasks.size() == 16);
+    int again = 0;
+    for (const Task& t : tasks) again += t.attempt == 2 ? 1 : 0;
+    CHECK(again == 2);
+    // Group "idle" never claimed: all 20.
+    CHECK(Drain(test::ValueOrDie(topics->Group("idle"))).size() == 20);
+    // New messages of the topic layout queue write lane index hints (the
+    // groups may have written some: lanes hinted again by a claim).
+    const std::string hints = format::QueuePrefix(
+        format::kHintTag, static_cast<QueueImpl*>(topics)->id());
+    const size_t before = test::CountKeys(db.get(), hints);
+    test::ValueOrDie(topics->Put({.topic = "t3", .payload = "new"}));
+    CHECK(test::CountKeys(db.get(), hints) == before + 1);
+    CHECK(Drain(g).size() == 1);
+    // The time layout queue: its 5 messages, no hints.
+    Queue* log = test::ValueOrDie(db->OpenQueue("log"));
+    CHECK(Drain(test::ValueOrDie(log->Group("g"))).size() == 5);
+    test::ValueOrDie(log->Put({.payload = "x"}));
+    CHECK(test::CountKeys(
+              db.get(),
+              format::QueuePrefix(format::kHintTag,
+                                  static_cast<QueueImpl*>(log)->id())) == 0);
+    const VerifyReport report = test::ValueOrDie(db->Verify());
+    for (const VerifyProblem& p : report.problems) FAIL_CHECK(p.description);
+    CHECK(report.ok());
+  }
+  // Reopened: still version 2, nothing left to claim.
+  auto db = test::ValueOrDie(Db::Open(path));
+  CHECK(FormatVersion(db.get()) == format::kFormatVersion);
+  Queue* topics = test::ValueOrDie(db->OpenQueue("topics"));
+  CHECK(Drain(test::ValueOrDie(topics->Group("g"))).empty());
+}
+
+TEST_CASE("a Db of a format version newer than this hq is refused") {
+  test::TempDir dir;
+  const std::string path = CopyTestData(dir, "format1_db");
+  {
+    leveldb::DB* raw;
+    REQUIRE(leveldb::DB::Open(leveldb::Options(), path, &raw).ok());
+    std::string v;
+    coding::PutFixed32(&v, format::kFormatVersion + 1);
+    REQUIRE(
+        raw->Put(leveldb::WriteOptions(), format::MetaKey("format"), v).ok());
+    delete raw;
+  }
+  CHECK(absl::IsDataLoss(Db::Open(path).status()));
+}
+
+}  // namespace
+}  // namespace hq
