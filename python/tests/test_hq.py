@@ -386,6 +386,23 @@ def test_claim_options_and_errors(db):
         q.group("g", topics=["other"])  # The filter is fixed at creation.
 
 
+def test_group_max_active_lanes_pages_topics(db):
+    q = db.create_queue("q", layout="topic")
+    for i in range(50):
+        q.put(b"m%d" % i, topic="site%d" % i)
+    g = q.group("g", max_active_lanes=3)
+    got = []
+    for _ in range(50):
+        [t] = g.claim()
+        got.append(t.payload)
+        assert g.stats().lanes <= 3 + 1  # The cap, and the lane in flight.
+        g.complete([t])
+    assert sorted(got) == sorted(b"m%d" % i for i in range(50))
+    assert g.claim() == []
+    with pytest.raises(hq.InvalidArgument):
+        q.group("h", max_active_lanes=0)
+
+
 def test_ordered_group_consumers(db):
     q = db.create_queue("q", partitions=2)
     q.put(b"x", partition=0)
