@@ -108,6 +108,21 @@ DbImpl::DbImpl(std::string path, const Options& options, std::string lock_key)
       leases_(std::make_unique<LeaseManagerImpl>(clock_)) {}
 
 absl::Status DbImpl::Init() {
+  const leveldb::Options lo = LevelDbOptions();
+  // Before LevelDB sees the directory: never create a Db over one that
+  // lost its CURRENT, and cut damaged logs to a prefix (log_recovery.h).
+  HQ_RETURN_IF_ERROR(CheckNotOrphaned(lo.env, path_));
+  HQ_RETURN_IF_ERROR(RecoverLogs(lo.env, path_, options_.recovery, &recovery_));
+  HQ_RETURN_IF_ERROR(OpenLevelDb(lo));
+  HQ_RETURN_IF_ERROR(InitFormat());
+  HQ_RETURN_IF_ERROR(LoadNextQueueId());
+  HQ_RETURN_IF_ERROR(FinishPendingDrops());
+  MutexLock l(&write_mu_);
+  opened_ = true;
+  return absl::OkStatus();
+}
+
+leveldb::Options DbImpl::LevelDbOptions() {
   leveldb::Options lo;
   table_env_ = std::make_unique<TableCheckEnv>(
       options_.env ? options_.env : leveldb::Env::Default());
@@ -130,50 +145,67 @@ absl::Status DbImpl::Init() {
     filter_.reset(leveldb::NewBloomFilterPolicy(options_.bloom_bits_per_key));
     lo.filter_policy = filter_.get();
   }
-  // Before LevelDB sees the directory: never create a Db over one that
-  // lost its CURRENT, and cut damaged logs to a prefix (log_recovery.h).
-  HQ_RETURN_IF_ERROR(CheckNotOrphaned(lo.env, path_));
-  HQ_RETURN_IF_ERROR(RecoverLogs(lo.env, path_, options_.recovery, &recovery_));
-  leveldb::DB* raw = nullptr;
-  leveldb::Status s = leveldb::DB::Open(lo, path_, &raw);
-  if (!s.ok()) {
-    const std::string text = s.ToString();
-    if (s.IsInvalidArgument() && absl::StrContains(text, "does not exist")) {
-      return absl::NotFoundError(absl::StrCat(
-          "no hq database in '", path_, "' and create_if_missing is false"));
-    }
-    if (s.IsInvalidArgument() && absl::StrContains(text, "exists")) {
-      return absl::AlreadyExistsError(absl::StrCat(
-          "hq database '", path_, "' exists and error_if_exists is true"));
-    }
-    // LevelDB's LockFile: "IO error: lock <dir>/LOCK: <errno text>", or
-    // "... already held by process" within one process.
-    if (s.IsIOError() && (absl::StartsWith(text, "IO error: lock ") ||
-                          absl::StrContains(text, "already held by process"))) {
-      return WithErrorDetail(
-          absl::FailedPreconditionError(absl::StrCat(
-              "hq database directory '", path_,
-              "' is in use by another process (LevelDB: ", text, ")")),
-          ErrorDetail::kDbLocked);
-    }
-    if (s.IsCorruption()) {
-      // LevelDB read its MANIFEST (or a log it replays) and found damage.
-      const std::string current = CurrentManifest(lo.env, path_);
-      return absl::DataLossError(absl::StrCat(
-          "opening hq database '", path_, "': ", text, " (its CURRENT names ",
-          current.empty() ? "nothing" : current,
-          "); nothing was changed; run `hq repair ", path_,
-          "` (Db::Repair) to rebuild it"));
-    }
-    return FromLevelDb(s, absl::StrCat("opening hq database '", path_, "'"));
-  }
-  db_.reset(raw);
+  return lo;
+}
 
-  // Format record: written on creation, checked on every open.
+absl::Status DbImpl::OpenLevelDb(const leveldb::Options& lo) {
+  leveldb::DB* raw = nullptr;
+  const leveldb::Status s = leveldb::DB::Open(lo, path_, &raw);
+  if (s.ok()) {
+    db_.reset(raw);
+    return absl::OkStatus();
+  }
+  const std::string text = s.ToString();
+  if (s.IsInvalidArgument() && absl::StrContains(text, "does not exist")) {
+    return absl::NotFoundError(absl::StrCat(
+        "no hq database in '", path_, "' and create_if_missing is false"));
+  }
+  if (s.IsInvalidArgument() && absl::StrContains(text, "exists")) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "hq database '", path_, "' exists and error_if_exists is true"));
+  }
+  // LevelDB's LockFile: "IO error: lock <dir>/LOCK: <errno text>", or
+  // "... already held by process" within one process.
+  if (s.IsIOError() && (absl::StartsWith(text, "IO error: lock ") ||
+                        absl::StrContains(text, "already held by process"))) {
+    return WithErrorDetail(
+        absl::FailedPreconditionError(absl::StrCat(
+            "hq database directory '", path_,
+            "' is in use by another process (LevelDB: ", text, ")")),
+        ErrorDetail::kDbLocked);
+  }
+  if (s.IsCorruption()) {
+    // LevelDB read its MANIFEST (or a log it replays) and found damage.
+    const std::string current = CurrentManifest(lo.env, path_);
+    return absl::DataLossError(absl::StrCat(
+        "opening hq database '", path_, "': ", text, " (its CURRENT names ",
+        current.empty() ? "nothing" : current,
+        "); nothing was changed; run `hq repair ", path_,
+        "` (Db::Repair) to rebuild it"));
+  }
+  return FromLevelDb(s, absl::StrCat("opening hq database '", path_, "'"));
+}
+
+absl::Status DbImpl::InitFormat() {
   std::string value;
-  s = CheckedGet(db_.get(), CheckedReadOptions(), format::MetaKey("format"),
-                 &value);
+  leveldb::Status s = CheckedGet(db_.get(), CheckedReadOptions(),
+                                 format::MetaKey("format"), &value);
+  auto write_version = [this](bool first, std::string_view context) {
+    leveldb::WriteBatch b;
+    std::string v;
+    coding::PutFixed32(&v, format::kFormatVersion);
+    b.Put(format::MetaKey("format"), v);
+    if (first) {
+      v.clear();
+      coding::PutFixed32(&v, 1);
+      b.Put(format::MetaKey("next_queue_id"), v);
+    }
+    leveldb::WriteOptions wo;
+    wo.sync = true;
+    return FromLevelDb(db_->Write(wo, &b), context);
+  };
   if (s.IsNotFound()) {
+    // A new Db, or someone else's.
     std::unique_ptr<leveldb::Iterator> it(
         NewCheckedIterator(db_.get(), CheckedReadOptions()));
     it->SeekToFirst();
@@ -181,20 +213,8 @@ absl::Status DbImpl::Init() {
       return absl::FailedPreconditionError(absl::StrCat(
           "'", path_, "' holds a LevelDB database that is not an hq database"));
     }
-    leveldb::WriteBatch b;
-    std::string v;
-    coding::PutFixed32(&v, format::kFormatVersion);
-    b.Put(format::MetaKey("format"), v);
-    v.clear();
-    coding::PutFixed32(&v, 1);
-    b.Put(format::MetaKey("next_queue_id"), v);
-    leveldb::WriteOptions wo;
-    wo.sync = true;
-    HQ_RETURN_IF_ERROR(
-        FromLevelDb(db_->Write(wo, &b), "initializing hq database"));
-    MutexLock l(&write_mu_);
-    opened_ = true;
-    return absl::OkStatus();
+    HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading the database"));
+    return write_version(/*first=*/true, "initializing hq database");
   }
   HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading the format record"));
   std::string_view in = value;
@@ -209,30 +229,23 @@ absl::Status DbImpl::Init() {
         "'%s' has hq format version %d; this hq reads versions %d..%d", path_,
         version, format::kOldestFormatVersion, format::kFormatVersion));
   }
-  if (version < format::kFormatVersion) {
-    // doc/format.md, "Db metadata": the upgrade rewrites only this record.
-    std::string v;
-    coding::PutFixed32(&v, format::kFormatVersion);
-    leveldb::WriteBatch b;
-    b.Put(format::MetaKey("format"), v);
-    leveldb::WriteOptions wo;
-    wo.sync = true;
-    HQ_RETURN_IF_ERROR(FromLevelDb(
-        db_->Write(wo, &b), "upgrading the hq database's format version"));
-  }
-  s = CheckedGet(db_.get(), CheckedReadOptions(),
+  if (version == format::kFormatVersion) return absl::OkStatus();
+  // doc/format.md, "Db metadata": the upgrade rewrites only this record.
+  return write_version(/*first=*/false,
+                       "upgrading the hq database's format version");
+}
+
+absl::Status DbImpl::LoadNextQueueId() {
+  std::string value;
+  const leveldb::Status s =
+      CheckedGet(db_.get(), CheckedReadOptions(),
                  format::MetaKey("next_queue_id"), &value);
   HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading next_queue_id"));
-  in = value;
-  {
-    MutexLock l(&catalog_mu_);
-    if (!coding::GetFixed32(&in, &next_queue_id_) || !in.empty()) {
-      return absl::DataLossError("malformed next_queue_id record");
-    }
+  std::string_view in = value;
+  MutexLock l(&catalog_mu_);
+  if (!coding::GetFixed32(&in, &next_queue_id_) || !in.empty()) {
+    return absl::DataLossError("malformed next_queue_id record");
   }
-  HQ_RETURN_IF_ERROR(FinishPendingDrops());
-  MutexLock l(&write_mu_);
-  opened_ = true;
   return absl::OkStatus();
 }
 

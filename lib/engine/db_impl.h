@@ -215,7 +215,16 @@ class DbImpl final : public Db {
   };
 
   DbImpl(std::string path, const Options& options, std::string lock_key);
+  // Opens LevelDB under hq's checks and checks (or writes) hq's records.
   absl::Status Init();
+  // LevelDB's options over hq's Env chain, cache and filter (created here).
+  leveldb::Options LevelDbOptions();
+  // Opens db_, mapping LevelDB's errors to hq's documented codes.
+  absl::Status OpenLevelDb(const leveldb::Options& lo);
+  // Writes the format record of a new Db, checks an existing one's and
+  // upgrades an older version's.
+  absl::Status InitFormat();
+  absl::Status LoadNextQueueId();
 
   // Leader only. The next hint seq of (queue_id, priority), loaded at
   // first use by one seek to its last hint.
