@@ -418,11 +418,21 @@ const char* OpName(Op op) {
   return "?";
 }
 
+// The log files of `f`, by name: the newest last.
+std::vector<FaultEnv::FileInfo> Logs(FaultDb& f) {
+  std::vector<FaultEnv::FileInfo> out;
+  for (const auto& file : f.env().Files()) {
+    if (file.kind == test::kLogFile) out.push_back(file);
+  }
+  return out;
+}
+
 // Issue 9: LevelDB 1.23 closes a full log without syncing it when it
 // switches to a new one, and flushes that log's memtable in the background.
 // A sync=true Put into the new log before the flush finished survived a
 // power cut while unsynced Puts before it, in the old log, were lost: a
-// hole in the lane. hq now syncs a log when LevelDB closes it. (The table
+// hole in the lane. hq syncs every log LevelDB closes (in the background,
+// lib/engine/log_sync_env.h), and a sync write waits for it. (The table
 // fault keeps the old log's memtable from ever being flushed, so the old
 // log stays, as it does while a slow flush runs.)
 TEST_CASE(
@@ -435,15 +445,8 @@ TEST_CASE(
   FaultDb f(storage, o);
   Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
   f.env().FailWrites(test::kTableFile, FaultEnv::kForever);
-  auto logs = [&] {
-    std::vector<FaultEnv::FileInfo> out;
-    for (const auto& file : f.env().Files()) {
-      if (file.kind == test::kLogFile) out.push_back(file);
-    }
-    return out;  // By name: the newest last.
-  };
   std::vector<MessageId> acked;
-  while (logs().size() < 2) {
+  while (Logs(f).size() < 2) {
     REQUIRE(acked.size() < 10000);
     acked.push_back(
         ValueOrDie(q->Put({.payload = std::string(500, 'u')}, {.sync = false}))
@@ -454,7 +457,7 @@ TEST_CASE(
               ->TEST_LogSyncEnv()
               ->WaitForClosedLogs()
               .ok());
-  const auto files = logs();
+  const auto files = Logs(f);
   for (size_t i = 0; i + 1 < files.size(); ++i) {
     INFO(files[i].name);
     CHECK(files[i].synced == files[i].size);
@@ -479,15 +482,6 @@ TEST_CASE(
 // writer's thread; hq syncs it in the background (lib/engine/log_sync_env.h).
 // Here that sync is held, and the memtable flush with it (so the old log
 // stays needed), while puts go on in the new log.
-
-// The log files of `f`, by name: the newest last.
-std::vector<FaultEnv::FileInfo> Logs(FaultDb& f) {
-  std::vector<FaultEnv::FileInfo> out;
-  for (const auto& file : f.env().Files()) {
-    if (file.kind == test::kLogFile) out.push_back(file);
-  }
-  return out;
-}
 
 // Puts non-sync messages until LevelDB switched to a second log; returns
 // their ids. The puts must not wait for the held background sync.
