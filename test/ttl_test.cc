@@ -7,6 +7,7 @@
 #include <random>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "leveldb/db.h"
 #include "lib/engine/db_impl.h"
 #include "lib/engine/queue_impl.h"
@@ -342,6 +343,26 @@ TEST_CASE("issue3: sweeps write only what they delete, compact only it") {
   const SweepStats again = ValueOrDie(f.db()->CompactExpired());
   CHECK(again.deleted == 0);
   CHECK(env.log_bytes.load() == log_before);
+}
+
+// The sweep deletes an expired message's dedup record only if it still
+// names that message; a record it cannot read or decode is damage, reported
+// (DataLoss), and left in place.
+TEST_CASE("a sweep reports a damaged dedup record and keeps it") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.ttl = absl::Minutes(1)}));
+  HQ_REQUIRE_OK(q->Put({.payload = "a", .dedup_key = "u"}).status());
+  const std::string key =
+      format::DedupKey(static_cast<QueueImpl*>(q)->id(), "u");
+  leveldb::DB* ldb = Impl(f.db())->leveldb();
+  REQUIRE(ldb->Put({}, key, "junk").ok());
+  f.clock().Advance(absl::Minutes(2));
+  const absl::StatusOr<SweepStats> swept = f.db()->CompactExpired();
+  CHECK(swept.status().code() == absl::StatusCode::kDataLoss);
+  CHECK(absl::StrContains(swept.status().message(), "dedup record"));
+  std::string v;
+  REQUIRE(ldb->Get({}, key, &v).ok());
+  CHECK(v == "junk");
 }
 
 }  // namespace

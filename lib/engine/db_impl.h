@@ -34,6 +34,7 @@
 
 namespace hq {
 
+class LayoutCodec;
 class QueueImpl;
 class DeliveryPool;
 
@@ -249,8 +250,28 @@ class DbImpl final : public Db {
   absl::Status RunWriter(Writer* w);
   absl::Status RunWriterLocked(Writer* w)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
-  // As leader: assigns ids for `w` and appends it to batch_.
+  // As leader: assigns ids for `w` and appends it to batch_. On failure
+  // nothing of `w` is in batch_.
   absl::Status AddToBatch(Writer* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // Checks w's dedup keys and sets w->results (an id for each message that
+  // is not a duplicate), adding each new dedup key to dedup_in_batch_ and
+  // `dedup_added`. Appends nothing to batch_.
+  absl::Status AssignIds(Writer* w, absl::Time now,
+                         std::vector<std::string>* dedup_added)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // True (and *result set) if `dedup` (a dedup record key) names a message
+  // written earlier in this batch, or a stored one not past the TTL cutoff.
+  absl::StatusOr<bool> FindDuplicate(const std::string& dedup,
+                                     const MessageId& cutoff, PutResult* result)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // The next id of `partition` of `q` at clock time `now_ms`, taken.
+  absl::StatusOr<MessageId> NextId(QueueImpl* q, uint32_t partition,
+                                   uint64_t now_ms)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // Appends message `m` with its assigned `r` to batch_: the reservation if
+  // r.id passes it, the message, its hint, lane entry and dedup record.
+  void AppendMessage(QueueImpl* q, const Message& m, const PutResult& r,
+                     absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // Appends the directory entry and fence of `lane` (a lane prefix) to
   // batch_ unless they were written since Open.
   void NoteLaneWritten(std::string_view lane)
@@ -274,6 +295,34 @@ class DbImpl final : public Db {
   // Sweeps one queue with a TTL (see CompactExpired).
   absl::Status SweepQueue(uint32_t queue_id, std::string_view name,
                           absl::Time now, SweepStats* stats);
+  // What a sweep of one queue needs to know of it.
+  struct LaneSweep {
+    uint32_t queue_id;
+    const LayoutCodec* codec;
+    MessageId cutoff;    // Messages below it have expired.
+    size_t batch_limit;  // Options::ttl_sweep_batch.
+  };
+  // The dedup record of a deleted message: (record key, partition, id).
+  struct SweptDedup {
+    std::string key;
+    uint32_t partition;
+    MessageId id;
+  };
+  // The TTL sweep watermark of `lane` (a lane prefix): every message below
+  // it was deleted. Min() if none is stored.
+  absl::StatusOr<MessageId> ReadSweepWatermark(const std::string& lane);
+  // Deletes the messages of `lane` from `swept` up to the cutoff, writing
+  // each batch_limit deletions with the moved watermark; returns how many
+  // it deleted and the last one's id.
+  absl::StatusOr<uint64_t> SweepLane(const LaneSweep& sweep,
+                                     const std::string& lane, MessageId swept,
+                                     leveldb::Iterator* it, SweepStats* stats,
+                                     MessageId* last_deleted);
+  // Writes `b` with the watermark of `lane` just past `last_deleted`, then
+  // deletes the dedup records that still name their message; clears both.
+  absl::Status FlushSweep(const std::string& lane, MessageId last_deleted,
+                          leveldb::WriteBatch* b,
+                          std::vector<SweptDedup>* dedups);
   // The janitor thread: runs a sweep each time the timer lease fires.
   void JanitorLoop();
   void ArmSweepTimer();

@@ -71,9 +71,9 @@ absl::Status DbImpl::SweepQueue(uint32_t queue_id, std::string_view name,
     return absl::OkStatus();
   }
   ++stats->queues;
-  const LayoutCodec& codec = LayoutCodec::For(record.options.layout);
-  const MessageId cutoff = MessageId::AtTime(now - record.options.ttl);
-  const size_t batch_limit = static_cast<size_t>(options_.ttl_sweep_batch);
+  const LaneSweep sweep{queue_id, &LayoutCodec::For(record.options.layout),
+                        MessageId::AtTime(now - record.options.ttl),
+                        static_cast<size_t>(options_.ttl_sweep_batch)};
   std::unique_ptr<leveldb::Iterator> dir(
       NewCheckedIterator(db_.get(), CheckedReadOptions()));
   std::unique_ptr<leveldb::Iterator> it(
@@ -86,103 +86,19 @@ absl::Status DbImpl::SweepQueue(uint32_t queue_id, std::string_view name,
     ++stats->lanes;
     std::string lane(1, format::kMessageTag);
     lane.append(View(dir->key()).substr(1));
-    const std::string& swept_key = lane;  // The lane head (format.h).
-    MessageId swept = MessageId::Min();
-    s = CheckedGet(db_.get(), CheckedReadOptions(), swept_key, &value);
-    if (s.ok()) {
-      if (value.size() != LayoutCodec::kMessageIdSize) {
-        return absl::DataLossError("malformed TTL sweep watermark");
-      }
-      swept = LayoutCodec::DecodeMessageId(value.data());
-    } else if (!s.IsNotFound()) {
-      return FromLevelDb(s, "reading a TTL sweep watermark");
-    }
-    if (cutoff <= swept) continue;
-
-    std::string start = lane;
-    LayoutCodec::AppendMessageId(&start, swept);
-    leveldb::WriteBatch b;
-    size_t in_batch = 0, lane_deleted = 0;
     MessageId last_deleted;
-    // Dedup records of the deleted messages: (record key, partition, id).
-    std::vector<std::tuple<std::string, uint32_t, MessageId>> dedups;
-    // The watermark moves to just past the last id deleted, never to the
-    // cutoff: a message committed late (or below a stepped-back cutoff) and
-    // not seen by this sweep stays above it and is deleted next time.
-    auto flush = [&]() -> absl::Status {
-      std::string v;
-      LayoutCodec::AppendMessageId(&v, last_deleted.Next());
-      b.Put(swept_key, v);
-      HQ_RETURN_IF_ERROR(
-          WriteOther(leveldb::WriteOptions(), &b, "sweeping expired messages"));
-      b.Clear();
-      in_batch = 0;
-      if (!dedups.empty()) {
-        // Deleted only if they still name the deleted message: a Put may
-        // have reused the key since. Inside the write pipeline, so no Put
-        // checks or writes a dedup record meanwhile.
-        Writer x;
-        x.exclusive = [&]() -> absl::Status {
-          write_mu_.AssertHeld();
-          if (!bg_error_.ok()) return BrokenError();
-          leveldb::WriteBatch del;
-          std::string value;
-          for (const auto& [key, partition, id] : dedups) {
-            uint32_t p;
-            MessageId stored;
-            if (CheckedGet(db_.get(), CheckedReadOptions(), key, &value).ok() &&
-                format::DecodeDedup(value, &p, &stored) && p == partition &&
-                stored == id) {
-              del.Delete(key);
-            }
-          }
-          const absl::Status s =
-              FromLevelDb(db_->Write(leveldb::WriteOptions(), &del),
-                          "deleting expired dedup records");
-          if (!s.ok()) RecordWriteError(s);
-          return s;
-        };
-        HQ_RETURN_IF_ERROR(RunWriter(&x));
-        dedups.clear();
-      }
-      return absl::OkStatus();
-    };
-    // Seek to where the last sweep stopped: the deleted keys before it are
-    // never read again.
-    for (it->Seek(start); it->Valid(); it->Next()) {
-      const std::string_view key = View(it->key());
-      if (!key.starts_with(lane)) break;
-      DecodedKey k;
-      if (!codec.DecodeMessageKey(key, queue_id, &k)) {
-        return absl::DataLossError(
-            absl::StrCat("undecodable message key '", Printable(key), "'"));
-      }
-      ++stats->examined;
-      if (k.id >= cutoff) break;  // Live (or the lane's fence).
-      std::string_view mkey, payload, dedup;
-      if (!format::DecodeMessageValue(View(it->value()), &mkey, &payload,
-                                      nullptr, &dedup)) {
-        return absl::DataLossError(absl::StrCat(
-            "undecodable message value at '", Printable(key), "'"));
-      }
-      if (!dedup.empty()) {
-        dedups.emplace_back(format::DedupKey(queue_id, dedup), k.partition,
-                            k.id);
-      }
-      b.Delete(it->key());
-      last_deleted = k.id;
-      ++lane_deleted;
-      if (++in_batch >= batch_limit) HQ_RETURN_IF_ERROR(flush());
-    }
-    HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "sweeping expired messages"));
-    if (in_batch > 0) HQ_RETURN_IF_ERROR(flush());
-    stats->deleted += static_cast<int64_t>(lane_deleted);
+    HQ_ASSIGN_OR_RETURN(const MessageId swept, ReadSweepWatermark(lane));
+    HQ_ASSIGN_OR_RETURN(
+        const uint64_t deleted,
+        SweepLane(sweep, lane, swept, it.get(), stats, &last_deleted));
+    stats->deleted += static_cast<int64_t>(deleted);
     // Compact this lane's deleted span now, while the memtable holds mostly
     // its tombstones (a span across lanes would rewrite the live messages
     // between them). Small spans are left to LevelDB's own compactions:
     // readers and the next sweep seek past them anyway.
-    if (lane_deleted >= batch_limit) {
-      std::string end = lane;
+    if (deleted >= sweep.batch_limit) {
+      std::string start = lane, end = lane;
+      LayoutCodec::AppendMessageId(&start, swept);
       LayoutCodec::AppendMessageId(&end, last_deleted.Next());
       // Iterators pin table files: release them around the compaction, or
       // its obsolete files stay on disk until a later one.
@@ -198,6 +114,109 @@ absl::Status DbImpl::SweepQueue(uint32_t queue_id, std::string_view name,
     }
   }
   HQ_RETURN_IF_ERROR(FromLevelDb(dir->status(), "reading the lane directory"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<MessageId> DbImpl::ReadSweepWatermark(const std::string& lane) {
+  std::string value;
+  // The watermark is stored at the lane head (format.h).
+  leveldb::Status s = CheckedGet(db_.get(), CheckedReadOptions(), lane, &value);
+  if (s.IsNotFound()) return MessageId::Min();
+  HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading a TTL sweep watermark"));
+  if (value.size() != LayoutCodec::kMessageIdSize) {
+    return absl::DataLossError("malformed TTL sweep watermark");
+  }
+  return LayoutCodec::DecodeMessageId(value.data());
+}
+
+absl::StatusOr<uint64_t> DbImpl::SweepLane(
+    const LaneSweep& sweep, const std::string& lane, MessageId swept,
+    leveldb::Iterator* it, SweepStats* stats, MessageId* last_deleted) {
+  if (sweep.cutoff <= swept) return 0;
+  leveldb::WriteBatch b;
+  std::vector<SweptDedup> dedups;  // Of the messages deleted in `b`.
+  uint64_t deleted = 0;
+  std::string start = lane;
+  LayoutCodec::AppendMessageId(&start, swept);
+  // Seek to where the last sweep stopped: the deleted keys before it are
+  // never read again.
+  for (it->Seek(start); it->Valid(); it->Next()) {
+    const std::string_view key = View(it->key());
+    if (!key.starts_with(lane)) break;
+    DecodedKey k;
+    if (!sweep.codec->DecodeMessageKey(key, sweep.queue_id, &k)) {
+      return absl::DataLossError(
+          absl::StrCat("undecodable message key '", Printable(key), "'"));
+    }
+    ++stats->examined;
+    if (k.id >= sweep.cutoff) break;  // Live (or the lane's fence).
+    std::string_view mkey, payload, dedup;
+    if (!format::DecodeMessageValue(View(it->value()), &mkey, &payload, nullptr,
+                                    &dedup)) {
+      return absl::DataLossError(
+          absl::StrCat("undecodable message value at '", Printable(key), "'"));
+    }
+    if (!dedup.empty()) {
+      dedups.push_back(
+          {format::DedupKey(sweep.queue_id, dedup), k.partition, k.id});
+    }
+    b.Delete(it->key());
+    *last_deleted = k.id;
+    ++deleted;
+    if (deleted % sweep.batch_limit == 0) {
+      HQ_RETURN_IF_ERROR(FlushSweep(lane, *last_deleted, &b, &dedups));
+    }
+  }
+  HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "sweeping expired messages"));
+  if (deleted % sweep.batch_limit != 0) {
+    HQ_RETURN_IF_ERROR(FlushSweep(lane, *last_deleted, &b, &dedups));
+  }
+  return deleted;
+}
+
+absl::Status DbImpl::FlushSweep(const std::string& lane, MessageId last_deleted,
+                                leveldb::WriteBatch* b,
+                                std::vector<SweptDedup>* dedups) {
+  // The watermark moves to just past the last id deleted, never to the
+  // cutoff: a message committed late (or below a stepped-back cutoff) and
+  // not seen by this sweep stays above it and is deleted next time.
+  std::string v;
+  LayoutCodec::AppendMessageId(&v, last_deleted.Next());
+  b->Put(lane, v);
+  HQ_RETURN_IF_ERROR(
+      WriteOther(leveldb::WriteOptions(), b, "sweeping expired messages"));
+  b->Clear();
+  if (dedups->empty()) return absl::OkStatus();
+  // Deleted only if they still name the deleted message: a Put may have
+  // reused the key since. Inside the write pipeline, so no Put checks or
+  // writes a dedup record meanwhile.
+  Writer x;
+  x.exclusive = [&]() -> absl::Status {
+    write_mu_.AssertHeld();
+    if (!bg_error_.ok()) return BrokenError();
+    leveldb::WriteBatch del;
+    std::string value;
+    for (const SweptDedup& d : *dedups) {
+      const leveldb::Status got =
+          CheckedGet(db_.get(), CheckedReadOptions(), d.key, &value);
+      if (got.IsNotFound()) continue;
+      HQ_RETURN_IF_ERROR(FromLevelDb(got, "reading an expired dedup record"));
+      uint32_t p;
+      MessageId stored;
+      if (!format::DecodeDedup(value, &p, &stored)) {
+        return absl::DataLossError(
+            absl::StrCat("malformed dedup record '", Printable(d.key), "'"));
+      }
+      if (p == d.partition && stored == d.id) del.Delete(d.key);
+    }
+    const absl::Status s =
+        FromLevelDb(db_->Write(leveldb::WriteOptions(), &del),
+                    "deleting expired dedup records");
+    if (!s.ok()) RecordWriteError(s);
+    return s;
+  };
+  HQ_RETURN_IF_ERROR(RunWriter(&x));
+  dedups->clear();
   return absl::OkStatus();
 }
 

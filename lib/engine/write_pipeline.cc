@@ -222,132 +222,147 @@ absl::Status DbImpl::AddToBatch(Writer* w) {
   if (w->also_live != nullptr && w->also_live->dropped()) {
     return w->also_live->DroppedError();
   }
-  const uint32_t qid = q->id();
-  const LayoutCodec& codec = q->codec();
-  const absl::Time clock_now = clock_->Now();
-  const int64_t clock_ms = absl::ToUnixMillis(clock_now);
-  const uint64_t now_ms =
-      clock_ms < 0
-          ? 0
-          : std::min(static_cast<uint64_t>(clock_ms), MessageId::kMaxMs);
-  // First pass: check dedup keys, load partitions and assign ids. Every
-  // failure happens here, before anything is appended to batch_ or any
-  // reservation is raised. Dedup check and insert are atomic: they happen
-  // here, in the leader, one batch at a time.
+  const absl::Time now = clock_->Now();
+  // Every failure happens in AssignIds and the hint loads, before anything
+  // is appended to batch_ or any reservation is raised.
   std::vector<std::string> dedup_added;  // Undone if this writer fails.
-  auto undo = [&] {
+  absl::Status s = AssignIds(w, now, &dedup_added);
+  if (s.ok() && w->load_hints && q->codec().lane_has_topic()) {
+    for (int prio = 0; s.ok() && prio < q->options().priorities; ++prio) {
+      s = LoadHintSeq(q->id(), prio).status();
+    }
+  }
+  if (!s.ok()) {
     for (const std::string& k : dedup_added) dedup_in_batch_.erase(k);
-  };
-  const MessageId cutoff = q->TtlCutoff(clock_now);
-  std::string value;
-  for (size_t i = 0; i < w->messages.size(); ++i) {
-    const Message& m = w->messages[i];
-    std::string dedup;
-    if (!m.dedup_key.empty()) {
-      dedup = format::DedupKey(qid, m.dedup_key);
-      if (auto it = dedup_in_batch_.find(dedup); it != dedup_in_batch_.end()) {
-        w->results[i] = it->second;  // Written earlier in this batch.
-        w->results[i].duplicate = true;
-        continue;
-      }
-      leveldb::Status s =
-          CheckedGet(db_.get(), CheckedReadOptions(), dedup, &value);
-      if (s.ok()) {
-        PutResult existing;
-        if (!format::DecodeDedup(value, &existing.partition, &existing.id)) {
-          undo();
-          return absl::DataLossError("malformed dedup record");
-        }
-        if (!(existing.id < cutoff)) {
-          existing.duplicate = true;
-          w->results[i] = existing;
-          continue;
-        }
-      } else if (!s.IsNotFound()) {
-        undo();
-        return FromLevelDb(s, "reading a dedup record");
-      }
-    }
-    if (codec.lane_has_topic()) {
-      if (absl::Status s = LoadHintSeq(qid, m.priority).status(); !s.ok()) {
-        undo();
-        return s;
-      }
-    }
-    const uint32_t p = w->partitions[i];
-    absl::StatusOr<PartitionIds*> loaded = LoadPartition(qid, p);
-    if (!loaded.ok()) {
-      undo();
-      return loaded.status();
-    }
-    PartitionIds* st = *loaded;
-    MessageId id;
-    if (!st->has_last || now_ms > st->last.ms) {
-      id = MessageId{now_ms, 0};
-    } else if (st->last.Next() < MessageId::Max()) {
-      // Max() is never assigned: it stays the exclusive end of every range.
-      id = st->last.Next();
-    } else {
-      undo();
-      return absl::ResourceExhaustedError(absl::StrFormat(
-          "partition %d of queue '%s' has used every MessageId", p, q->name()));
-    }
-    // Skipped ids (if a later message fails) are harmless gaps.
-    st->last = id;
-    st->has_last = true;
-    w->results[i] = PutResult{p, id};
-    if (!dedup.empty()) {
-      dedup_in_batch_.emplace(dedup, w->results[i]);
-      dedup_added.push_back(std::move(dedup));
-    }
+    return s;
   }
-  // Second pass: append reservations and messages.
   for (size_t i = 0; i < w->messages.size(); ++i) {
-    const Message& m = w->messages[i];
-    if (w->results[i].duplicate) continue;
-    const auto [p, id, duplicate] = w->results[i];
-    PartitionIds& st = ids_[(uint64_t{qid} << 16) | p];
-    if (id.ms >= st.reserved_ms) {
-      st.reserved_ms =
-          std::min(id.ms + kReserveWindowMs, MessageId::kMaxMs + 1);
-      value_buf_.clear();
-      coding::PutFixed64(&value_buf_, st.reserved_ms);
-      batch_.Put(format::ReserveKey(qid, p), value_buf_);
-    }
-    key_buf_.clear();
-    codec.AppendMessageKey(&key_buf_, qid, p, m.priority, m.topic, id);
-    const std::string_view lane(key_buf_.data(),
-                                codec.LanePrefixSize(key_buf_));
-    if (codec.lane_has_topic()) AppendHint(qid, m.priority, lane);
-    NoteLaneWritten(lane);
-    value_buf_.clear();
-    // Delayed delivery: stored only when it is in the future.
-    uint64_t not_before_ms = 0;
-    if (m.not_before != absl::InfinitePast() ||
-        m.delay != absl::ZeroDuration()) {
-      const absl::Time at = std::max(m.not_before, clock_now + m.delay);
-      const int64_t ms = absl::ToInt64Milliseconds(
-          absl::Ceil(at - absl::UnixEpoch(), absl::Milliseconds(1)));
-      if (at > clock_now && ms > 0) not_before_ms = static_cast<uint64_t>(ms);
-    }
-    format::AppendMessageValue(&value_buf_, m.key, m.payload, not_before_ms,
-                               m.dedup_key);
-    batch_.Put(key_buf_, value_buf_);
-    if (!m.dedup_key.empty()) {
-      batch_.Put(format::DedupKey(qid, m.dedup_key),
-                 format::EncodeDedup(p, id));
-    }
-  }
-  if (w->load_hints && codec.lane_has_topic()) {
-    for (int prio = 0; prio < q->options().priorities; ++prio) {
-      if (absl::Status s = LoadHintSeq(qid, prio).status(); !s.ok()) {
-        undo();
-        return s;
-      }
+    if (!w->results[i].duplicate) {
+      AppendMessage(q, w->messages[i], w->results[i], now);
     }
   }
   if (w->append) w->append(&batch_);
   return absl::OkStatus();
+}
+
+absl::Status DbImpl::AssignIds(Writer* w, absl::Time now,
+                               std::vector<std::string>* dedup_added) {
+  QueueImpl* q = w->queue;
+  const int64_t clock_ms = absl::ToUnixMillis(now);
+  const uint64_t now_ms =
+      clock_ms < 0
+          ? 0
+          : std::min(static_cast<uint64_t>(clock_ms), MessageId::kMaxMs);
+  const MessageId cutoff = q->TtlCutoff(now);
+  for (size_t i = 0; i < w->messages.size(); ++i) {
+    const Message& m = w->messages[i];
+    std::string dedup;
+    if (!m.dedup_key.empty()) {
+      dedup = format::DedupKey(q->id(), m.dedup_key);
+      HQ_ASSIGN_OR_RETURN(const bool duplicate,
+                          FindDuplicate(dedup, cutoff, &w->results[i]));
+      if (duplicate) continue;
+    }
+    if (q->codec().lane_has_topic()) {
+      HQ_RETURN_IF_ERROR(LoadHintSeq(q->id(), m.priority).status());
+    }
+    HQ_ASSIGN_OR_RETURN(const MessageId id,
+                        NextId(q, w->partitions[i], now_ms));
+    w->results[i] = PutResult{w->partitions[i], id};
+    if (!dedup.empty()) {
+      // Check and insert are atomic: only the leader runs them.
+      dedup_in_batch_.emplace(dedup, w->results[i]);
+      dedup_added->push_back(std::move(dedup));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> DbImpl::FindDuplicate(const std::string& dedup,
+                                           const MessageId& cutoff,
+                                           PutResult* result) {
+  if (auto it = dedup_in_batch_.find(dedup); it != dedup_in_batch_.end()) {
+    *result = it->second;  // Written earlier in this batch.
+    result->duplicate = true;
+    return true;
+  }
+  std::string value;
+  leveldb::Status s =
+      CheckedGet(db_.get(), CheckedReadOptions(), dedup, &value);
+  if (s.IsNotFound()) return false;
+  HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading a dedup record"));
+  PutResult existing;
+  if (!format::DecodeDedup(value, &existing.partition, &existing.id)) {
+    return absl::DataLossError("malformed dedup record");
+  }
+  if (existing.id < cutoff) return false;  // Expired with its message.
+  existing.duplicate = true;
+  *result = existing;
+  return true;
+}
+
+absl::StatusOr<MessageId> DbImpl::NextId(QueueImpl* q, uint32_t partition,
+                                         uint64_t now_ms) {
+  HQ_ASSIGN_OR_RETURN(PartitionIds * st, LoadPartition(q->id(), partition));
+  MessageId id;
+  if (!st->has_last || now_ms > st->last.ms) {
+    id = MessageId{now_ms, 0};
+  } else if (st->last.Next() < MessageId::Max()) {
+    // Max() is never assigned: it stays the exclusive end of every range.
+    id = st->last.Next();
+  } else {
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("partition %d of queue '%s' has used every MessageId",
+                        partition, q->name()));
+  }
+  // Skipped ids (if a later message fails) are harmless gaps.
+  st->last = id;
+  st->has_last = true;
+  return id;
+}
+
+namespace {
+
+// The stored not-before time of `m` in ms (0: none): only a time in the
+// future is stored.
+uint64_t NotBeforeMs(const Message& m, absl::Time now) {
+  if (m.not_before == absl::InfinitePast() && m.delay == absl::ZeroDuration()) {
+    return 0;
+  }
+  const absl::Time at = std::max(m.not_before, now + m.delay);
+  const int64_t ms = absl::ToInt64Milliseconds(
+      absl::Ceil(at - absl::UnixEpoch(), absl::Milliseconds(1)));
+  return at > now && ms > 0 ? static_cast<uint64_t>(ms) : 0;
+}
+
+}  // namespace
+
+void DbImpl::AppendMessage(QueueImpl* q, const Message& m, const PutResult& r,
+                           absl::Time now) {
+  const uint32_t qid = q->id();
+  const LayoutCodec& codec = q->codec();
+  PartitionIds& st = ids_[(uint64_t{qid} << 16) | r.partition];
+  if (r.id.ms >= st.reserved_ms) {
+    st.reserved_ms =
+        std::min(r.id.ms + kReserveWindowMs, MessageId::kMaxMs + 1);
+    value_buf_.clear();
+    coding::PutFixed64(&value_buf_, st.reserved_ms);
+    batch_.Put(format::ReserveKey(qid, r.partition), value_buf_);
+  }
+  key_buf_.clear();
+  codec.AppendMessageKey(&key_buf_, qid, r.partition, m.priority, m.topic,
+                         r.id);
+  const std::string_view lane(key_buf_.data(), codec.LanePrefixSize(key_buf_));
+  if (codec.lane_has_topic()) AppendHint(qid, m.priority, lane);
+  NoteLaneWritten(lane);
+  value_buf_.clear();
+  format::AppendMessageValue(&value_buf_, m.key, m.payload, NotBeforeMs(m, now),
+                             m.dedup_key);
+  batch_.Put(key_buf_, value_buf_);
+  if (!m.dedup_key.empty()) {
+    batch_.Put(format::DedupKey(qid, m.dedup_key),
+               format::EncodeDedup(r.partition, r.id));
+  }
 }
 
 void DbImpl::NoteLaneWritten(std::string_view lane) {
