@@ -201,10 +201,13 @@
 //                    fillseq_leveldb wrote, SeekToFirst to the end, reading
 //                    every key and value. REQUIRES: fillseq_leveldb earlier
 //                    in --benchmarks.
-//   scan_leveldb_checked  The same with ReadOptions::verify_checksums, as
-//                    every hq read is (hq's scan also checks each table
-//                    block's CRC in its Env, lib/engine/checked_read.h): the
-//                    cost of checksums on a scan.
+//   scan_leveldb_checked  The same with ReadOptions::verify_checksums: the
+//                    CRC-32C of every table block read, the check hq's Env
+//                    makes on every block it reads (hq leaves LevelDB's own
+//                    off, lib/engine/checked_read.h). The ratio
+//                    leveldb_scan_checked/leveldb_scan is the cost of
+//                    checksums on a scan; scan/leveldb_scan_checked compares
+//                    hq's scan with a raw scan that checks as much.
 //
 // Memory: every `heap_kb` line (and the lease memory line) is a growth of
 // the heap in use (malloc'ed and not freed; HeapKb in bench/bench_util.h),

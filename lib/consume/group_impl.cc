@@ -60,6 +60,7 @@ GroupImpl::GroupImpl(DbImpl* db, QueueImpl* queue, std::string name,
       name_(std::move(name)),
       record_(record),
       topic_set_(record.topics.begin(), record.topics.end()),
+      notes_(queue->codec().lane_has_topic()),
       options_(options),
       rng_(std::hash<std::string>()(name_) ^ record.id),
       source_(queue->codec().lane_has_topic() && !record.ordered
@@ -81,8 +82,7 @@ void GroupImpl::NoteLaneWritten(std::string_view lane_prefix) {
   if (paged()) {
     paged_notes_.store(true);
   } else {
-    MutexLock l(&notes_mu_);
-    notes_.emplace(lane_prefix);
+    notes_.Note(lane_prefix);
   }
   if (waiters_.load() > 0) Wake();
 }
@@ -387,27 +387,17 @@ void GroupImpl::EndInFlight(Lane* lane) {
 }
 
 absl::Status GroupImpl::TakeNotes() {
-  absl::flat_hash_set<std::string> notes;
-  {
-    MutexLock l(&notes_mu_);
-    notes.swap(notes_);
-  }
   const bool has_topic = queue_->codec().lane_has_topic();
-  for (const std::string& prefix : notes) {
-    if (has_topic) {
-      uint32_t partition;
-      int priority;
-      std::string_view topic;
-      if (LayoutCodec::ParseLanePrefix(prefix, true, &partition, &priority,
-                                       &topic) &&
-          !InScope(topic)) {
-        continue;
-      }
-    }
-    HQ_ASSIGN_OR_RETURN(Lane * lane, GetLane(prefix));
+  // Runs under mu_, which the caller of TakeNotes holds.
+  auto activate = [&](const NotedLane& noted)
+                      ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
+    // A time-layout lane holds every topic.
+    if (has_topic && !InScope(noted.topic)) return absl::OkStatus();
+    HQ_ASSIGN_OR_RETURN(Lane * lane, GetLane(noted.prefix));
     Activate(lane);
-  }
-  return absl::OkStatus();
+    return absl::OkStatus();
+  };
+  return notes_.Take(activate);
 }
 
 // ------------------------------------------------------------ bookkeeping

@@ -51,6 +51,7 @@
 #include "hq/lease.h"
 #include "leveldb/db.h"
 #include "leveldb/write_batch.h"
+#include "lib/consume/lane_notes.h"
 #include "lib/consume/lane_source.h"
 #include "lib/engine/queue_impl.h"
 #include "lib/format/format.h"
@@ -359,8 +360,7 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   const format::GroupRecord record_;
   absl::flat_hash_set<std::string> topic_set_;
 
-  Mutex notes_mu_ ABSL_ACQUIRED_AFTER(mu_);
-  absl::flat_hash_set<std::string> notes_ ABSL_GUARDED_BY(notes_mu_);
+  LaneNotes notes_;  // Unpaged groups: lanes written since TakeNotes.
   // Paged groups: the write path wrote since the flag was last taken.
   std::atomic<bool> paged_notes_{true};
 

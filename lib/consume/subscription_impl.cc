@@ -37,6 +37,7 @@ SubscriptionImpl::SubscriptionImpl(DbImpl* db, QueueImpl* queue,
       name_(std::move(name)),
       record_(record),
       topic_set_(record.topics.begin(), record.topics.end()),
+      notes_(queue->codec().lane_has_topic()),
       options_(options),
       listeners_{listener} {
   if (!record_.partitions.empty()) {
@@ -127,36 +128,28 @@ void SubscriptionImpl::Activate(Lane* lane) {
 }
 
 void SubscriptionImpl::NoteLaneWritten(std::string_view lane_prefix) {
-  {
-    MutexLock l(&notes_mu_);
-    notes_.emplace(lane_prefix);
-  }
+  notes_.Note(lane_prefix);
   pool_->Schedule(this);
 }
 
 absl::Status SubscriptionImpl::TakeNotes() {
-  absl::flat_hash_set<std::string> notes;
-  {
-    MutexLock l(&notes_mu_);
-    notes.swap(notes_);
-  }
   const bool has_topic = queue_->codec().lane_has_topic();
-  for (const std::string& prefix : notes) {
-    uint32_t partition;
-    int priority;
-    std::string_view topic;
-    if (!LayoutCodec::ParseLanePrefix(prefix, has_topic, &partition, &priority,
-                                      &topic)) {
-      continue;
+  // Runs under mu_, which the caller of TakeNotes holds.
+  auto activate = [&](const NotedLane& noted)
+                      ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
+    // A time-layout lane is in scope if its partition is (the reader skips
+    // other topics).
+    if (!partition_set_.empty() && !partition_set_[noted.partition]) {
+      return absl::OkStatus();
     }
-    // A time-layout lane is in scope if its partition is (the reader
-    // skips other topics).
-    if (!partition_set_.empty() && !partition_set_[partition]) continue;
-    if (has_topic && !InScope(partition, topic)) continue;
-    HQ_ASSIGN_OR_RETURN(Lane * lane, GetLane(prefix));
+    if (has_topic && !InScope(noted.partition, noted.topic)) {
+      return absl::OkStatus();
+    }
+    HQ_ASSIGN_OR_RETURN(Lane * lane, GetLane(noted.prefix));
     Activate(lane);
-  }
-  return absl::OkStatus();
+    return absl::OkStatus();
+  };
+  return notes_.Take(activate);
 }
 
 absl::Status SubscriptionImpl::Load() {

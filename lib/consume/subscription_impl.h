@@ -33,6 +33,7 @@
 #include "hq/subscription.h"
 #include "leveldb/db.h"
 #include "leveldb/write_batch.h"
+#include "lib/consume/lane_notes.h"
 #include "lib/engine/delivery_pool.h"
 #include "lib/engine/queue_impl.h"
 #include "lib/format/format.h"
@@ -137,8 +138,7 @@ class SubscriptionImpl final : public Subscription,
   std::vector<bool> partition_set_;  // Empty: all.
   absl::flat_hash_set<std::string> topic_set_;
 
-  Mutex notes_mu_ ABSL_ACQUIRED_AFTER(mu_);
-  absl::flat_hash_set<std::string> notes_ ABSL_GUARDED_BY(notes_mu_);
+  LaneNotes notes_;  // Lanes written since TakeNotes.
 
   Mutex mu_;
   SubscribeOptions options_ ABSL_GUARDED_BY(mu_);
