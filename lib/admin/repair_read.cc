@@ -260,6 +260,155 @@ std::string TableName(uint64_t number) {
   return absl::StrFormat("%06d.ldb", number);
 }
 
+// The MANIFEST that CURRENT names, as far as it can be read: only to
+// report it, and the key range of each table it names.
+struct ManifestView {
+  bool read = false;  // False: CURRENT or the MANIFEST is missing or damaged.
+  manifest::State state;
+
+  // "from K1 to K2", the keys of table `number` the MANIFEST records, or
+  // "" if it records none.
+  std::string Range(uint64_t number) const {
+    if (!read) return "";
+    auto it = state.tables.find(number);
+    if (it == state.tables.end()) return "";
+    return absl::StrCat("from ", Hex(manifest::UserKey(it->second.smallest)),
+                        " to ", Hex(manifest::UserKey(it->second.largest)));
+  }
+};
+
+// Reads CURRENT and the MANIFEST it names; reports each missing or damaged
+// one, and each table the MANIFEST names that is not among `tables`.
+ManifestView ReadManifest(leveldb::Env* env, const std::string& dir,
+                          const std::map<uint64_t, std::string>& tables,
+                          FileRead* out) {
+  ManifestView view;
+  std::string current;
+  if (!env->FileExists(dir + "/CURRENT")) {
+    out->damage.push_back({"CURRENT", "missing", ""});
+    return view;
+  }
+  uint64_t n;
+  if (!leveldb::ReadFileToString(env, dir + "/CURRENT", &current).ok() ||
+      current.empty() || current.back() != '\n' ||
+      !manifest::ParseManifestName(
+          std::string_view(current).substr(0, current.size() - 1), &n)) {
+    out->damage.push_back({"CURRENT", "does not name a MANIFEST", ""});
+    return view;
+  }
+  current.pop_back();
+  std::string data, error;
+  if (!leveldb::ReadFileToString(env, dir + "/" + current, &data).ok()) {
+    out->damage.push_back({current, "missing or unreadable", ""});
+  } else if (!manifest::Read(data, &view.state, &error)) {
+    out->damage.push_back({current, error, ""});
+  } else {
+    view.read = true;
+    for (const auto& [number, t] : view.state.tables) {
+      if (!tables.contains(number)) {
+        out->damage.push_back({TableName(number),
+                               "missing (the MANIFEST names it)",
+                               view.Range(number), true});
+      }
+    }
+  }
+  return view;
+}
+
+// Opens each of `tables` as a source of entries; a table that cannot be
+// opened is damage, reported with its size against the MANIFEST's.
+absl::Status OpenTables(leveldb::Env* env, const std::string& dir,
+                        const std::map<uint64_t, std::string>& tables,
+                        const ManifestView& manifest, FileRead* out,
+                        std::vector<std::unique_ptr<Source>>* sources) {
+  for (const auto& [n, name] : tables) {
+    ++out->tables;
+    const std::string path = dir + "/" + name;
+    uint64_t size = 0;
+    leveldb::Status s = env->GetFileSize(path, &size);
+    if (!s.ok()) return file_util::FromIo(s, absl::StrCat("reading ", path));
+    leveldb::RandomAccessFile* raw_file = nullptr;
+    s = env->NewRandomAccessFile(path, &raw_file);
+    if (!s.ok()) return file_util::FromIo(s, absl::StrCat("reading ", path));
+    std::unique_ptr<leveldb::RandomAccessFile> file(raw_file);
+    leveldb::Options o;
+    o.comparator = &Order();
+    o.paranoid_checks = true;
+    leveldb::Table* raw_table = nullptr;
+    s = leveldb::Table::Open(o, file.get(), size, &raw_table);
+    if (!s.ok()) {
+      std::string what = s.ToString();
+      if (auto it = manifest.state.tables.find(n);
+          manifest.read && it != manifest.state.tables.end() &&
+          it->second.bytes != size) {
+        absl::StrAppend(&what, " (", size, " bytes; the MANIFEST says ",
+                        it->second.bytes, ")");
+      }
+      out->damage.push_back({name, what, manifest.Range(n), true});
+      continue;
+    }
+    sources->push_back(std::make_unique<TableSource>(
+        name, std::move(file), std::unique_ptr<leveldb::Table>(raw_table),
+        out));
+  }
+  return absl::OkStatus();
+}
+
+// Adds one source of the writes in `logs`, read in number order up to the
+// first damaged record.
+absl::Status ReadLogs(leveldb::Env* env, const std::string& dir,
+                      const std::map<uint64_t, std::string>& logs,
+                      FileRead* out,
+                      std::vector<std::unique_ptr<Source>>* sources) {
+  std::vector<std::pair<std::string, std::string>> entries;
+  for (const auto& [n, name] : logs) {
+    ++out->logs;
+    std::string data;
+    const leveldb::Status s =
+        leveldb::ReadFileToString(env, dir + "/" + name, &data);
+    if (!s.ok()) return file_util::FromIo(s, absl::StrCat("reading ", name));
+    const log_check::LogCheck c =
+        log_check::Check(data, [&](std::string_view record) {
+          if (AddBatch(record, &entries)) ++out->entries;
+        });
+    if (c.state == log_check::LogCheck::State::kDamaged) break;
+  }
+  sources->push_back(std::make_unique<VectorSource>(std::move(entries)));
+  return absl::OkStatus();
+}
+
+// Merges `sources` as LevelDB would, the smallest internal key first, and
+// adds the newest entry of each user key, if it is a value, to the census.
+void MergeIntoCensus(const std::vector<std::unique_ptr<Source>>& sources,
+                     FileRead* out) {
+  auto greater = [](const Source* a, const Source* b) {
+    return Order().Compare(a->key(), b->key()) > 0;
+  };
+  std::priority_queue<Source*, std::vector<Source*>, decltype(greater)> heap(
+      greater);
+  for (const auto& src : sources) {
+    if (src->Valid()) heap.push(src.get());
+  }
+  std::string last_user_key;
+  bool have_last = false;
+  while (!heap.empty()) {
+    Source* src = heap.top();
+    heap.pop();
+    const std::string_view ikey = View(src->key());
+    if (ikey.size() >= 8) {
+      const std::string_view user_key = manifest::UserKey(ikey);
+      if (!have_last || user_key != last_user_key) {
+        have_last = true;
+        last_user_key.assign(user_key);
+        const uint8_t type = static_cast<uint8_t>(ikey[ikey.size() - 8]);
+        if (type == kTypeValue) out->census.Add(user_key, View(src->value()));
+      }
+    }
+    src->Next();
+    if (src->Valid()) heap.push(src);
+  }
+}
+
 }  // namespace
 
 void Census::Add(std::string_view key, std::string_view value) {
@@ -327,122 +476,11 @@ absl::Status ReadFiles(leveldb::Env* env, const std::string& dir,
     if (manifest::ParseTableName(c, &n)) tables[n] = c;
     if (manifest::ParseLogName(c, &n)) logs[n] = c;
   }
-
-  // CURRENT and the MANIFEST it names: only to report them, and the
-  // tables the MANIFEST names that are missing.
-  manifest::State state;
-  bool have_state = false;
-  std::string current;
-  if (!env->FileExists(dir + "/CURRENT")) {
-    out->damage.push_back({"CURRENT", "missing", ""});
-  } else if (!leveldb::ReadFileToString(env, dir + "/CURRENT", &current).ok() ||
-             current.empty() || current.back() != '\n') {
-    out->damage.push_back({"CURRENT", "does not name a MANIFEST", ""});
-  } else {
-    current.pop_back();
-    uint64_t n;
-    std::string data, error;
-    if (!manifest::ParseManifestName(current, &n)) {
-      out->damage.push_back({"CURRENT", "does not name a MANIFEST", ""});
-    } else if (!leveldb::ReadFileToString(env, dir + "/" + current, &data)
-                    .ok()) {
-      out->damage.push_back({current, "missing or unreadable", ""});
-    } else if (!manifest::Read(data, &state, &error)) {
-      out->damage.push_back({current, error, ""});
-    } else {
-      have_state = true;
-    }
-  }
-  auto range = [&](uint64_t number) -> std::string {
-    if (!have_state) return "";
-    auto it = state.tables.find(number);
-    if (it == state.tables.end()) return "";
-    return absl::StrCat("from ", Hex(manifest::UserKey(it->second.smallest)),
-                        " to ", Hex(manifest::UserKey(it->second.largest)));
-  };
-  if (have_state) {
-    for (const auto& [n, t] : state.tables) {
-      if (!tables.contains(n)) {
-        out->damage.push_back(
-            {TableName(n), "missing (the MANIFEST names it)", range(n), true});
-      }
-    }
-  }
-
+  const ManifestView manifest = ReadManifest(env, dir, tables, out);
   std::vector<std::unique_ptr<Source>> sources;
-  for (const auto& [n, name] : tables) {
-    ++out->tables;
-    const std::string path = dir + "/" + name;
-    uint64_t size = 0;
-    s = env->GetFileSize(path, &size);
-    if (!s.ok()) return file_util::FromIo(s, absl::StrCat("reading ", path));
-    leveldb::RandomAccessFile* raw_file = nullptr;
-    s = env->NewRandomAccessFile(path, &raw_file);
-    if (!s.ok()) return file_util::FromIo(s, absl::StrCat("reading ", path));
-    std::unique_ptr<leveldb::RandomAccessFile> file(raw_file);
-    leveldb::Options o;
-    o.comparator = &Order();
-    o.paranoid_checks = true;
-    leveldb::Table* raw_table = nullptr;
-    s = leveldb::Table::Open(o, file.get(), size, &raw_table);
-    if (!s.ok()) {
-      std::string what = s.ToString();
-      if (have_state && state.tables.contains(n) &&
-          state.tables[n].bytes != size) {
-        absl::StrAppend(&what, " (", size, " bytes; the MANIFEST says ",
-                        state.tables[n].bytes, ")");
-      }
-      out->damage.push_back({name, what, range(n), true});
-      continue;
-    }
-    sources.push_back(std::make_unique<TableSource>(
-        name, std::move(file), std::unique_ptr<leveldb::Table>(raw_table),
-        out));
-  }
-
-  // The logs, in number order, up to the first damaged record.
-  std::vector<std::pair<std::string, std::string>> entries;
-  for (const auto& [n, name] : logs) {
-    ++out->logs;
-    std::string data;
-    s = leveldb::ReadFileToString(env, dir + "/" + name, &data);
-    if (!s.ok()) return file_util::FromIo(s, absl::StrCat("reading ", name));
-    const log_check::LogCheck c =
-        log_check::Check(data, [&](std::string_view record) {
-          if (AddBatch(record, &entries)) ++out->entries;
-        });
-    if (c.state == log_check::LogCheck::State::kDamaged) break;
-  }
-  sources.push_back(std::make_unique<VectorSource>(std::move(entries)));
-
-  // Merge: the smallest internal key first; for each user key only its
-  // newest entry counts.
-  auto greater = [](const Source* a, const Source* b) {
-    return Order().Compare(a->key(), b->key()) > 0;
-  };
-  std::priority_queue<Source*, std::vector<Source*>, decltype(greater)> heap(
-      greater);
-  for (auto& src : sources) {
-    if (src->Valid()) heap.push(src.get());
-  }
-  std::string last_user_key;
-  bool have_last = false;
-  while (!heap.empty()) {
-    Source* src = heap.top();
-    heap.pop();
-    const std::string_view ikey = View(src->key());
-    if (ikey.size() >= 8) {
-      const std::string_view user_key = manifest::UserKey(ikey);
-      if (!have_last || user_key != last_user_key) {
-        have_last = true;
-        last_user_key.assign(user_key);
-        const uint8_t type = static_cast<uint8_t>(ikey[ikey.size() - 8]);
-        if (type == kTypeValue) out->census.Add(user_key, View(src->value()));
-      }
-    }
-    src->Next();
-    if (src->Valid()) heap.push(src);
-  }
+  HQ_RETURN_IF_ERROR(OpenTables(env, dir, tables, manifest, out, &sources));
+  HQ_RETURN_IF_ERROR(ReadLogs(env, dir, logs, out, &sources));
+  MergeIntoCensus(sources, out);
   DescribeGaps(out);
   return absl::OkStatus();
 }
