@@ -274,33 +274,74 @@ void Mender::FinishReservations(const WalkFacts& facts) {
 // TTL (the TTL is not stored anywhere else), the default payload limit.
 // Queue ids with no message and no lane directory record are left to the
 // Mender. Returns the number of queues written.
-}  // namespace
+// What the records of a queue without a catalog record tell of it.
+struct Orphan {
+  uint32_t max_partition = 0;
+  int max_priority = 0;
+  bool evidence = false;  // A message or lane directory record.
+  bool topic = true;      // Every key parses in the topic layout.
+  std::string ttl_name;   // The name its TTL index record gives, if any.
+};
 
-absl::StatusOr<int64_t> RecreateLostQueues(leveldb::DB* db, absl::Time now,
-                                           RepairReport* report) {
-  struct Orphan {
-    uint32_t max_partition = 0;
-    int max_priority = 0;
-    bool evidence = false;  // A message or lane directory record.
-    bool topic = true;      // Every key parses in the topic layout.
-    std::string ttl_name;
-  };
-  absl::flat_hash_set<uint32_t> known, dropping;
-  absl::flat_hash_set<std::string> names;
-  std::map<uint32_t, Orphan> orphans;
-  const leveldb::ReadOptions ro = CheckedReadOptions();
-  {
-    std::unique_ptr<leveldb::Iterator> it(NewCheckedIterator(db, ro));
-    const std::string prefix = format::DropPrefix();
-    for (it->Seek(prefix); it->Valid() && View(it->key()).starts_with(prefix);
-         it->Next()) {
-      if (it->key().size() == 5) {
-        dropping.insert(coding::DecodeFixed32(it->key().data() + 1));
-      }
+// The ids of the queues whose drop is in progress (a drop marker).
+absl::StatusOr<absl::flat_hash_set<uint32_t>> DroppingQueueIds(
+    leveldb::DB* db) {
+  absl::flat_hash_set<uint32_t> dropping;
+  std::unique_ptr<leveldb::Iterator> it(
+      NewCheckedIterator(db, CheckedReadOptions()));
+  const std::string prefix = format::DropPrefix();
+  for (it->Seek(prefix); it->Valid() && View(it->key()).starts_with(prefix);
+       it->Next()) {
+    if (it->key().size() == 5) {
+      dropping.insert(coding::DecodeFixed32(it->key().data() + 1));
     }
-    HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "repair: reading"));
   }
-  std::unique_ptr<leveldb::Iterator> it(NewCheckedIterator(db, ro));
+  HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "repair: reading"));
+  return dropping;
+}
+
+// Adds what record `key` (tag `tag`, value `value`) of an orphan queue
+// says of it to `o`.
+void NoteOrphanRecord(char tag, std::string_view key, std::string_view value,
+                      Orphan* o) {
+  if (tag == format::kTtlTag) {
+    if (key.size() == 5 && format::ValidateQueueName(value).ok()) {
+      o->ttl_name = std::string(value);
+    }
+    return;
+  }
+  if (key.size() < 7) return;
+  o->max_partition = std::max<uint32_t>(o->max_partition,
+                                        coding::DecodeFixed16(key.data() + 5));
+  if (tag == format::kReserveTag || key.size() < LayoutCodec::kHeadSize) {
+    return;
+  }
+  o->evidence = true;
+  o->max_priority =
+      std::max(o->max_priority, 255 - static_cast<unsigned char>(key[7]));
+  // Topic layout: head fixed16 len topic [message_id].
+  const size_t n = key.size();
+  const size_t len =
+      n >= LayoutCodec::kHeadSize + 2
+          ? coding::DecodeFixed16(key.data() + LayoutCodec::kHeadSize)
+          : SIZE_MAX;
+  const size_t base = LayoutCodec::kHeadSize + 2 + len;
+  if (len == SIZE_MAX ||
+      (n != base && n != base + LayoutCodec::kMessageIdSize)) {
+    o->topic = false;
+  }
+}
+
+// Reads every key once: the names of the queues in the catalog into
+// `names`, and what the records of each other queue (not being dropped)
+// tell of it into `orphans`.
+absl::Status FindOrphans(leveldb::DB* db,
+                         const absl::flat_hash_set<uint32_t>& dropping,
+                         absl::flat_hash_set<std::string>* names,
+                         std::map<uint32_t, Orphan>* orphans) {
+  absl::flat_hash_set<uint32_t> known;
+  std::unique_ptr<leveldb::Iterator> it(
+      NewCheckedIterator(db, CheckedReadOptions()));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     const std::string_view key = View(it->key());
     if (key.empty()) continue;
@@ -309,7 +350,7 @@ absl::StatusOr<int64_t> RecreateLostQueues(leveldb::DB* db, absl::Time now,
       format::QueueRecord r;
       if (format::DecodeQueueRecord(View(it->value()), &r).ok()) {
         known.insert(r.id);
-        names.insert(std::string(key.substr(1)));
+        names->insert(std::string(key.substr(1)));
       }
       continue;
     }
@@ -320,38 +361,36 @@ absl::StatusOr<int64_t> RecreateLostQueues(leveldb::DB* db, absl::Time now,
     }
     const uint32_t id = coding::DecodeFixed32(key.data() + 1);
     if (id == 0 || known.contains(id) || dropping.contains(id)) continue;
-    Orphan& o = orphans[id];
-    if (tag == format::kTtlTag) {
-      if (key.size() == 5 &&
-          format::ValidateQueueName(View(it->value())).ok()) {
-        o.ttl_name = std::string(View(it->value()));
-      }
-      continue;
-    }
-    if (key.size() < 7) continue;
-    o.max_partition = std::max<uint32_t>(o.max_partition,
-                                         coding::DecodeFixed16(key.data() + 5));
-    if (tag == format::kReserveTag || key.size() < LayoutCodec::kHeadSize) {
-      continue;
-    }
-    o.evidence = true;
-    o.max_priority =
-        std::max(o.max_priority, 255 - static_cast<unsigned char>(key[7]));
-    // Topic layout: head fixed16 len topic [message_id].
-    const size_t n = key.size();
-    const size_t len =
-        n >= LayoutCodec::kHeadSize + 2
-            ? coding::DecodeFixed16(key.data() + LayoutCodec::kHeadSize)
-            : SIZE_MAX;
-    const size_t base = LayoutCodec::kHeadSize + 2 + len;
-    if (len == SIZE_MAX ||
-        (n != base && n != base + LayoutCodec::kMessageIdSize)) {
-      o.topic = false;
+    NoteOrphanRecord(tag, key, View(it->value()), &(*orphans)[id]);
+  }
+  return FromLevelDb(it->status(), "repair: reading");
+}
+
+// The name a recreated queue gets: the one its TTL record gives, unless it
+// is empty or taken, else "recovered-ID" (with "-2", "-3"... if taken).
+// Adds it to `names`.
+std::string RecreatedName(uint32_t id, const std::string& ttl_name,
+                          absl::flat_hash_set<std::string>* names) {
+  std::string name = ttl_name;
+  if (name.empty() || names->contains(name)) {
+    name = absl::StrCat("recovered-", id);
+    for (int i = 2; names->contains(name); ++i) {
+      name = absl::StrCat("recovered-", id, "-", i);
     }
   }
-  HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "repair: reading"));
-  it.reset();
+  names->insert(name);
+  return name;
+}
 
+}  // namespace
+
+absl::StatusOr<int64_t> RecreateLostQueues(leveldb::DB* db, absl::Time now,
+                                           RepairReport* report) {
+  HQ_ASSIGN_OR_RETURN(const absl::flat_hash_set<uint32_t> dropping,
+                      DroppingQueueIds(db));
+  absl::flat_hash_set<std::string> names;
+  std::map<uint32_t, Orphan> orphans;
+  HQ_RETURN_IF_ERROR(FindOrphans(db, dropping, &names, &orphans));
   leveldb::WriteBatch b;
   int64_t written = 0;
   for (const auto& [id, o] : orphans) {
@@ -364,14 +403,7 @@ absl::StatusOr<int64_t> RecreateLostQueues(leveldb::DB* db, absl::Time now,
     r.options.ttl = absl::InfiniteDuration();
     r.created = now;
     if (!format::ValidateQueueOptions(r.options).ok()) continue;
-    std::string name = o.ttl_name;
-    if (name.empty() || names.contains(name)) {
-      name = absl::StrCat("recovered-", id);
-      for (int i = 2; names.contains(name); ++i) {
-        name = absl::StrCat("recovered-", id, "-", i);
-      }
-    }
-    names.insert(name);
+    const std::string name = RecreatedName(id, o.ttl_name, &names);
     const std::string key = format::CatalogKey(name);
     b.Put(key, format::EncodeQueueRecord(r));
     ++written;
