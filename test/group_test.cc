@@ -1829,5 +1829,44 @@ TEST_CASE("paged groups hand out again what was in flight at a restart") {
   CHECK(again == 10);
 }
 
+// Issue 17: Stats counts the backlog without the group's lock (claims go on
+// meanwhile), on a snapshot taken under it, so that what it reports is
+// the backlog of one moment, in both layouts.
+TEST_CASE("issue17: Stats counts the backlog outside the group's lock") {
+  const Layout layout = GENERATE(Layout::kTime, Layout::kTopic);
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q =
+      ValueOrDie(f.db()->CreateQueue("q", {.partitions = 4, .layout = layout}));
+  std::vector<Message> batch;
+  std::vector<std::string> topics;
+  for (int i = 0; i < 40; ++i) topics.push_back(absl::StrCat("t", i % 8));
+  for (const std::string& t : topics) {
+    batch.push_back({.topic = t, .payload = "x"});
+  }
+  HQ_REQUIRE_OK(q->PutBatch(batch, nullptr));
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  HQ_REQUIRE_OK(g->Complete(ValueOrDie(g->Claim({.max = 5}))));
+  auto* impl = static_cast<GroupImpl*>(g);
+  int calls = 0, lock_free = 0, claimed = 0;
+  impl->TEST_SetCountHook([&] {
+    ++calls;
+    if (impl->TEST_LockIsFree()) ++lock_free;
+    // A claim while Stats counts: it takes the lock Stats does not hold.
+    if (calls == 1)
+      claimed = static_cast<int>(ValueOrDie(g->Claim({.max = 3})).size());
+  });
+  const GroupStats st = ValueOrDie(g->Stats());
+  impl->TEST_SetCountHook(nullptr);
+  CHECK(calls > 0);
+  CHECK(lock_free == calls);
+  CHECK(claimed == 3);
+  // The count is of the moment before that claim.
+  CHECK(st.backlog == 35);
+  CHECK(st.backlog_exact);
+  const GroupStats after = ValueOrDie(g->Stats());
+  CHECK(after.backlog == 32);
+  CHECK(after.in_flight == 3);
+}
+
 }  // namespace
 }  // namespace hq

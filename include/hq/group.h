@@ -206,7 +206,9 @@ struct GroupStats {
   // bound. With the `time` layout and a topic filter, the count also reads
   // past the messages of other topics. An unordered group of a `topic`
   // layout queue counts the lanes in memory and at most 1024 more; if
-  // others may have messages, backlog_exact is false.
+  // others may have messages, backlog_exact is false. The count is of one
+  // moment (a snapshot) and runs without the group's lock: claims and
+  // completions go on while Stats counts.
   uint64_t backlog = 0;
   bool backlog_exact = true;
   // Tasks under a lease.

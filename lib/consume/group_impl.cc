@@ -6,6 +6,7 @@
 #include <cmath>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "lib/consume/group_test_hooks.h"
@@ -557,10 +558,105 @@ absl::Duration GroupImpl::Backoff(uint32_t attempts) {
 
 // ------------------------------------------------------------------ stats
 
-absl::StatusOr<uint64_t> GroupImpl::CountWindow(std::string_view prefix,
-                                                const format::CursorValue& c,
-                                                MessageId cutoff,
-                                                leveldb::Iterator* it) {
+absl::StatusOr<GroupStats> GroupImpl::Stats() {
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  GroupStats st;
+  std::vector<BacklogLane> lanes;
+  const leveldb::Snapshot* snapshot = nullptr;
+  absl::Time now;
+  {
+    MutexLock l(&mu_);
+    HQ_RETURN_IF_ERROR(Usable());
+    // Paged groups: lanes waiting in the source, counted without taking
+    // them.
+    std::vector<std::string> waiting;
+    bool all_lanes = true;
+    if (paged()) {
+      TakePagedNotes();
+      std::unique_ptr<leveldb::Iterator> it(
+          NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
+      HQ_RETURN_IF_ERROR(
+          source_->Peek(kStatsPeek, it.get(), &waiting, &all_lanes));
+    } else {
+      HQ_RETURN_IF_ERROR(Fail(TakeNotes()));
+    }
+    HQ_RETURN_IF_ERROR(ForgetDeadIfQueueGone());
+    now = db_->clock()->Now();
+    CountTasks(now, &st);
+    CollectBacklogLanes(waiting, &lanes);
+    if (!all_lanes) st.backlog_exact = false;
+    // The snapshot holds what the cursors copied above point into.
+    snapshot = db_->leveldb()->GetSnapshot();
+  }
+  absl::Cleanup release = [&] { db_->leveldb()->ReleaseSnapshot(snapshot); };
+  HQ_RETURN_IF_ERROR(CountBacklog(lanes, snapshot, now, &st));
+  return st;
+}
+
+void GroupImpl::CountTasks(absl::Time now, GroupStats* st) {
+  st->in_flight = in_flight_;
+  st->redelivery = waiting_count_;
+  st->dead_letters = dead_count_ + dying_.size();
+  st->lanes = lanes_.size();
+  st->consumers = consumers_.size();
+  absl::Time oldest = absl::InfiniteFuture();
+  for (const auto& [prefix, lane] : lanes_) {
+    st->window_records += lane->tasks.size();
+    if (lane->done < lane->scan) {
+      st->max_cursor_lag =
+          std::max(st->max_cursor_lag, lane->scan.time() - lane->done.time());
+    }
+    for (const auto& [id, rec] : lane->tasks) {
+      if (rec.state == format::TaskState::kInFlight) {
+        oldest = std::min(oldest, rec.since);
+      } else if (rec.state == format::TaskState::kWaiting &&
+                 rec.attempts == 0 && !rec.dying) {
+        ++st->delayed;
+      }
+    }
+  }
+  if (oldest != absl::InfiniteFuture()) st->oldest_in_flight = now - oldest;
+  st->redelivery -= st->delayed;
+}
+
+void GroupImpl::CollectBacklogLanes(const std::vector<std::string>& waiting,
+                                    std::vector<BacklogLane>* out) {
+  auto add = [&](const Lane& lane) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    BacklogLane b{.prefix = lane.prefix, .scan = lane.scan};
+    for (const auto& [id, rec] : lane.tasks) b.skip.push_back(id);
+    out->push_back(std::move(b));
+  };
+  absl::flat_hash_set<absl::string_view> seen;
+  ForEachActive([&](Lane* lane) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    if (seen.insert(Av(lane->prefix)).second) add(*lane);
+  });
+  for (const std::string& prefix : waiting) {
+    if (!seen.insert(Av(prefix)).second) continue;
+    uint32_t partition;
+    int priority;
+    std::string_view topic;
+    if (!LayoutCodec::ParseLanePrefix(prefix, true, &partition, &priority,
+                                      &topic) ||
+        !InScope(topic)) {
+      continue;
+    }
+    if (const Lane* lane = FindLane(prefix)) {
+      add(*lane);
+    } else {
+      out->push_back({.prefix = prefix, .on_disk = true});
+    }
+  }
+}
+
+namespace {
+
+// The messages of lane `prefix` between the cursors `c` (from `cutoff`):
+// tasks handed out before a restart and not completed, of a lane that is
+// not in memory (none of them has a task record).
+absl::StatusOr<uint64_t> CountWindow(std::string_view prefix,
+                                     const format::CursorValue& c,
+                                     MessageId cutoff, leveldb::Iterator* it) {
   if (!(c.done < c.scan)) return 0;
   std::string seek(prefix);
   LayoutCodec::AppendMessageId(&seek, std::max(c.done, cutoff));
@@ -577,114 +673,63 @@ absl::StatusOr<uint64_t> GroupImpl::CountWindow(std::string_view prefix,
   return n;
 }
 
-absl::StatusOr<GroupStats> GroupImpl::Stats() {
-  DbImpl::OpScope op(db_);
-  HQ_RETURN_IF_ERROR(op.status());
-  MutexLock l(&mu_);
-  HQ_RETURN_IF_ERROR(Usable());
-  std::unique_ptr<leveldb::Iterator> it(
-      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
-  // Paged groups: lanes waiting in the source, counted without taking them.
-  std::vector<std::string> waiting_lanes;
-  bool all_lanes = true;
-  if (paged()) {
-    TakePagedNotes();
-    HQ_RETURN_IF_ERROR(
-        source_->Peek(kStatsPeek, it.get(), &waiting_lanes, &all_lanes));
-  } else {
-    HQ_RETURN_IF_ERROR(Fail(TakeNotes()));
-  }
-  HQ_RETURN_IF_ERROR(ForgetDeadIfQueueGone());
-  const absl::Time now = db_->clock()->Now();
-  const MessageId cutoff = queue_->TtlCutoff(now);
-  const bool has_topic = queue_->codec().lane_has_topic();
-  GroupStats st;
-  st.in_flight = in_flight_;
-  st.redelivery = waiting_count_;
-  st.dead_letters = dead_count_ + dying_.size();
-  st.lanes = lanes_.size();
-  st.consumers = consumers_.size();
-  absl::Time oldest = absl::InfiniteFuture();
-  for (const auto& [prefix, lane] : lanes_) {
-    st.window_records += lane->tasks.size();
-    if (lane->done < lane->scan) {
-      st.max_cursor_lag =
-          std::max(st.max_cursor_lag, lane->scan.time() - lane->done.time());
-    }
-    for (const auto& [id, rec] : lane->tasks) {
-      if (rec.state == format::TaskState::kInFlight) {
-        oldest = std::min(oldest, rec.since);
-      } else if (rec.state == format::TaskState::kWaiting &&
-                 rec.attempts == 0 && !rec.dying) {
-        ++st.delayed;
-      }
-    }
-  }
-  if (oldest != absl::InfiniteFuture()) st.oldest_in_flight = now - oldest;
-  st.redelivery -= st.delayed;
+}  // namespace
 
-  // The backlog of the lane `prefix` from `scan`, skipping `tasks`.
-  std::string seek;
-  auto count = [&](std::string_view prefix, MessageId scan,
-                   const std::map<MessageId, Rec>* tasks) -> absl::Status {
-    const size_t n = prefix.size();
-    seek.assign(prefix);
-    LayoutCodec::AppendMessageId(&seek, std::max(scan, cutoff));
-    MessageId id;
-    for (it->Seek(seek); it->Valid() && st.backlog_exact; it->Next()) {
-      const std::string_view key = View(it->key());
-      if (!LayoutCodec::LaneMessage(key, prefix, &id)) break;
-      if (tasks != nullptr && tasks->contains(id)) continue;
-      if (!has_topic && !InScope(key.substr(n + 8))) continue;
-      if (st.backlog == kStatsCountLimit) {
-        st.backlog_exact = false;  // A lower bound.
-        break;
+absl::Status GroupImpl::CountBacklog(const std::vector<BacklogLane>& lanes,
+                                     const leveldb::Snapshot* snapshot,
+                                     absl::Time now, GroupStats* st) {
+  leveldb::ReadOptions ro = CheckedReadOptions();
+  ro.snapshot = snapshot;
+  ro.fill_cache = false;
+  std::unique_ptr<leveldb::Iterator> it(NewCheckedIterator(db_->leveldb(), ro));
+  const MessageId cutoff = queue_->TtlCutoff(now);
+  for (const BacklogLane& lane : lanes) {
+    MessageId scan = lane.scan;
+    if (lane.on_disk) {
+      std::string value;
+      format::CursorValue c;
+      const leveldb::Status s =
+          CheckedGet(db_->leveldb(), ro, CursorKey(lane.prefix), &value);
+      if (s.ok() && !format::DecodeCursor(value, &c)) {
+        return absl::DataLossError(absl::StrCat("consumer group '", name_,
+                                                "': malformed cursor record"));
       }
-      ++st.backlog;
+      if (!s.ok() && !s.IsNotFound()) {
+        return FromLevelDb(s, "reading a group cursor");
+      }
+      scan = c.scan;
+      // Handed out before a restart, not completed: delivered again when
+      // the lane is taken.
+      HQ_ASSIGN_OR_RETURN(const uint64_t window,
+                          CountWindow(lane.prefix, c, cutoff, it.get()));
+      st->redelivery += window;
     }
-    return FromLevelDb(it->status(), "counting the backlog");
-  };
-  std::vector<Lane*> active;
-  ForEachActive([&](Lane* lane) { active.push_back(lane); });
-  absl::flat_hash_set<absl::string_view> counted;
-  for (Lane* lane : active) {
-    HQ_RETURN_IF_ERROR(count(lane->prefix, lane->scan, &lane->tasks));
-    counted.insert(Av(lane->prefix));
+    if (test_count_hook_) test_count_hook_();
+    HQ_RETURN_IF_ERROR(CountLane(lane, scan, cutoff, it.get(), st));
   }
-  for (const std::string& prefix : waiting_lanes) {
-    if (!counted.insert(Av(prefix)).second) continue;
-    uint32_t partition;
-    int priority;
-    std::string_view topic;
-    if (!LayoutCodec::ParseLanePrefix(prefix, true, &partition, &priority,
-                                      &topic) ||
-        !InScope(topic)) {
-      continue;
+  return absl::OkStatus();
+}
+
+absl::Status GroupImpl::CountLane(const BacklogLane& lane, MessageId scan,
+                                  MessageId cutoff, leveldb::Iterator* it,
+                                  GroupStats* st) {
+  const bool has_topic = queue_->codec().lane_has_topic();
+  const size_t n = lane.prefix.size();
+  std::string seek = lane.prefix;
+  LayoutCodec::AppendMessageId(&seek, std::max(scan, cutoff));
+  MessageId id;
+  for (it->Seek(seek); it->Valid() && st->backlog_exact; it->Next()) {
+    const std::string_view key = View(it->key());
+    if (!LayoutCodec::LaneMessage(key, lane.prefix, &id)) break;
+    if (std::binary_search(lane.skip.begin(), lane.skip.end(), id)) continue;
+    if (!has_topic && !InScope(key.substr(n + 8))) continue;
+    if (st->backlog == kStatsCountLimit) {
+      st->backlog_exact = false;  // A lower bound.
+      break;
     }
-    if (const Lane* lane = FindLane(prefix)) {
-      HQ_RETURN_IF_ERROR(count(prefix, lane->scan, &lane->tasks));
-      continue;
-    }
-    std::string value;
-    format::CursorValue c;
-    leveldb::Status s = CheckedGet(db_->leveldb(), CheckedReadOptions(),
-                                   CursorKey(prefix), &value);
-    if (s.ok() && !format::DecodeCursor(value, &c)) {
-      return absl::DataLossError(absl::StrCat("consumer group '", name_,
-                                              "': malformed cursor record"));
-    }
-    if (!s.ok() && !s.IsNotFound()) {
-      return FromLevelDb(s, "reading a group cursor");
-    }
-    HQ_RETURN_IF_ERROR(count(prefix, c.scan, nullptr));
-    // Handed out before a restart, not completed: delivered again when
-    // the lane is taken.
-    HQ_ASSIGN_OR_RETURN(const uint64_t window,
-                        CountWindow(prefix, c, cutoff, it.get()));
-    st.redelivery += window;
+    ++st->backlog;
   }
-  if (!all_lanes) st.backlog_exact = false;
-  return st;
+  return FromLevelDb(it->status(), "counting the backlog");
 }
 
 }  // namespace hq

@@ -98,6 +98,17 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // Lanes in memory, and of them those waiting for a turn (active).
   size_t TEST_ResidentLanes() ABSL_LOCKS_EXCLUDED(mu_);
   size_t TEST_ActiveLanes() ABSL_LOCKS_EXCLUDED(mu_);
+  // Sets a function that Stats calls before it counts each lane's backlog
+  // (nullptr: none). REQUIRES: no Stats call runs.
+  void TEST_SetCountHook(std::function<void()> hook) {
+    test_count_hook_ = std::move(hook);
+  }
+  // Whether the group's lock is free at this moment (takes and releases it).
+  bool TEST_LockIsFree() ABSL_LOCKS_EXCLUDED(mu_) {
+    if (!mu_.TryLock()) return false;
+    mu_.Unlock();
+    return true;
+  }
 
  private:
   // Unix ms of `t`, 0 before the epoch.
@@ -249,12 +260,32 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // Lets go of the source position `lane` holds if it needs none any more:
   // it is drained and its open tasks all have records.
   void MaybeRelease(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Paged groups' Stats: the messages between the cursors `c` of the lane
-  // `prefix` (not in memory: none has a task record), from `cutoff`.
-  absl::StatusOr<uint64_t> CountWindow(std::string_view prefix,
-                                       const format::CursorValue& c,
-                                       MessageId cutoff, leveldb::Iterator* it)
+  // Stats in steps. Under mu_: the counts kept in memory, and the lanes
+  // whose backlog Stats counts. Then, without mu_ (the count is bounded by
+  // kStatsCountLimit, not by the lanes or the backlog, but is still I/O),
+  // on a snapshot taken under mu_: the backlog of those lanes.
+  struct BacklogLane {
+    std::string prefix;
+    MessageId scan;               // Counted from here (in memory).
+    std::vector<MessageId> skip;  // Ids with task records, ascending.
+    // Not in memory: the cursors are read from the lane's cursor record,
+    // and the window between them counts as redelivery.
+    bool on_disk = false;
+  };
+  void CountTasks(absl::Time now, GroupStats* st)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The active lanes, then those of `waiting` (peeked from the source) in
+  // the group's scope.
+  void CollectBacklogLanes(const std::vector<std::string>& waiting,
+                           std::vector<BacklogLane>* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CountBacklog(const std::vector<BacklogLane>& lanes,
+                            const leveldb::Snapshot* snapshot, absl::Time now,
+                            GroupStats* st) ABSL_LOCKS_EXCLUDED(mu_);
+  // Adds the messages of `lane` from `scan` (and `cutoff`) to st->backlog.
+  absl::Status CountLane(const BacklogLane& lane, MessageId scan,
+                         MessageId cutoff, leveldb::Iterator* it,
+                         GroupStats* st) ABSL_LOCKS_EXCLUDED(mu_);
   // Takes the write path's notes into the source.
   void TakePagedNotes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves the tasks LoadWindow found interrupted to the redeliveries, due
@@ -359,6 +390,7 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   const std::string name_;
   const format::GroupRecord record_;
   absl::flat_hash_set<std::string> topic_set_;
+  std::function<void()> test_count_hook_;  // TEST_SetCountHook.
 
   LaneNotes notes_;  // Unpaged groups: lanes written since TakeNotes.
   // Paged groups: the write path wrote since the flag was last taken.

@@ -46,6 +46,12 @@ class ABSL_LOCKABLE Mutex {
     Releasing();
     mu_.Unlock();
   }
+  // Takes the lock if it is free and returns true; false at once if not.
+  bool TryLock() ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true) {
+    if (!mu_.TryLock()) return false;
+    Acquired();
+    return true;
+  }
   void AssertHeld() const ABSL_ASSERT_EXCLUSIVE_LOCK() { mu_.AssertHeld(); }
 
   // No Await(Condition): absl evaluates conditions inside the
