@@ -200,5 +200,16 @@ TEST_CASE("a MANIFEST's log numbers, as LevelDB wrote them") {
   CHECK(torn.intact_end < manifest.size());
 }
 
+TEST_CASE("CURRENT names a MANIFEST only with its newline") {
+  std::string_view name;
+  REQUIRE(manifest::ParseCurrent("MANIFEST-000002\n", &name));
+  CHECK(name == "MANIFEST-000002");
+  CHECK_FALSE(manifest::ParseCurrent("MANIFEST-000002", &name));  // Cut short.
+  CHECK_FALSE(manifest::ParseCurrent("", &name));
+  CHECK_FALSE(manifest::ParseCurrent("\n", &name));
+  CHECK_FALSE(manifest::ParseCurrent("000002.log\n", &name));
+  CHECK_FALSE(manifest::ParseCurrent("MANIFEST-x\n", &name));
+}
+
 }  // namespace
 }  // namespace hq::log_check

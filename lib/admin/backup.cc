@@ -108,56 +108,56 @@ absl::StatusOr<bool> PrepareDest(leveldb::Env* env, const std::string& db,
   return true;
 }
 
-// Copies the files of a consistent state of the Db in `from` (whose
-// deletions are pinned) into `to`; records every file it creates in
-// *created.
-absl::Status CopyState(leveldb::Env* env, const std::string& from,
-                       const std::string& to, const std::function<void()>& hook,
-                       BackupReport* report,
-                       std::vector<std::string>* created) {
+// The state a backup copies: CURRENT, the MANIFEST it names (cut to its
+// intact end) and what that MANIFEST says.
+struct SourceState {
   std::string current;
+  std::string manifest_name;
+  std::string manifest_data;
+  manifest::State state;
+};
+
+// Reads CURRENT and the MANIFEST it names in `from`.
+absl::StatusOr<SourceState> ReadSourceState(leveldb::Env* env,
+                                            const std::string& from) {
+  SourceState src;
   leveldb::Status s =
-      leveldb::ReadFileToString(env, from + "/CURRENT", &current);
+      leveldb::ReadFileToString(env, from + "/CURRENT", &src.current);
   if (!s.ok()) return file_util::FromIo(s, "Backup: reading CURRENT");
-  uint64_t number;
-  if (current.empty() || current.back() != '\n' ||
-      !manifest::ParseManifestName(
-          std::string_view(current).substr(0, current.size() - 1), &number)) {
+  std::string_view name;
+  if (!manifest::ParseCurrent(src.current, &name)) {
     return absl::DataLossError(
         absl::StrCat("Backup: the database's CURRENT file is damaged"));
   }
-  const std::string manifest_name = current.substr(0, current.size() - 1);
-  std::string manifest_data;
-  s = leveldb::ReadFileToString(env, from + "/" + manifest_name,
-                                &manifest_data);
+  src.manifest_name = std::string(name);
+  s = leveldb::ReadFileToString(env, from + "/" + src.manifest_name,
+                                &src.manifest_data);
   if (!s.ok()) {
-    return file_util::FromIo(s,
-                             absl::StrCat("Backup: reading ", manifest_name));
+    return file_util::FromIo(
+        s, absl::StrCat("Backup: reading ", src.manifest_name));
   }
-  manifest::State state;
   std::string error;
-  if (!manifest::Read(manifest_data, &state, &error)) {
+  if (!manifest::Read(src.manifest_data, &src.state, &error)) {
     return absl::DataLossError(absl::StrCat(
-        "Backup: the database's ", manifest_name, " is damaged: ", error));
+        "Backup: the database's ", src.manifest_name, " is damaged: ", error));
   }
-  manifest_data.resize(state.intact_end);
-  if (hook) hook();
+  src.manifest_data.resize(src.state.intact_end);
+  return src;
+}
 
-  std::vector<std::string> children;
-  s = env->GetChildren(from, &children);
-  if (!s.ok()) return file_util::FromIo(s, "Backup: listing the database");
-  std::map<uint64_t, std::string> tables, logs;
-  for (const std::string& c : children) {
-    if (manifest::ParseTableName(c, &number)) tables[number] = c;
-    if (manifest::ParseLogName(c, &number)) logs[number] = c;
-  }
-
-  for (const auto& [n, table] : state.tables) {
+// Links (or copies) into `to` every table `src` names, of `tables` (the
+// table files in `from`, by number).
+absl::Status LinkTables(leveldb::Env* env, const std::string& from,
+                        const std::string& to, const SourceState& src,
+                        const std::map<uint64_t, std::string>& tables,
+                        BackupReport* report,
+                        std::vector<std::string>* created) {
+  for (const auto& [n, table] : src.state.tables) {
     auto it = tables.find(n);
     if (it == tables.end()) {
       return absl::DataLossError(absl::StrFormat(
           "Backup: table %06d.ldb, which the database's %s names, is missing",
-          n, manifest_name));
+          n, src.manifest_name));
     }
     bool linked = false;
     const std::string dst = to + "/" + it->second;
@@ -176,11 +176,20 @@ absl::Status CopyState(leveldb::Env* env, const std::string& from,
       report->bytes_copied += *bytes;
     }
   }
+  return absl::OkStatus();
+}
 
+// Copies into `to` the logs of `logs` that `src` still needs, each up to
+// its last complete record.
+absl::Status CopyLogs(leveldb::Env* env, const std::string& from,
+                      const std::string& to, const SourceState& src,
+                      const std::map<uint64_t, std::string>& logs,
+                      BackupReport* report, std::vector<std::string>* created) {
   for (const auto& [n, name] : logs) {
-    if (n < state.log_number && n != state.prev_log_number) continue;
+    if (n < src.state.log_number && n != src.state.prev_log_number) continue;
     std::string data;
-    s = leveldb::ReadFileToString(env, from + "/" + name, &data);
+    const leveldb::Status s =
+        leveldb::ReadFileToString(env, from + "/" + name, &data);
     if (!s.ok()) {
       return file_util::FromIo(s, absl::StrCat("Backup: reading ", name));
     }
@@ -200,18 +209,42 @@ absl::Status CopyState(leveldb::Env* env, const std::string& from,
     ++report->logs;
     report->bytes_copied += c.intact_end;
   }
+  return absl::OkStatus();
+}
+
+// Copies the files of a consistent state of the Db in `from` (whose
+// deletions are pinned) into `to`; records every file it creates in
+// *created.
+absl::Status CopyState(leveldb::Env* env, const std::string& from,
+                       const std::string& to, const std::function<void()>& hook,
+                       BackupReport* report,
+                       std::vector<std::string>* created) {
+  HQ_ASSIGN_OR_RETURN(const SourceState src, ReadSourceState(env, from));
+  if (hook) hook();
+  std::vector<std::string> children;
+  const leveldb::Status s = env->GetChildren(from, &children);
+  if (!s.ok()) return file_util::FromIo(s, "Backup: listing the database");
+  std::map<uint64_t, std::string> tables, logs;
+  for (const std::string& c : children) {
+    uint64_t number;
+    if (manifest::ParseTableName(c, &number)) tables[number] = c;
+    if (manifest::ParseLogName(c, &number)) logs[number] = c;
+  }
+  HQ_RETURN_IF_ERROR(LinkTables(env, from, to, src, tables, report, created));
+  HQ_RETURN_IF_ERROR(CopyLogs(env, from, to, src, logs, report, created));
   report->as_of = absl::Now();
 
-  const std::string manifest_dst = to + "/" + manifest_name;
-  HQ_RETURN_IF_ERROR(file_util::WriteFile(env, manifest_dst, manifest_data));
+  const std::string manifest_dst = to + "/" + src.manifest_name;
+  HQ_RETURN_IF_ERROR(
+      file_util::WriteFile(env, manifest_dst, src.manifest_data));
   created->push_back(manifest_dst);
   HQ_RETURN_IF_ERROR(file_util::SyncDir(env, to));
   // CURRENT last: until it exists the directory is not a Db (hq's Open
   // refuses tables without CURRENT).
   const std::string current_dst = to + "/CURRENT";
-  HQ_RETURN_IF_ERROR(file_util::WriteFile(env, current_dst, current));
+  HQ_RETURN_IF_ERROR(file_util::WriteFile(env, current_dst, src.current));
   created->push_back(current_dst);
-  report->bytes_copied += manifest_data.size() + current.size();
+  report->bytes_copied += src.manifest_data.size() + src.current.size();
   return file_util::SyncDir(env, to);
 }
 

@@ -288,20 +288,18 @@ ManifestView ReadManifest(leveldb::Env* env, const std::string& dir,
     out->damage.push_back({"CURRENT", "missing", ""});
     return view;
   }
-  uint64_t n;
+  std::string_view name;
   if (!leveldb::ReadFileToString(env, dir + "/CURRENT", &current).ok() ||
-      current.empty() || current.back() != '\n' ||
-      !manifest::ParseManifestName(
-          std::string_view(current).substr(0, current.size() - 1), &n)) {
+      !manifest::ParseCurrent(current, &name)) {
     out->damage.push_back({"CURRENT", "does not name a MANIFEST", ""});
     return view;
   }
-  current.pop_back();
   std::string data, error;
-  if (!leveldb::ReadFileToString(env, dir + "/" + current, &data).ok()) {
-    out->damage.push_back({current, "missing or unreadable", ""});
+  if (!leveldb::ReadFileToString(env, absl::StrCat(dir, "/", Av(name)), &data)
+           .ok()) {
+    out->damage.push_back({std::string(name), "missing or unreadable", ""});
   } else if (!manifest::Read(data, &view.state, &error)) {
-    out->damage.push_back({current, error, ""});
+    out->damage.push_back({std::string(name), error, ""});
   } else {
     view.read = true;
     for (const auto& [number, t] : view.state.tables) {

@@ -147,4 +147,13 @@ bool ParseManifestName(std::string_view name, uint64_t* number) {
          ParseNumber(name.substr(kPrefix.size()), number);
 }
 
+bool ParseCurrent(std::string_view current, std::string_view* manifest_name) {
+  if (!current.ends_with('\n')) return false;
+  current.remove_suffix(1);
+  uint64_t number;
+  if (!ParseManifestName(current, &number)) return false;
+  *manifest_name = current;
+  return true;
+}
+
 }  // namespace hq::manifest

@@ -71,6 +71,11 @@ bool ParseTableName(std::string_view name, uint64_t* number);
 bool ParseLogName(std::string_view name, uint64_t* number);
 bool ParseManifestName(std::string_view name, uint64_t* number);
 
+// The name of the MANIFEST that the contents of a CURRENT file name
+// ("MANIFEST-000123\n"). False if `current` is anything else (no newline
+// at its end: CURRENT is cut short or being rewritten).
+bool ParseCurrent(std::string_view current, std::string_view* manifest_name);
+
 }  // namespace hq::manifest
 
 #endif  // HQ_LIB_FORMAT_MANIFEST_H_
