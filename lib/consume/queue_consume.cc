@@ -6,6 +6,7 @@
 // (writes, lanes, listeners: lib/engine/queue_impl.cc) includes nothing of
 // lib/consume/.
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -114,6 +115,24 @@ absl::StatusOr<ConsumerGroup*> QueueImpl::Group(std::string_view name,
   return raw;
 }
 
+namespace {
+
+template <typename T>
+std::vector<T> SortedUnique(std::vector<T> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+// The first id whose ms is not before `t` (rounded up).
+MessageId FirstIdAt(absl::Time t) {
+  int64_t ms = absl::ToUnixMillis(t);
+  if (absl::FromUnixMillis(ms) < t) ++ms;
+  return MessageId{ms < 0 ? 0 : std::min<uint64_t>(ms, MessageId::kMaxMs), 0};
+}
+
+}  // namespace
+
 absl::StatusOr<Subscription*> QueueImpl::Subscribe(
     const SubscribeOptions& options, MessageListener* listener) {
   auto invalid = [&](std::string_view why) {
@@ -129,15 +148,8 @@ absl::StatusOr<Subscription*> QueueImpl::Subscribe(
   DbImpl::OpScope op(db_);
   HQ_RETURN_IF_ERROR(op.status());
   format::SubRecord want;
-  want.partitions = options.partitions;
-  std::sort(want.partitions.begin(), want.partitions.end());
-  want.partitions.erase(
-      std::unique(want.partitions.begin(), want.partitions.end()),
-      want.partitions.end());
-  want.topics = options.topics;
-  std::sort(want.topics.begin(), want.topics.end());
-  want.topics.erase(std::unique(want.topics.begin(), want.topics.end()),
-                    want.topics.end());
+  want.partitions = SortedUnique(options.partitions);
+  want.topics = SortedUnique(options.topics);
   auto check_fixed = [&](const format::SubRecord& stored) {
     if (stored.partitions != want.partitions || stored.topics != want.topics) {
       return invalid(
@@ -165,41 +177,7 @@ absl::StatusOr<Subscription*> QueueImpl::Subscribe(
     HQ_RETURN_IF_ERROR(format::DecodeSubRecord(value, &record));
     HQ_RETURN_IF_ERROR(check_fixed(record));
   } else if (s.IsNotFound()) {
-    record = want;
-    std::vector<std::pair<std::string, MessageId>> ends;
-    switch (options.start) {
-      case SubscribeOptions::Start::kEarliest:
-        record.start = MessageId::Min();
-        break;
-      case SubscribeOptions::Start::kId:
-        record.start = options.start_id;
-        break;
-      case SubscribeOptions::Start::kTime: {
-        // The first id whose ms is not before start_time (rounded up).
-        int64_t ms = absl::ToUnixMillis(options.start_time);
-        if (absl::FromUnixMillis(ms) < options.start_time) ++ms;
-        record.start = MessageId{
-            ms < 0 ? 0 : std::min<uint64_t>(ms, MessageId::kMaxMs), 0};
-        break;
-      }
-      case SubscribeOptions::Start::kLatest: {
-        record.start = MessageId::Min();  // Lanes that appear later.
-        HQ_ASSIGN_OR_RETURN(ends, LaneEnds(want));
-        break;
-      }
-    }
-    absl::StatusOr<uint32_t> id =
-        db_->CreateWithId(this, [&](uint32_t id, leveldb::WriteBatch* b) {
-          record.id = id;
-          b->Put(key, format::EncodeSubRecord(record));
-          for (const auto& [lane_prefix, end] : ends) {
-            std::string k = format::GroupRecordPrefix(format::kCheckpointTag,
-                                                      record_.id, id);
-            format::AppendLaneRest(&k, lane_prefix);
-            b->Put(k, format::EncodeCheckpoint(end));
-          }
-        });
-    if (!id.ok()) return id.status();
+    HQ_ASSIGN_OR_RETURN(record, CreateSubRecord(options, want, key));
   } else {
     return FromLevelDb(s, "reading a subscription record");
   }
@@ -215,6 +193,41 @@ absl::StatusOr<Subscription*> QueueImpl::Subscribe(
   subs_.emplace(options.name, std::move(sub));
   raw->Start();
   return raw;
+}
+
+absl::StatusOr<format::SubRecord> QueueImpl::CreateSubRecord(
+    const SubscribeOptions& options, format::SubRecord record,
+    const std::string& key) {
+  std::vector<std::pair<std::string, MessageId>> ends;
+  switch (options.start) {
+    case SubscribeOptions::Start::kEarliest:
+      record.start = MessageId::Min();
+      break;
+    case SubscribeOptions::Start::kId:
+      record.start = options.start_id;
+      break;
+    case SubscribeOptions::Start::kTime:
+      record.start = FirstIdAt(options.start_time);
+      break;
+    case SubscribeOptions::Start::kLatest:
+      record.start = MessageId::Min();  // Lanes that appear later.
+      HQ_ASSIGN_OR_RETURN(ends, LaneEnds(record));
+      break;
+  }
+  HQ_RETURN_IF_ERROR(
+      db_->CreateWithId(this,
+                        [&](uint32_t id, leveldb::WriteBatch* b) {
+                          record.id = id;
+                          b->Put(key, format::EncodeSubRecord(record));
+                          for (const auto& [lane_prefix, end] : ends) {
+                            std::string k = format::GroupRecordPrefix(
+                                format::kCheckpointTag, record_.id, id);
+                            format::AppendLaneRest(&k, lane_prefix);
+                            b->Put(k, format::EncodeCheckpoint(end));
+                          }
+                        })
+          .status());
+  return record;
 }
 
 absl::Status QueueImpl::Unsubscribe(std::string_view name) {

@@ -132,6 +132,11 @@ class QueueImpl final : public Queue {
   // The end (the id after the last message) of each lane in `scope`.
   absl::StatusOr<std::vector<std::pair<std::string, MessageId>>> LaneEnds(
       const format::SubRecord& scope);
+  // Writes the record (and, to start at the latest, the checkpoints) of a
+  // new subscription: `want` with its start from `options` and a new id.
+  absl::StatusOr<format::SubRecord> CreateSubRecord(
+      const SubscribeOptions& options, format::SubRecord want,
+      const std::string& key);
   // OK or InvalidArgument naming message `index` (-1: a single Put).
   absl::Status Validate(const Message& m, int64_t index) const;
   uint32_t ChoosePartition(const Message& m);
