@@ -1868,5 +1868,25 @@ TEST_CASE("issue17: Stats counts the backlog outside the group's lock") {
   CHECK(after.in_flight == 3);
 }
 
+// Stats of a paged group peeks at most 1024 hints of the lane activity
+// index; with more waiting it reports a lower bound (backlog_exact false),
+// which still counts the lanes it peeked.
+TEST_CASE("issue17: Stats with more hints waiting than it peeks") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(
+      f.db()->CreateQueue("q", {.partitions = 4, .layout = Layout::kTopic}));
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  constexpr int kPuts = 1500;  // A hint each.
+  for (int i = 0; i < kPuts; ++i) {
+    HQ_REQUIRE_OK(
+        q->Put({.topic = absl::StrCat("site", i % 37), .payload = "x"})
+            .status());
+  }
+  const GroupStats st = ValueOrDie(g->Stats());
+  CHECK_FALSE(st.backlog_exact);
+  CHECK(st.backlog > 0);
+  CHECK(st.backlog <= kPuts);
+}
+
 }  // namespace
 }  // namespace hq

@@ -565,13 +565,13 @@ absl::StatusOr<GroupStats> GroupImpl::Stats() {
   std::vector<BacklogLane> lanes;
   const leveldb::Snapshot* snapshot = nullptr;
   absl::Time now;
+  bool all_lanes = true;  // False: lanes may wait beyond those peeked.
   {
     MutexLock l(&mu_);
     HQ_RETURN_IF_ERROR(Usable());
     // Paged groups: lanes waiting in the source, counted without taking
     // them.
     std::vector<std::string> waiting;
-    bool all_lanes = true;
     if (paged()) {
       TakePagedNotes();
       std::unique_ptr<leveldb::Iterator> it(
@@ -585,12 +585,12 @@ absl::StatusOr<GroupStats> GroupImpl::Stats() {
     now = db_->clock()->Now();
     CountTasks(now, &st);
     CollectBacklogLanes(waiting, &lanes);
-    if (!all_lanes) st.backlog_exact = false;
     // The snapshot holds what the cursors copied above point into.
     snapshot = db_->leveldb()->GetSnapshot();
   }
   absl::Cleanup release = [&] { db_->leveldb()->ReleaseSnapshot(snapshot); };
   HQ_RETURN_IF_ERROR(CountBacklog(lanes, snapshot, now, &st));
+  if (!all_lanes) st.backlog_exact = false;
   return st;
 }
 

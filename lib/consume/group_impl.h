@@ -234,6 +234,22 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   size_t MaxActive() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Collects the tasks of a claim of a paged group.
   absl::Status CollectPaged(ClaimPass* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // CollectPaged's work on one priority: its due tasks, then new messages
+  // round-robin over its active lanes and, behind them, the lanes waiting
+  // in the source, paged in within `*budget` and `slack` (see PageIn).
+  struct PagedRound;
+  absl::Status CollectPagedPriority(int prio, size_t slack, size_t* budget,
+                                    ClaimPass* p)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // When the source has nothing more of r's priority, the lanes this claim
+  // hinted again have their turn again: back into the active list, within
+  // MaxActive() + `slack`.
+  void ReactivateRequeued(PagedRound* r, size_t slack)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One turn of each active lane of r's priority that `p` may take from;
+  // true if one handed out a task.
+  absl::StatusOr<bool> TakeRound(PagedRound* r, ClaimPass* p)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes up to `n` lanes of `priority` from the source (its directory
   // walk, then its hints) into the active lists, within MaxActive() and
   // `*budget` (lanes taken, decremented). Sets `*taken` to their number.

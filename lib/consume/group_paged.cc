@@ -135,6 +135,16 @@ void GroupImpl::MaybeRelease(Lane* lane) {
   lane->hold = LaneSource::Hold();
 }
 
+// The state of CollectPagedPriority's rounds over one priority.
+struct GroupImpl::PagedRound {
+  int prio;
+  std::deque<Lane*>* dq;  // active_[prio].
+  // Lanes this claim hinted again, in turn order: when the source has
+  // nothing more (as this claim sees it), their turn comes again.
+  std::deque<Lane*> requeued_dq;
+  std::vector<Lane*> requeued;
+};
+
 absl::Status GroupImpl::CollectPaged(ClaimPass* p) {
   const int priorities = queue_->options().priorities;
   size_t budget = std::max<size_t>(kMinPageIn, kPageInPerTask * p->o.max);
@@ -144,99 +154,112 @@ absl::Status GroupImpl::CollectPaged(ClaimPass* p) {
   const size_t slack = filtered ? budget : 0;
   for (int prio = priorities - 1; prio >= 0 && p->out.size() < p->o.max;
        --prio) {
-    // Tasks due for redelivery go first.
-    HQ_RETURN_IF_ERROR(CollectDue(prio, p));
-    // Then new messages, round-robin over the active lanes and, behind
-    // them, the lanes waiting in the source. While lanes wait there (or in
-    // `requeued`), a lane gives one task a turn.
-    std::deque<Lane*>& dq = active_[prio];
-    // Lanes this claim hinted again, in turn order: when the source has
-    // nothing more (as this claim sees it), their turn comes again.
-    std::deque<Lane*> requeued_dq;
-    std::vector<Lane*> requeued;
-    // Lanes of this priority that made room for higher ones: as requeued.
-    for (Lane* lane : p->made_room) {
-      if (lane->priority == prio) requeued.push_back(lane);
-    }
-    while (p->out.size() < p->o.max) {
-      const size_t remaining = p->o.max - p->out.size();
-      // Active lanes this claim may take from.
-      const size_t usable = filtered ? static_cast<size_t>(std::count_if(
-                                           dq.begin(), dq.end(), p->match))
-                                     : dq.size();
-      size_t taken = 0;
-      if (usable < remaining) {
-        HQ_RETURN_IF_ERROR(PageIn(prio, remaining - usable, slack, p->now,
-                                  &budget, p, &taken));
-      }
-      if (recovered_since_ > 0) {
-        // Tasks the lanes just paged in had in flight when the process
-        // stopped: due now, before new messages.
-        recovered_since_ = 0;
-        HQ_RETURN_IF_ERROR(CollectDue(prio, p));
-        if (p->out.size() == p->o.max) break;
-      }
-      if (!source_->pending(prio)) {
-        for (Lane* lane : requeued) requeued_dq.push_back(lane);
-        requeued.clear();
-        while (!requeued_dq.empty() && active_count_ < MaxActive() + slack) {
-          Lane* lane = requeued_dq.front();
-          requeued_dq.pop_front();
-          if (lane->active) continue;  // Taken from the source again.
-          Activate(lane);
-          ++active_count_;
-        }
-      }
-      if (dq.empty()) {
-        if (taken > 0) continue;  // All drained or out of scope: more.
-        break;
-      }
-      const bool behind = source_->pending(prio) || !requeued_dq.empty();
-      const size_t n = dq.size();
-      bool progress = false;
-      for (size_t k = 0; k < n && p->out.size() < p->o.max; ++k) {
-        Lane* lane = dq.front();
-        dq.pop_front();
-        if (!p->match(lane)) {
-          dq.push_back(lane);
-          continue;
-        }
-        const size_t left = p->o.max - p->out.size();
-        const size_t want = behind ? 1 : (left + (n - k) - 1) / (n - k);
-        const size_t before = p->out.size();
-        Touch(lane, &p->touched);
-        HQ_ASSIGN_OR_RETURN(
-            bool drained, ReadLane(lane, want, {}, p->cutoff, p->now, p->lease,
-                                   p->it, &p->out, &p->batch));
-        if (p->out.size() > before) progress = true;
-        if (drained) {
-          lane->active = false;
-          --active_count_;
-        } else {
-          Requeue(lane,
-                  source_->pending(prio) || !requeued_dq.empty() ||
-                      !requeued.empty(),
-                  &requeued);
-        }
-      }
-      // Nothing handed out: go on only if the pass drained lanes and so
-      // made room for lanes still waiting (in the source or requeued).
-      if (!progress && taken == 0 &&
-          !(dq.size() < n &&
-            ((budget > 0 && source_->pending(prio)) || !requeued_dq.empty()))) {
-        break;
-      }
-    }
-    // Tasks found interrupted by a restart in the lanes just paged in.
-    if (recovered_since_ > 0) {
-      recovered_since_ = 0;
-      HQ_RETURN_IF_ERROR(CollectDue(prio, p));
-    }
+    HQ_RETURN_IF_ERROR(CollectPagedPriority(prio, slack, &budget, p));
   }
   for (int prio = 0; prio < priorities && budget == 0; ++prio) {
     p->more = p->more || source_->pending(prio);
   }
   return absl::OkStatus();
+}
+
+absl::Status GroupImpl::CollectPagedPriority(int prio, size_t slack,
+                                             size_t* budget, ClaimPass* p) {
+  const bool filtered = !p->o.partitions.empty() || !p->o.topics.empty();
+  // Tasks due for redelivery go first.
+  HQ_RETURN_IF_ERROR(CollectDue(prio, p));
+  // Then new messages. While lanes wait in the source (or in
+  // `requeued`), a lane gives one task a turn.
+  PagedRound r{.prio = prio, .dq = &active_[prio]};
+  // Lanes of this priority that made room for higher ones: as requeued.
+  for (Lane* lane : p->made_room) {
+    if (lane->priority == prio) r.requeued.push_back(lane);
+  }
+  std::deque<Lane*>& dq = *r.dq;
+  while (p->out.size() < p->o.max) {
+    const size_t remaining = p->o.max - p->out.size();
+    // Active lanes this claim may take from.
+    const size_t usable =
+        filtered
+            ? static_cast<size_t>(std::count_if(dq.begin(), dq.end(), p->match))
+            : dq.size();
+    size_t taken = 0;
+    if (usable < remaining) {
+      HQ_RETURN_IF_ERROR(
+          PageIn(prio, remaining - usable, slack, p->now, budget, p, &taken));
+    }
+    if (recovered_since_ > 0) {
+      // Tasks the lanes just paged in had in flight when the process
+      // stopped: due now, before new messages.
+      recovered_since_ = 0;
+      HQ_RETURN_IF_ERROR(CollectDue(prio, p));
+      if (p->out.size() == p->o.max) break;
+    }
+    if (!source_->pending(prio)) ReactivateRequeued(&r, slack);
+    if (dq.empty()) {
+      if (taken > 0) continue;  // All drained or out of scope: more.
+      break;
+    }
+    const size_t n = dq.size();
+    HQ_ASSIGN_OR_RETURN(const bool progress, TakeRound(&r, p));
+    // Nothing handed out: go on only if the pass drained lanes and so
+    // made room for lanes still waiting (in the source or requeued).
+    if (!progress && taken == 0 &&
+        !(dq.size() < n && ((*budget > 0 && source_->pending(prio)) ||
+                            !r.requeued_dq.empty()))) {
+      break;
+    }
+  }
+  // Tasks found interrupted by a restart in the lanes just paged in.
+  if (recovered_since_ > 0) {
+    recovered_since_ = 0;
+    HQ_RETURN_IF_ERROR(CollectDue(prio, p));
+  }
+  return absl::OkStatus();
+}
+
+void GroupImpl::ReactivateRequeued(PagedRound* r, size_t slack) {
+  for (Lane* lane : r->requeued) r->requeued_dq.push_back(lane);
+  r->requeued.clear();
+  while (!r->requeued_dq.empty() && active_count_ < MaxActive() + slack) {
+    Lane* lane = r->requeued_dq.front();
+    r->requeued_dq.pop_front();
+    if (lane->active) continue;  // Taken from the source again.
+    Activate(lane);
+    ++active_count_;
+  }
+}
+
+absl::StatusOr<bool> GroupImpl::TakeRound(PagedRound* r, ClaimPass* p) {
+  std::deque<Lane*>& dq = *r->dq;
+  const bool behind = source_->pending(r->prio) || !r->requeued_dq.empty();
+  const size_t n = dq.size();
+  bool progress = false;
+  for (size_t k = 0; k < n && p->out.size() < p->o.max; ++k) {
+    Lane* lane = dq.front();
+    dq.pop_front();
+    if (!p->match(lane)) {
+      dq.push_back(lane);
+      continue;
+    }
+    const size_t left = p->o.max - p->out.size();
+    const size_t want = behind ? 1 : (left + (n - k) - 1) / (n - k);
+    const size_t before = p->out.size();
+    Touch(lane, &p->touched);
+    HQ_ASSIGN_OR_RETURN(bool drained,
+                        ReadLane(lane, want, {}, p->cutoff, p->now, p->lease,
+                                 p->it, &p->out, &p->batch));
+    if (p->out.size() > before) progress = true;
+    if (drained) {
+      lane->active = false;
+      --active_count_;
+    } else {
+      Requeue(lane,
+              source_->pending(r->prio) || !r->requeued_dq.empty() ||
+                  !r->requeued.empty(),
+              &r->requeued);
+    }
+  }
+  return progress;
 }
 
 }  // namespace hq
