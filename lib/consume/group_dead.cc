@@ -81,6 +81,25 @@ absl::Status GroupImpl::FlushDying() {
     Committed(&touched);
     return absl::OkStatus();
   }
+  const absl::Status s = WriteDeadLetters(letters, infos, extra);
+  if (!s.ok()) {
+    // The tasks are marked done in memory but not on disk: stop here.
+    if (!queue_->dropped() && broken_.ok()) {
+      broken_ = absl::FailedPreconditionError(absl::StrCat(
+          "consumer group '", name_,
+          "' could not write dead letters (reopen the Db): ", s.ToString()));
+    }
+    return s;
+  }
+  dead_count_ += letters.size();
+  Committed(&touched);
+  return absl::OkStatus();
+}
+
+absl::Status GroupImpl::WriteDeadLetters(
+    const std::vector<Task>& letters,
+    const std::vector<format::DeadValue>& infos,
+    const leveldb::WriteBatch& extra) {
   const std::string dead_prefix =
       format::GroupRecordPrefix(format::kDeadTag, queue_->id(), record_.id);
   std::vector<Message> messages(letters.size());
@@ -120,18 +139,7 @@ absl::Status GroupImpl::FlushDying() {
         /*also_live=*/queue_);
     if (s.ok() || queue_->dropped()) break;
   }
-  if (!s.ok()) {
-    // The tasks are marked done in memory but not on disk: stop here.
-    if (!queue_->dropped() && broken_.ok()) {
-      broken_ = absl::FailedPreconditionError(absl::StrCat(
-          "consumer group '", name_,
-          "' could not write dead letters (reopen the Db): ", s.ToString()));
-    }
-    return s;
-  }
-  dead_count_ += letters.size();
-  Committed(&touched);
-  return absl::OkStatus();
+  return s;
 }
 
 absl::StatusOr<std::vector<DeadLetter>> GroupImpl::ListDeadLetters(

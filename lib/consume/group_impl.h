@@ -386,6 +386,13 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes the dying tasks to the dead-letter queue.
   absl::Status FlushDying() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes `letters` (with their `infos`) to the dead-letter queue, which
+  // it creates if needed (again if it is dropped meanwhile), and `extra`
+  // in the same batch.
+  absl::Status WriteDeadLetters(const std::vector<Task>& letters,
+                                const std::vector<format::DeadValue>& infos,
+                                const leveldb::WriteBatch& extra)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<QueueImpl*> DeadQueue(bool create)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // If there are dead records but no dead-letter queue (a user dropped
