@@ -113,27 +113,7 @@ absl::StatusOr<bool> GroupImpl::ReadLane(
 }
 
 absl::StatusOr<std::vector<Task>> GroupImpl::Claim(const ClaimOptions& o) {
-  const QueueOptions& qo = queue_->options();
-  HQ_RETURN_IF_ERROR(ValidateClaimOptions(o, qo.partitions));
-  std::vector<bool> partitions;
-  if (!o.partitions.empty()) {
-    partitions.assign(qo.partitions, false);
-    for (uint32_t p : o.partitions) partitions[p] = true;
-  }
-  if (record_.ordered) {
-    if (o.consumer.empty() || o.consumer.size() > kMaxConsumerBytes) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "group '%s' is ordered: ClaimOptions::consumer must name the "
-          "consumer (1..%d bytes; it has %d)",
-          name_, kMaxConsumerBytes, o.consumer.size()));
-    }
-    if (!o.topics.empty() && !queue_->codec().lane_has_topic()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "group '", name_,
-          "' is ordered and its queue has the time layout: a claim cannot "
-          "filter by topic (it would hand out messages out of order)"));
-    }
-  }
+  HQ_ASSIGN_OR_RETURN(const std::vector<bool> partitions, CheckClaim(o));
   DbImpl::OpScope op(db_);
   HQ_RETURN_IF_ERROR(op.status());
   // Ordered groups: while this call runs, its consumer stays live; and the
@@ -192,16 +172,46 @@ absl::StatusOr<std::vector<Task>> GroupImpl::Claim(const ClaimOptions& o) {
     // falls due or the wait ends. No polling.
     // At an absolute time: the clock may have moved since it was read (a
     // time already passed fires at once).
-    const absl::Time wake_at = std::min(deadline, next_due);
-    absl::StatusOr<LeaseId> timer =
-        db_->lease_impl()->CreateAt(wake_at, [this] { Wake(); });
-    if (!timer.ok()) return timer.status();
-    {
-      MutexLock l(&wait_mu_);
-      while (wake_seq_ == seen) wait_cv_.Wait(&wait_mu_);
-    }
-    (void)db_->leases()->Cancel(*timer);
+    HQ_RETURN_IF_ERROR(SleepUntilWoken(seen, std::min(deadline, next_due)));
   }
+}
+
+absl::StatusOr<std::vector<bool>> GroupImpl::CheckClaim(
+    const ClaimOptions& o) const {
+  const QueueOptions& qo = queue_->options();
+  HQ_RETURN_IF_ERROR(ValidateClaimOptions(o, qo.partitions));
+  if (record_.ordered) {
+    if (o.consumer.empty() || o.consumer.size() > kMaxConsumerBytes) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "group '%s' is ordered: ClaimOptions::consumer must name the "
+          "consumer (1..%d bytes; it has %d)",
+          name_, kMaxConsumerBytes, o.consumer.size()));
+    }
+    if (!o.topics.empty() && !queue_->codec().lane_has_topic()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "group '", name_,
+          "' is ordered and its queue has the time layout: a claim cannot "
+          "filter by topic (it would hand out messages out of order)"));
+    }
+  }
+  std::vector<bool> partitions;
+  if (!o.partitions.empty()) {
+    partitions.assign(qo.partitions, false);
+    for (uint32_t p : o.partitions) partitions[p] = true;
+  }
+  return partitions;
+}
+
+absl::Status GroupImpl::SleepUntilWoken(uint64_t seen, absl::Time wake_at) {
+  absl::StatusOr<LeaseId> timer =
+      db_->lease_impl()->CreateAt(wake_at, [this] { Wake(); });
+  if (!timer.ok()) return timer.status();
+  {
+    MutexLock l(&wait_mu_);
+    while (wake_seq_ == seen) wait_cv_.Wait(&wait_mu_);
+  }
+  (void)db_->leases()->Cancel(*timer);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<Task>> GroupImpl::ClaimChunks(

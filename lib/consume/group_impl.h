@@ -187,6 +187,13 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
       uint64_t leaves_before, absl::Time* next_due, bool* left)
       ABSL_LOCKS_EXCLUDED(mu_);
   void Wake() ABSL_LOCKS_EXCLUDED(wait_mu_);
+  // Checks a claim's options against the group and its queue; returns its
+  // partition filter (partitions[p]: p may be claimed; empty: all).
+  absl::StatusOr<std::vector<bool>> CheckClaim(const ClaimOptions& o) const;
+  // Sleeps until Wake() moves wake_seq_ past `seen`, or the Db's clock
+  // reaches `wake_at` (a timer on it wakes the claim).
+  absl::Status SleepUntilWoken(uint64_t seen, absl::Time wake_at)
+      ABSL_LOCKS_EXCLUDED(wait_mu_, mu_);
   absl::Status Usable() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records `s` as the group's sticky error if it is a write failure.
   absl::Status Fail(absl::Status s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
