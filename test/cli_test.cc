@@ -532,6 +532,49 @@ TEST_CASE("hq dead lists dead letters and --requeue puts them back") {
   CHECK(copies == 2);  // The original and the requeued message.
 }
 
+// Issue 19: hq pending lists a group's tasks one by one. The tool loads
+// the group as a restart would, so the tasks in flight when the owner
+// closed are listed as redelivery.
+TEST_CASE("issue19: hq pending lists a group's pending tasks") {
+  DbFixture f(Storage::kDisk, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("p", {.partitions = 2}));
+  for (int i = 0; i < 5; ++i) {
+    HQ_REQUIRE_OK(
+        q->Put({.topic = absl::StrCat("t", i), .payload = "x"}).status());
+  }
+  const std::vector<Task> held =
+      ValueOrDie(ValueOrDie(q->Group("w"))->Claim({.max = 3}));
+  REQUIRE(held.size() == 3);
+  ValueOrDie(q->Group("idle"));
+  f.Close();
+  const std::string db = "--db=" + f.path();
+
+  Result r = Run({db, "pending", "p", "w", "--json"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(Occurrences(r.out, "\"state\":\"redelivery\"") == 3);
+  CHECK(Occurrences(r.out, "\"attempt\":1") == 3);
+  for (const Task& t : held) {
+    CHECK(absl::StrContains(r.out,
+                            absl::StrCat("\"id\":\"", t.id.ToString(), "\"")));
+    CHECK(absl::StrContains(r.out, absl::StrCat("\"topic\":\"", t.topic)));
+  }
+  r = Run({db, "pending", "p", "w", "--limit=2", "--json"});
+  REQUIRE(r.code == 0);
+  CHECK(Occurrences(r.out, "\"state\":") == 2);
+  r = Run({db, "pending", "p", "w"});
+  REQUIRE(r.code == 0);
+  CHECK(absl::StrContains(r.out, "STATE"));
+  CHECK(Occurrences(r.out, "redelivery") == 3);
+  r = Run({db, "pending", "p", "idle"});
+  REQUIRE(r.code == 0);
+  CHECK(r.out == "no pending tasks in group idle of p\n");
+  r = Run({db, "pending", "p", "nope"});
+  CHECK(r.code != 0);
+  r = Run({db, "pending", "p"});
+  CHECK(r.code == 2);
+}
+
 // A running `hq scan --follow` with a pipe from its stdout.
 class Follower : public test::Child {
  public:

@@ -184,6 +184,8 @@ ExitCode Create(const Args& args);
 ExitCode Put(const Args& args);
 // tools/cmd_dead.cc
 ExitCode Dead(const Args& args);
+// tools/cmd_pending.cc
+ExitCode Pending(const Args& args);
 // tools/cmd_admin.cc
 ExitCode Compact(const Args& args);
 ExitCode Verify(const Args& args);

@@ -221,6 +221,15 @@ const std::vector<Subcommand>& Subcommands() {
        "Lists a group's dead letters; --requeue puts them back.",
        {"limit", "requeue"},
        Dead},
+      {"pending",
+       "pending QUEUE GROUP",
+       "Lists a group's pending tasks one by one (Redis's XPENDING): "
+       "partition, priority, topic, id, state (in_flight, redelivery, "
+       "delayed), attempt, claimed or due at, lease deadline, consumer. A "
+       "group loaded by this tool (or read from a live copy) sees what a "
+       "restart would: tasks in flight are listed as redelivery.",
+       {"limit"},
+       Pending},
       {"compact",
        "compact",
        "TTL sweep, then a full LevelDB compaction.",
@@ -452,7 +461,7 @@ Result<void> PrintHelp(const CommandLine& cl, bool help_cmd, bool json) {
 // holds can be read from a live copy.
 bool ReadsOnly(const std::string& cmd) {
   return cmd == "ls" || cmd == "stat" || cmd == "groups" || cmd == "verify" ||
-         (cmd == "scan" && !absl::GetFlag(FLAGS_follow)) ||
+         (cmd == "scan" && !absl::GetFlag(FLAGS_follow)) || cmd == "pending" ||
          (cmd == "dead" && !absl::GetFlag(FLAGS_requeue));
 }
 

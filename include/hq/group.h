@@ -200,6 +200,33 @@ struct DeadLetter {
   absl::Time dead_at;
 };
 
+// A task of a group that is not done (Redis's XPENDING entry), as
+// ListPending returns it.
+struct PendingTask {
+  enum class State : uint8_t {
+    kInFlight,    // Handed out, under a lease.
+    kRedelivery,  // Waiting to be handed out again (released, lease
+                  // expired, or interrupted by a restart).
+    kDelayed,     // Waiting to be handed out for the first time
+                  // (Message::delay or not_before in the future).
+  };
+  uint32_t partition = 0;
+  int priority = 0;
+  std::string topic;
+  MessageId id;
+  // Times it was handed out (0: delayed, never yet).
+  uint32_t attempt = 0;
+  State state = State::kInFlight;
+  // In flight: when it was claimed. Otherwise: when it is due (a due time
+  // in the past: it goes to the next claim).
+  absl::Time since;
+  // In flight: its lease deadline. InfinitePast otherwise.
+  absl::Time lease_deadline = absl::InfinitePast();
+  // Ordered groups, in flight: the consumer it was handed to. Empty
+  // otherwise.
+  std::string consumer;
+};
+
 struct GroupStats {
   // Messages in scope not yet handed out, counted key by key. The count
   // stops at 100000: backlog_exact = false then says backlog is a lower
@@ -312,6 +339,24 @@ class HQ_EXPORT ConsumerGroup {
   virtual absl::Status Extend(Task* task, absl::Duration lease) = 0;
 
   virtual absl::StatusOr<GroupStats> Stats() = 0;
+
+  // Lists the group's pending tasks one by one (in flight, waiting for
+  // redelivery, or delayed), at most `max` (1..10000), in the order of
+  // their keys: partition, priority from the highest, topic (the `topic`
+  // layout), id; starting after `after` (null: from the start; its
+  // partition, priority, topic and id place it). The same tasks that
+  // Stats() counts in in_flight, redelivery and delayed, as this process
+  // sees them: after a restart, tasks that were in flight are listed as
+  // redelivery. One exception, as in Stats(): an unordered group of a
+  // `topic` layout queue lists the tasks a restart interrupted in lanes
+  // not yet back in memory only from the lanes Stats() peeks at (at most
+  // 1024). Reads the topics of a `time` layout queue's tasks (a read per
+  // task listed). Errors: InvalidArgument (max out of range, `after` with
+  // a partition or priority out of range); NotFound (the queue was
+  // dropped); FailedPrecondition (the Db is closing, or an earlier write
+  // failed); DataLoss (storage).
+  virtual absl::StatusOr<std::vector<PendingTask>> ListPending(
+      size_t max, const PendingTask* after = nullptr) = 0;
 
   // Ordered groups: the live consumers and their partitions, by name.
   // Empty for other groups.

@@ -427,7 +427,7 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
         });
     if (!id.ok()) return Fail(id.status());
     rec.lease = *id;
-    if (consumer != nullptr) t.consumer = consumer->name;
+    if (consumer != nullptr) t.consumer = rec.consumer = consumer->name;
   }
   Committed(&p.touched);
   // The earliest redelivery still in the future (for a waiting claim),

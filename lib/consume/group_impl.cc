@@ -23,9 +23,6 @@ namespace {
 
 // Stats counts the backlog key by key up to this many keys.
 constexpr uint64_t kStatsCountLimit = 100000;
-// Paged groups: Stats counts at most this many lanes waiting in the
-// source.
-constexpr size_t kStatsPeek = 1024;
 
 std::atomic<size_t> test_max_active_lanes{0};
 
@@ -577,7 +574,7 @@ absl::StatusOr<GroupStats> GroupImpl::Stats() {
       std::unique_ptr<leveldb::Iterator> it(
           NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
       HQ_RETURN_IF_ERROR(
-          source_->Peek(kStatsPeek, it.get(), &waiting, &all_lanes));
+          source_->Peek(kPeekLanes, it.get(), &waiting, &all_lanes));
     } else {
       HQ_RETURN_IF_ERROR(Fail(TakeNotes()));
     }

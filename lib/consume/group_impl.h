@@ -78,6 +78,8 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   absl::Status Release(const Task& task, absl::Duration retry_after) override;
   absl::Status Extend(Task* task, absl::Duration lease) override;
   absl::StatusOr<GroupStats> Stats() override;
+  absl::StatusOr<std::vector<PendingTask>> ListPending(
+      size_t max, const PendingTask* after) override;
   absl::StatusOr<std::vector<ConsumerInfo>> Consumers() override;
   absl::Status Leave(std::string_view consumer) override;
   std::string dead_letter_queue() const override;
@@ -111,6 +113,10 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   }
 
  private:
+  // Paged groups: Stats and ListPending look at most at this many lanes
+  // waiting in the source.
+  static constexpr size_t kPeekLanes = 1024;
+
   // Unix ms of `t`, 0 before the epoch.
   static uint64_t ToMs(absl::Time t);
 
@@ -130,6 +136,8 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
     // Waiting to be written to the dead-letter queue.
     bool dying = false;
     DeadLetterReason reason = DeadLetterReason::kLeaseExpired;
+    // Ordered groups, in flight: the consumer it was handed to.
+    std::string consumer;
   };
   struct WaitKey {
     absl::Time due;
@@ -283,6 +291,28 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // Lets go of the source position `lane` holds if it needs none any more:
   // it is drained and its open tasks all have records.
   void MaybeRelease(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ListPending's steps. The lanes to list from, in key order from
+  // `start` (a lane prefix): in memory with tasks, and (paged groups)
+  // lanes peeked in the source that are not in memory (null).
+  absl::StatusOr<std::map<std::string, const Lane*>> PendingLanes(
+      const std::string& start, leveldb::Iterator* it)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends the pending tasks of `lane` from id `from`, up to `max` in all.
+  void ListLaneTasks(const Lane& lane, MessageId from, size_t max,
+                     std::vector<PendingTask>* out) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends, up to `max` in all, the tasks of the lane `prefix` (not in
+  // memory) that a restart interrupted: the messages between its cursors,
+  // from `from`. Due at `now`.
+  absl::Status ListWindow(const std::string& prefix, MessageId from,
+                          absl::Time now, leveldb::Iterator* it, size_t max,
+                          std::vector<PendingTask>* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets the topic of each of `tasks` of a `time` layout queue from its
+  // message's key ("" if the message is gone).
+  absl::Status ReadTopics(leveldb::Iterator* it,
+                          std::vector<PendingTask>* tasks) const;
+
   // Stats in steps. Under mu_: the counts kept in memory, and the lanes
   // whose backlog Stats counts. Then, without mu_ (the count is bounded by
   // kStatsCountLimit, not by the lanes or the backlog, but is still I/O),

@@ -23,11 +23,12 @@ from hq._types import (  # noqa: F401
     RecoveryDrop, ResourceExhausted, SubscriptionStats, SweepStats, Unauthenticated,
     Unavailable, Unimplemented, Unknown, VerifyProblem, VerifyReport)
 from hq._hq import (  # noqa: F401
-    Db, DeadLetter, Group, MessageId, PutResult, Queue, ReceivedMessage, Scanner,
-    Subscription, Task)
+    Db, DeadLetter, Group, MessageId, PendingTask, PutResult, Queue,
+    ReceivedMessage, Scanner, Subscription, Task)
 
 __all__ = [
     "Db", "Queue", "Group", "Scanner", "Subscription", "Task", "DeadLetter",
+    "PendingTask",
     "MessageId", "PutResult", "ReceivedMessage", "Message", "Error",
     "NotFound", "InvalidArgument", "FailedPrecondition", "DataLoss",
     "AlreadyExists", "ResourceExhausted", "Internal", "QueueStats",

@@ -660,6 +660,37 @@ PYBIND11_MODULE(_hq, m) {
                ", attempts=" + std::to_string(d.attempts) + ")";
       });
 
+  py::class_<hq::PendingTask>(m, "PendingTask")
+      .def_readonly("partition", &hq::PendingTask::partition)
+      .def_readonly("priority", &hq::PendingTask::priority)
+      .def_property_readonly(
+          "topic", [](const hq::PendingTask& p) { return PyText(p.topic); })
+      .def_readonly("id", &hq::PendingTask::id)
+      .def_readonly("attempt", &hq::PendingTask::attempt)
+      .def_property_readonly("state",
+                             [](const hq::PendingTask& p) -> std::string {
+                               switch (p.state) {
+                                 case hq::PendingTask::State::kInFlight:
+                                   return "in_flight";
+                                 case hq::PendingTask::State::kRedelivery:
+                                   return "redelivery";
+                                 case hq::PendingTask::State::kDelayed:
+                                   return "delayed";
+                               }
+                               return "unknown";
+                             })
+      .def_property_readonly(
+          "since", [](const hq::PendingTask& p) { return FromTime(p.since); })
+      .def_property_readonly(
+          "lease_deadline",
+          [](const hq::PendingTask& p) { return FromTime(p.lease_deadline); })
+      .def_readonly("consumer", &hq::PendingTask::consumer)
+      .def("__repr__", [](const hq::PendingTask& p) {
+        return "PendingTask(partition=" + std::to_string(p.partition) +
+               ", id=" + p.id.ToString() +
+               ", attempt=" + std::to_string(p.attempt) + ")";
+      });
+
   // ---- Scanner.
   py::class_<PyScanner>(m, "Scanner")
       .def("__iter__", [](PyScanner& s) -> PyScanner& { return s; })
@@ -869,6 +900,18 @@ PYBIND11_MODULE(_hq, m) {
             {
               py::gil_scoped_release release;
               st = g.g->ListDeadLetters(max, after);
+            }
+            return Check(std::move(st));
+          },
+          py::arg("max") = 1000, py::kw_only(), py::arg("after") = nullptr)
+      .def(
+          "pending",
+          [](PyGroup& g, size_t max, const hq::PendingTask* after) {
+            Use use(*g.h);
+            absl::StatusOr<std::vector<hq::PendingTask>> st;
+            {
+              py::gil_scoped_release release;
+              st = g.g->ListPending(max, after);
             }
             return Check(std::move(st));
           },

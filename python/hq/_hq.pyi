@@ -89,6 +89,23 @@ class Task:
     not_before: Optional[float]
     consumer: str
 
+class PendingTask:
+    """A task of a group that is not done (hq/group.h PendingTask)."""
+    partition: int
+    priority: int
+    topic: str
+    id: MessageId
+    attempt: int
+    """Times handed out (0: delayed, never yet)."""
+    state: str
+    """"in_flight", "redelivery" or "delayed"."""
+    since: Optional[float]
+    """In flight: when it was claimed; otherwise when it is due."""
+    lease_deadline: Optional[float]
+    """In flight: its lease deadline; None otherwise."""
+    consumer: str
+    """Ordered groups, in flight: the consumer it was handed to."""
+
 class DeadLetter:
     partition: int
     id: MessageId
@@ -162,6 +179,10 @@ class Group:
     def leave(self, consumer: str) -> None: ...
     def dead_letters(self, max: int = 1000, *,
                      after: Optional[DeadLetter] = None) -> List[DeadLetter]: ...
+    def pending(self, max: int = 1000, *,
+                after: Optional[PendingTask] = None) -> List[PendingTask]:
+        """The group's pending tasks one by one (ConsumerGroup::ListPending):
+        at most `max` (1..10000), in key order, after `after`."""
     def requeue(self, letters: Sequence[DeadLetter]) -> List[PutResult]:
         """Puts dead letters back as new messages, atomically."""
 

@@ -371,6 +371,40 @@ def test_dead_letters_and_requeue(db):
         g.requeue([d])
 
 
+def test_pending_lists_tasks_one_by_one(db):
+    q = db.create_queue("q", partitions=2, layout="topic")
+    for i in range(6):
+        q.put(b"m%d" % i, topic="site%d" % i)
+    g = q.group("g")
+    held = g.claim(max=4)
+    g.release(held[0], retry_after=3600)
+    pending = g.pending()
+    assert [p.state for p in pending].count("in_flight") == 3
+    assert [p.state for p in pending].count("redelivery") == 1
+    st = g.stats()
+    assert (st.in_flight, st.redelivery) == (3, 1)
+    by_id = {(p.partition, p.id.ms, p.id.seq): p for p in pending}
+    for t in held[1:]:
+        p = by_id[(t.partition, t.id.ms, t.id.seq)]
+        assert (p.state, p.topic, p.attempt) == ("in_flight", t.topic, 1)
+        assert p.lease_deadline == t.lease_deadline
+        assert p.consumer == ""
+    back = by_id[(held[0].partition, held[0].id.ms, held[0].id.seq)]
+    assert back.lease_deadline is None and back.since > time.time() + 3000
+    # Paging with `after` gives the same tasks in the same order.
+    paged, after = [], None
+    while True:
+        page = g.pending(max=1, after=after)
+        if not page:
+            break
+        paged += page
+        after = page[-1]
+    assert [(p.partition, p.id.ms, p.id.seq) for p in paged] == \
+        [(p.partition, p.id.ms, p.id.seq) for p in pending]
+    with pytest.raises(hq.InvalidArgument):
+        g.pending(max=0)
+
+
 def test_claim_options_and_errors(db):
     q = db.create_queue("q", partitions=2, layout="topic")
     q.put(b"a", topic="a", partition=0)

@@ -1,0 +1,180 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// ConsumerGroup::ListPending: the group's tasks that are not done, one by
+// one (Redis's XPENDING), from the tasks the group holds in memory and, for
+// a paged group, the cursor windows of lanes a restart left on disk.
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "lib/consume/group_impl.h"
+#include "lib/engine/checked_read.h"
+#include "lib/engine/db_impl.h"
+#include "lib/engine/queue_impl.h"
+#include "lib/format/layout_codec.h"
+#include "lib/util/status_macros.h"
+#include "lib/util/strings.h"
+
+namespace hq {
+
+absl::StatusOr<std::vector<PendingTask>> GroupImpl::ListPending(
+    size_t max, const PendingTask* after) {
+  if (max < 1 || max > 10000) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("ListPending: max is %d; it must be in 1..10000", max));
+  }
+  const QueueOptions& qo = queue_->options();
+  if (after != nullptr &&
+      (after->partition >= qo.partitions || after->priority < 0 ||
+       after->priority >= qo.priorities)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "ListPending: after names partition %d, priority %d; the queue has "
+        "partitions 0..%d and priorities 0..%d",
+        after->partition, after->priority, qo.partitions - 1,
+        qo.priorities - 1));
+  }
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  MutexLock l(&mu_);
+  HQ_RETURN_IF_ERROR(Usable());
+  HQ_RETURN_IF_ERROR(FlushDying());  // Dying tasks are dead letters.
+  HQ_RETURN_IF_ERROR(ForgetDeadIfQueueGone());
+  std::string start;  // The lane of `after`.
+  if (after != nullptr) {
+    queue_->codec().AppendLanePrefix(&start, queue_->id(), after->partition,
+                                     after->priority, after->topic);
+  }
+  std::unique_ptr<leveldb::Iterator> it(
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
+  HQ_ASSIGN_OR_RETURN(const auto lanes, PendingLanes(start, it.get()));
+  const absl::Time now = db_->clock()->Now();
+  std::vector<PendingTask> out;
+  for (const auto& [prefix, lane] : lanes) {
+    if (out.size() >= max) break;
+    const MessageId from = after != nullptr && prefix == start
+                               ? after->id.Next()
+                               : MessageId::Min();
+    if (lane != nullptr) {
+      ListLaneTasks(*lane, from, max, &out);
+    } else {
+      HQ_RETURN_IF_ERROR(ListWindow(prefix, from, now, it.get(), max, &out));
+    }
+  }
+  if (!queue_->codec().lane_has_topic()) {
+    HQ_RETURN_IF_ERROR(ReadTopics(it.get(), &out));
+  }
+  return out;
+}
+
+absl::StatusOr<std::map<std::string, const GroupImpl::Lane*>>
+GroupImpl::PendingLanes(const std::string& start, leveldb::Iterator* it) {
+  std::map<std::string, const Lane*> lanes;
+  for (const auto& [prefix, lane] : lanes_) {
+    if (!lane->tasks.empty() && prefix >= start) {
+      lanes.emplace(prefix, lane.get());
+    }
+  }
+  if (!paged()) return lanes;
+  TakePagedNotes();
+  std::vector<std::string> waiting;
+  bool all = true;
+  HQ_RETURN_IF_ERROR(source_->Peek(kPeekLanes, it, &waiting, &all));
+  for (const std::string& prefix : waiting) {
+    uint32_t partition;
+    int priority;
+    std::string_view topic;
+    if (prefix < start || FindLane(prefix) != nullptr ||
+        !LayoutCodec::ParseLanePrefix(prefix, true, &partition, &priority,
+                                      &topic) ||
+        !InScope(topic)) {
+      continue;
+    }
+    lanes.emplace(prefix, nullptr);
+  }
+  return lanes;
+}
+
+void GroupImpl::ListLaneTasks(const Lane& lane, MessageId from, size_t max,
+                              std::vector<PendingTask>* out) const {
+  for (auto t = lane.tasks.lower_bound(from);
+       t != lane.tasks.end() && out->size() < max; ++t) {
+    const Rec& rec = t->second;
+    if (rec.state == format::TaskState::kDone || rec.dying) continue;
+    PendingTask p{.partition = lane.partition,
+                  .priority = lane.priority,
+                  .topic = lane.topic,
+                  .id = t->first,
+                  .attempt = rec.attempts,
+                  .since = rec.since};
+    if (rec.state == format::TaskState::kInFlight) {
+      p.state = PendingTask::State::kInFlight;
+      p.lease_deadline = rec.deadline;
+      p.consumer = rec.consumer;
+    } else {
+      p.state = rec.attempts == 0 ? PendingTask::State::kDelayed
+                                  : PendingTask::State::kRedelivery;
+    }
+    out->push_back(std::move(p));
+  }
+}
+
+absl::Status GroupImpl::ListWindow(const std::string& prefix, MessageId from,
+                                   absl::Time now, leveldb::Iterator* it,
+                                   size_t max, std::vector<PendingTask>* out) {
+  std::string value;
+  format::CursorValue c;
+  const leveldb::Status s = CheckedGet(db_->leveldb(), CheckedReadOptions(),
+                                       CursorKey(prefix), &value);
+  if (s.IsNotFound()) return absl::OkStatus();  // Nothing handed out.
+  HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading a group cursor"));
+  if (!format::DecodeCursor(value, &c)) {
+    return absl::DataLossError(
+        absl::StrCat("consumer group '", name_, "': malformed cursor record"));
+  }
+  uint32_t partition;
+  int priority;
+  std::string_view topic;
+  LayoutCodec::ParseLanePrefix(prefix, true, &partition, &priority, &topic);
+  std::string seek(prefix);
+  LayoutCodec::AppendMessageId(
+      &seek, std::max({c.done, from, queue_->TtlCutoff(now)}));
+  MessageId id;
+  for (it->Seek(seek); it->Valid() && out->size() < max; it->Next()) {
+    if (!LayoutCodec::LaneMessage(View(it->key()), prefix, &id) ||
+        !(id < c.scan)) {
+      break;
+    }
+    // A first hand-out (a task with a record would be in memory).
+    out->push_back({.partition = partition,
+                    .priority = priority,
+                    .topic = std::string(topic),
+                    .id = id,
+                    .attempt = 1,
+                    .state = PendingTask::State::kRedelivery,
+                    .since = now});
+  }
+  return FromLevelDb(it->status(), "reading a group's window");
+}
+
+absl::Status GroupImpl::ReadTopics(leveldb::Iterator* it,
+                                   std::vector<PendingTask>* tasks) const {
+  const LayoutCodec& codec = queue_->codec();
+  std::string seek;
+  for (PendingTask& t : *tasks) {
+    seek.clear();
+    codec.AppendLanePrefix(&seek, queue_->id(), t.partition, t.priority, "");
+    LayoutCodec::AppendMessageId(&seek, t.id);
+    it->Seek(seek);
+    HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading a task's message"));
+    if (!it->Valid()) continue;
+    const std::string_view key = View(it->key());
+    if (key.starts_with(seek)) t.topic = std::string(key.substr(seek.size()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace hq
