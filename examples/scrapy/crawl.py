@@ -22,8 +22,8 @@ It exits 0 if the checks pass, 1 otherwise.
 
 --scheduler=memory|jobdir runs the same crawl on Scrapy's own schedulers
 (memory: not resumable; jobdir: Scrapy's JOBDIR disk queue) for the
-comparison in bench/scrapy_bench.py; the checks then report only lost and
-repeats.
+comparison in bench/py_bench.py (--benchmarks=crash); the checks then
+report only lost and repeats.
 """
 
 import argparse

@@ -27,11 +27,16 @@ from hq._hq import (  # noqa: F401
     ReceivedMessage, Scanner, Subscription, Task)
 
 __all__ = [
+    # Handles and values.
     "Db", "Queue", "Group", "Scanner", "Subscription", "Task", "DeadLetter",
-    "PendingTask",
-    "MessageId", "PutResult", "ReceivedMessage", "Message", "Error",
-    "NotFound", "InvalidArgument", "FailedPrecondition", "DataLoss",
-    "AlreadyExists", "ResourceExhausted", "Internal", "QueueStats",
-    "PartitionStats", "GroupStats", "SubscriptionStats", "SweepStats",
-    "VerifyReport", "VerifyProblem", "RecoveryDrop",
+    "PendingTask", "MessageId", "PutResult", "ReceivedMessage", "Message",
+    # Stats and reports.
+    "QueueOptions", "QueueStats", "PartitionStats", "GroupStats", "GroupInfo",
+    "ConsumerInfo", "LaneCursor", "LaneCheckpoint", "SubscriptionStats",
+    "SweepStats", "VerifyReport", "VerifyProblem", "RecoveryDrop",
+    # Errors, one per status code.
+    "Error", "Cancelled", "Unknown", "InvalidArgument", "DeadlineExceeded",
+    "NotFound", "AlreadyExists", "PermissionDenied", "ResourceExhausted",
+    "FailedPrecondition", "Aborted", "OutOfRange", "Unimplemented",
+    "Internal", "Unavailable", "DataLoss", "Unauthenticated",
 ]

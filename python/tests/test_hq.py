@@ -405,6 +405,16 @@ def test_pending_lists_tasks_one_by_one(db):
         g.pending(max=0)
 
 
+def test_every_public_name_is_exported():
+    # Each name in __all__ exists, and each status code has its exception.
+    for name in hq.__all__:
+        assert hasattr(hq, name), name
+    errors = [n for n in hq.__all__
+              if isinstance(getattr(hq, n), type) and
+              issubclass(getattr(hq, n), hq.Error) and n != "Error"]
+    assert len(errors) == 16  # absl's codes other than OK.
+
+
 def test_claim_options_and_errors(db):
     q = db.create_queue("q", partitions=2, layout="topic")
     q.put(b"a", topic="a", partition=0)

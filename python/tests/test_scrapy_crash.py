@@ -8,8 +8,8 @@ HQ_CRASH_KILLS (default 10) and HQ_CRASH_PAGES (default 2000) size it;
 HQ_CRASH_SEED replays a schedule (the seed is printed). The kill moments are
 random points of the crawl's progress (pages fetched so far), each hit after
 a random extra delay, so kills land in start-up, mid-crawl and while
-callbacks run. bench/scrapy_bench.py runs the same schedule on Scrapy's
-JOBDIR scheduler for comparison."""
+callbacks run. bench/py_bench.py (--benchmarks=crash) runs the same
+schedule on Scrapy's JOBDIR scheduler for comparison."""
 
 import json
 import os
