@@ -726,6 +726,11 @@ TEST_CASE("hq names damaged files: a table block, a log hole, no CURRENT") {
   r = Run({flag, "verify", "--json"});
   CHECK(r.code == 3);
   CHECK(absl::StrContains(r.out, "\"file\":\"" + table + "\""));
+  // The table names the file in a column of its own.
+  r = Run({flag, "verify"});
+  CHECK(r.code == 3);
+  CHECK(absl::StrContains(r.out, "FILE"));
+  CHECK(absl::StrContains(r.out, "\n" + table + " "));
 
   // No CURRENT: DataLoss (exit 3) saying what to run, not "no database".
   std::filesystem::remove(path + "/CURRENT");

@@ -65,9 +65,10 @@ ExitCode Verify(const Args& args) {
     PrintJson(j);
   } else {
     if (!r.problems.empty()) {
-      Table t({"KEY", "PROBLEM"});
+      Table t({"FILE", "KEY", "PROBLEM"});
       for (const VerifyProblem& p : r.problems) {
-        t.Add({p.key_hex, Cell(p.description)});
+        t.Add({p.file.empty() ? "-" : p.file,
+               p.key_hex.empty() ? "-" : p.key_hex, Cell(p.description)});
       }
       t.Print(stdout);
     }
