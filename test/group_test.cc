@@ -1888,5 +1888,88 @@ TEST_CASE("issue17: Stats with more hints waiting than it peeks") {
   CHECK(st.backlog <= kPuts);
 }
 
+// Issue 19, part 2: where a new group starts. Five messages before the
+// groups exist (at t0), five after (at t0 + 1 s).
+TEST_CASE(
+    "issue19: a new group starts at the earliest, latest, an id or a time") {
+  const Layout layout = GENERATE(Layout::kTime, Layout::kTopic);
+  DbFixture f(Storage::kDisk, NoBackgroundSweeps());
+  Queue* q =
+      ValueOrDie(f.db()->CreateQueue("q", {.partitions = 2, .layout = layout}));
+  auto put = [&](const std::string& prefix) {
+    for (int i = 0; i < 5; ++i) {
+      HQ_REQUIRE_OK(q->Put({.topic = absl::StrCat("t", i % 3),
+                            .payload = absl::StrCat(prefix, i),
+                            .partition = static_cast<uint32_t>(i % 2)})
+                        .status());
+    }
+  };
+  put("old");
+  f.clock().Advance(absl::Seconds(1));
+  const absl::Time t1 = f.clock().Now();
+  using Start = GroupOptions::Start;
+  ValueOrDie(q->Group("earliest"));
+  ValueOrDie(q->Group("latest", {.start = Start::kLatest}));
+  ValueOrDie(q->Group("time", {.start = Start::kTime, .start_time = t1}));
+  ValueOrDie(
+      q->Group("id", {.start = Start::kId, .start_id = MessageId::AtTime(t1)}));
+  put("new");
+  // What each group hands out, after a reopen too.
+  for (int round = 0; round < 2; ++round) {
+    if (round == 1) {
+      f.Reopen();
+      q = ValueOrDie(f.db()->OpenQueue("q"));
+    }
+    for (const char* name : {"earliest", "latest", "time", "id"}) {
+      ConsumerGroup* g = ValueOrDie(q->Group(name));
+      INFO(name << " round " << round);
+      const GroupStats st = ValueOrDie(g->Stats());
+      const size_t want =
+          round == 1 ? 0 : (name == std::string("earliest") ? 10 : 5);
+      CHECK(st.backlog == want);
+      std::vector<Task> got;
+      for (;;) {
+        std::vector<Task> t = ValueOrDie(g->Claim({.max = 100}));
+        if (t.empty()) break;
+        HQ_REQUIRE_OK(g->Complete(t));
+        got.insert(got.end(), t.begin(), t.end());
+      }
+      CHECK(got.size() == want);
+      for (const Task& t : got) {
+        if (name != std::string("earliest"))
+          CHECK(t.payload.starts_with("new"));
+      }
+    }
+  }
+  // InspectGroup reports the start; a later call with another start does
+  // not change it.
+  ValueOrDie(q->Group("latest", {.start = Start::kEarliest}));
+  const GroupInfo latest = ValueOrDie(q->InspectGroup("latest"));
+  CHECK(latest.start == Start::kLatest);
+  REQUIRE(latest.start_ids.size() == 2);  // One per partition.
+  CHECK(ValueOrDie(q->InspectGroup("earliest")).start == Start::kEarliest);
+  CHECK(ValueOrDie(q->InspectGroup("earliest")).start_ids.empty());
+  const GroupInfo at = ValueOrDie(q->InspectGroup("time"));
+  CHECK(at.start == Start::kTime);
+  REQUIRE(at.start_ids.size() == 1);
+  CHECK(at.start_ids[0] == MessageId::AtTime(t1));
+}
+
+TEST_CASE("issue19: a group's start is checked") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  using Start = GroupOptions::Start;
+  CHECK(absl::IsInvalidArgument(
+      q->Group("a", {.start = static_cast<Start>(9)}).status()));
+  CHECK(absl::IsInvalidArgument(
+      q->Group("b",
+               {.start = Start::kTime, .start_time = absl::InfiniteFuture()})
+          .status()));
+  CHECK(absl::IsInvalidArgument(
+      q->Group("c", {.start = Start::kId,
+                     .start_id = MessageId{MessageId::kMaxMs + 1, 0}})
+          .status()));
+}
+
 }  // namespace
 }  // namespace hq

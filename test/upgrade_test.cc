@@ -112,5 +112,31 @@ TEST_CASE("a Db of a format version newer than this hq is refused") {
   CHECK(absl::IsDataLoss(Db::Open(path).status()));
 }
 
+// Format 3 added group start positions (a group record flag); a format 2
+// Db is upgraded by rewriting its format record, and keeps its groups.
+TEST_CASE("a format 2 Db is upgraded to 3 on Open") {
+  test::TempDir dir;
+  const std::string path = dir.Sub("db");
+  {
+    auto db = test::ValueOrDie(Db::Open(path));
+    Queue* q = test::ValueOrDie(db->CreateQueue("q", {}));
+    HQ_REQUIRE_OK(q->Put({.payload = "a"}).status());
+    test::ValueOrDie(q->Group("g"));
+  }
+  {
+    leveldb::DB* raw;
+    REQUIRE(leveldb::DB::Open(leveldb::Options(), path, &raw).ok());
+    std::string v;
+    coding::PutFixed32(&v, 2);
+    REQUIRE(
+        raw->Put(leveldb::WriteOptions(), format::MetaKey("format"), v).ok());
+    delete raw;
+  }
+  auto db = test::ValueOrDie(Db::Open(path));
+  CHECK(FormatVersion(db.get()) == 3);
+  Queue* q = test::ValueOrDie(db->OpenQueue("q"));
+  CHECK(Drain(test::ValueOrDie(q->Group("g"))).size() == 1);
+}
+
 }  // namespace
 }  // namespace hq

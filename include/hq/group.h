@@ -78,6 +78,21 @@ struct GroupOptions {
   // Default: false.
   bool ordered = false;
 
+  // Where a new group starts: the messages below its start in each
+  // partition count as completed. Unlike `topics` and `ordered`, a later
+  // Group() call with another start is not an error: the start is taken
+  // only when the group is created (as Redis's XGROUP CREATE, Kafka's
+  // auto.offset.reset), and InspectGroup reports it.
+  enum class Start : uint8_t {
+    kEarliest = 0,  // The oldest message still stored (the default).
+    kLatest = 1,    // Only messages written after the group was created.
+    kId = 2,        // At start_id (inclusive) in every partition.
+    kTime = 3,      // At the first message with id time >= start_time.
+  };
+  Start start = Start::kEarliest;
+  MessageId start_id;
+  absl::Time start_time;
+
   // ---- Taken from each Group() call (not persisted; the latest call in a
   // process wins).
 

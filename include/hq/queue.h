@@ -62,6 +62,12 @@ struct GroupInfo {
   // Fixed at creation (GroupOptions).
   std::vector<std::string> topics;  // Sorted; empty: every topic.
   bool ordered = false;
+  // Where the group started (GroupOptions::start), and the first id it
+  // hands out in each partition: one id for every partition, or (kLatest)
+  // one per partition, the id after the last message stored at creation.
+  // Empty for kEarliest.
+  GroupOptions::Start start = GroupOptions::Start::kEarliest;
+  std::vector<MessageId> start_ids;
   // "<queue>.dead.<group>" (ConsumerGroup::dead_letter_queue).
   std::string dead_letter_queue;
   // One stored cursor pair per lane the group has read (group.h: every

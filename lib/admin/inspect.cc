@@ -149,6 +149,8 @@ absl::StatusOr<GroupInfo> QueueImpl::InspectGroup(std::string_view name) {
   info.name = std::string(name);
   info.topics = record.topics;
   info.ordered = record.ordered;
+  info.start = static_cast<GroupOptions::Start>(record.start);
+  info.start_ids = record.start_ids;
   info.dead_letter_queue = absl::StrCat(name_, ".dead.", Av(name));
   const std::string prefix =
       format::GroupRecordPrefix(format::kCursorTag, record_.id, record.id);

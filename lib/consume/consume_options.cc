@@ -35,6 +35,32 @@ absl::Status ValidatePartitionList(std::string_view field,
   return absl::OkStatus();
 }
 
+namespace {
+
+// The start of a subscription or a group (the two Start enums have the
+// same values).
+template <typename Start>
+absl::Status ValidateStart(std::string_view options, Start start,
+                           MessageId start_id, absl::Time start_time) {
+  if (start != Start::kEarliest && start != Start::kLatest &&
+      start != Start::kId && start != Start::kTime) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Av(options), "::start is not a Start"));
+  }
+  if (start == Start::kId && start_id.ms > MessageId::kMaxMs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Av(options), "::start_id is past MessageId::kMaxMs"));
+  }
+  if (start == Start::kTime && (start_time == absl::InfiniteFuture() ||
+                                start_time == absl::InfinitePast())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Av(options), "::start_time must be finite"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ValidateGroupOptions(const GroupOptions& o) {
   if (o.topics.size() > 1024) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -42,6 +68,8 @@ absl::Status ValidateGroupOptions(const GroupOptions& o) {
         o.topics.size()));
   }
   HQ_RETURN_IF_ERROR(ValidateTopicList("GroupOptions::topics", o.topics));
+  HQ_RETURN_IF_ERROR(
+      ValidateStart("GroupOptions", o.start, o.start_id, o.start_time));
   if (o.lease < absl::Milliseconds(1) || o.lease > kMaxLease) {
     return absl::InvalidArgumentError(
         absl::StrCat("GroupOptions::lease is ", absl::FormatDuration(o.lease),
@@ -86,23 +114,8 @@ absl::Status ValidateSubscribeOptions(const SubscribeOptions& o) {
         o.topics.size()));
   }
   HQ_RETURN_IF_ERROR(ValidateTopicList("SubscribeOptions::topics", o.topics));
-  if (o.start != SubscribeOptions::Start::kEarliest &&
-      o.start != SubscribeOptions::Start::kLatest &&
-      o.start != SubscribeOptions::Start::kId &&
-      o.start != SubscribeOptions::Start::kTime) {
-    return absl::InvalidArgumentError("SubscribeOptions::start is not a Start");
-  }
-  if (o.start == SubscribeOptions::Start::kId &&
-      o.start_id.ms > MessageId::kMaxMs) {
-    return absl::InvalidArgumentError(
-        "SubscribeOptions::start_id is past MessageId::kMaxMs");
-  }
-  if (o.start == SubscribeOptions::Start::kTime &&
-      (o.start_time == absl::InfiniteFuture() ||
-       o.start_time == absl::InfinitePast())) {
-    return absl::InvalidArgumentError(
-        "SubscribeOptions::start_time must be finite");
-  }
+  HQ_RETURN_IF_ERROR(
+      ValidateStart("SubscribeOptions", o.start, o.start_id, o.start_time));
   if (o.checkpoint_messages < 1 || o.checkpoint_messages > 1000000) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "SubscribeOptions::checkpoint_messages is %d; it must be in "

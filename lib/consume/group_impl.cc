@@ -87,6 +87,13 @@ void GroupImpl::NoteLaneWritten(std::string_view lane_prefix) {
 
 void GroupImpl::WakeWaiters() { Wake(); }
 
+MessageId GroupImpl::StartOf(uint32_t partition) const {
+  const std::vector<MessageId>& ids = record_.start_ids;
+  if (ids.empty()) return MessageId::Min();
+  if (ids.size() == 1) return ids[0];
+  return partition < ids.size() ? ids[partition] : MessageId::Min();
+}
+
 bool GroupImpl::InScope(std::string_view topic) const {
   return topic_set_.empty() || topic_set_.contains(Av(topic));
 }
@@ -267,7 +274,7 @@ absl::Status GroupImpl::DiscoverLanes() {
         const MessageId from =
             known != nullptr
                 ? known->scan
-                : (have != nullptr ? cursor.scan : MessageId::Min());
+                : (have != nullptr ? cursor.scan : StartOf(e.partition));
         HQ_ASSIGN_OR_RETURN(bool has_work,
                             QueueImpl::LaneHasMessageFrom(
                                 msg.get(), e.prefix, std::max(from, cutoff)));
@@ -336,7 +343,9 @@ absl::StatusOr<GroupImpl::Lane*> GroupImpl::GetLane(
                                                 "': malformed cursor record"));
       }
       lane->saved_exists = true;
-    } else if (!s.IsNotFound()) {
+    } else if (s.IsNotFound()) {
+      c.scan = c.done = StartOf(lane->partition);
+    } else {
       return FromLevelDb(s, "reading a group cursor");
     }
   }
@@ -641,7 +650,8 @@ void GroupImpl::CollectBacklogLanes(const std::vector<std::string>& waiting,
     if (const Lane* lane = FindLane(prefix)) {
       add(*lane);
     } else {
-      out->push_back({.prefix = prefix, .on_disk = true});
+      out->push_back(
+          {.prefix = prefix, .partition = partition, .on_disk = true});
     }
   }
 }
@@ -691,7 +701,9 @@ absl::Status GroupImpl::CountBacklog(const std::vector<BacklogLane>& lanes,
         return absl::DataLossError(absl::StrCat("consumer group '", name_,
                                                 "': malformed cursor record"));
       }
-      if (!s.ok() && !s.IsNotFound()) {
+      if (s.IsNotFound()) {
+        c.scan = c.done = StartOf(lane.partition);
+      } else if (!s.ok()) {
         return FromLevelDb(s, "reading a group cursor");
       }
       scan = c.scan;

@@ -321,6 +321,7 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
     std::string prefix;
     MessageId scan;               // Counted from here (in memory).
     std::vector<MessageId> skip;  // Ids with task records, ascending.
+    uint32_t partition = 0;
     // Not in memory: the cursors are read from the lane's cursor record,
     // and the window between them counts as redelivery.
     bool on_disk = false;
@@ -369,6 +370,9 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // Takes the lanes noted by the write path.
   absl::Status TakeNotes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool InScope(std::string_view topic) const;
+  // The first id the group hands out in `partition` (GroupOptions::start):
+  // the scan and completion cursors of a lane it has no cursor record for.
+  MessageId StartOf(uint32_t partition) const;
 
   // Reads new messages of `lane` from its scan cursor into `out`, at most
   // `want`. Returns whether the lane has nothing left to examine.

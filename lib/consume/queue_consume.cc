@@ -42,6 +42,24 @@ void QueueImpl::WakeWaiters() {
   for (auto& [name, g] : groups_) g->WakeWaiters();
 }
 
+namespace {
+
+template <typename T>
+std::vector<T> SortedUnique(std::vector<T> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+// The first id whose ms is not before `t` (rounded up).
+MessageId FirstIdAt(absl::Time t) {
+  int64_t ms = absl::ToUnixMillis(t);
+  if (absl::FromUnixMillis(ms) < t) ++ms;
+  return MessageId{ms < 0 ? 0 : std::min<uint64_t>(ms, MessageId::kMaxMs), 0};
+}
+
+}  // namespace
+
 absl::StatusOr<ConsumerGroup*> QueueImpl::Group(std::string_view name,
                                                 const GroupOptions& options) {
   HQ_RETURN_IF_ERROR(format::ValidateGroupName(name));
@@ -98,6 +116,7 @@ absl::StatusOr<ConsumerGroup*> QueueImpl::Group(std::string_view name,
     if (!absl::IsNotFound(taken.status())) return taken.status();
     record.topics = topics;
     record.ordered = options.ordered;
+    HQ_RETURN_IF_ERROR(SetGroupStart(options, &record));
     HQ_RETURN_IF_ERROR(db_->CreateGroupRecord(this, key, &record));
   } else {
     return FromLevelDb(s, "reading a consumer group record");
@@ -115,23 +134,26 @@ absl::StatusOr<ConsumerGroup*> QueueImpl::Group(std::string_view name,
   return raw;
 }
 
-namespace {
-
-template <typename T>
-std::vector<T> SortedUnique(std::vector<T> v) {
-  std::sort(v.begin(), v.end());
-  v.erase(std::unique(v.begin(), v.end()), v.end());
-  return v;
+absl::Status QueueImpl::SetGroupStart(const GroupOptions& options,
+                                      format::GroupRecord* record) {
+  record->start = static_cast<uint8_t>(options.start);
+  switch (options.start) {
+    case GroupOptions::Start::kEarliest:
+      record->start_ids.clear();
+      break;
+    case GroupOptions::Start::kLatest: {
+      HQ_ASSIGN_OR_RETURN(record->start_ids, db_->NextIds(this));
+      break;
+    }
+    case GroupOptions::Start::kId:
+      record->start_ids = {options.start_id};
+      break;
+    case GroupOptions::Start::kTime:
+      record->start_ids = {FirstIdAt(options.start_time)};
+      break;
+  }
+  return absl::OkStatus();
 }
-
-// The first id whose ms is not before `t` (rounded up).
-MessageId FirstIdAt(absl::Time t) {
-  int64_t ms = absl::ToUnixMillis(t);
-  if (absl::FromUnixMillis(ms) < t) ++ms;
-  return MessageId{ms < 0 ? 0 : std::min<uint64_t>(ms, MessageId::kMaxMs), 0};
-}
-
-}  // namespace
 
 absl::StatusOr<Subscription*> QueueImpl::Subscribe(
     const SubscribeOptions& options, MessageListener* listener) {

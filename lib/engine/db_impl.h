@@ -128,6 +128,11 @@ class DbImpl final : public Db {
   absl::StatusOr<uint32_t> CreateWithId(
       QueueImpl* queue,
       const std::function<void(uint32_t id, leveldb::WriteBatch*)>& fill);
+  // For each partition of `q`: an id that every message stored now is
+  // below and every message written later is at or above (MessageId::Min()
+  // for a partition never written to). Taken in the write pipeline,
+  // between two batches, so no write straddles it.
+  absl::StatusOr<std::vector<MessageId>> NextIds(QueueImpl* q);
   // The Db's delivery threads (created at the first call).
   DeliveryPool* delivery_pool();
 

@@ -132,6 +132,9 @@ class QueueImpl final : public Queue {
   // The end (the id after the last message) of each lane in `scope`.
   absl::StatusOr<std::vector<std::pair<std::string, MessageId>>> LaneEnds(
       const format::SubRecord& scope);
+  // Sets the start of a new group's `record` from `options`.
+  absl::Status SetGroupStart(const GroupOptions& options,
+                             format::GroupRecord* record);
   // Writes the record (and, to start at the latest, the checkpoints) of a
   // new subscription: `want` with its start from `options` and a new id.
   absl::StatusOr<format::SubRecord> CreateSubRecord(

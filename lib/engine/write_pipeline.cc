@@ -146,6 +146,22 @@ absl::Status DbImpl::CreateGroupRecord(QueueImpl* queue, std::string_view key,
   return id.status();
 }
 
+absl::StatusOr<std::vector<MessageId>> DbImpl::NextIds(QueueImpl* q) {
+  std::vector<MessageId> next(q->options().partitions, MessageId::Min());
+  Writer x;
+  x.exclusive = [&]() -> absl::Status {
+    write_mu_.AssertHeld();
+    if (!bg_error_.ok()) return BrokenError();
+    for (uint32_t p = 0; p < next.size(); ++p) {
+      HQ_ASSIGN_OR_RETURN(PartitionIds * st, LoadPartition(q->id(), p));
+      if (st->has_last) next[p] = st->last.Next();
+    }
+    return absl::OkStatus();
+  };
+  HQ_RETURN_IF_ERROR(RunWriter(&x));
+  return next;
+}
+
 absl::StatusOr<uint32_t> DbImpl::CreateWithId(
     QueueImpl* queue,
     const std::function<void(uint32_t id, leveldb::WriteBatch*)>& fill) {

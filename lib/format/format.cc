@@ -17,7 +17,10 @@ constexpr uint8_t kFlagHasKey = 0x01;
 constexpr uint8_t kFlagNotBefore = 0x02;
 constexpr uint8_t kFlagDedup = 0x04;
 constexpr uint8_t kGroupRecordVersion = 1;
-constexpr uint8_t kGroupOrdered = 0x01;  // Group record flag.
+constexpr uint8_t kGroupOrdered = 0x01;  // Group record flags.
+constexpr uint8_t kGroupStart = 0x02;
+// At most this many start ids (one per partition).
+constexpr uint32_t kMaxStartIds = 65536;
 
 std::string Tagged(char tag, std::string_view rest) {
   std::string s(1, tag);
@@ -119,6 +122,18 @@ void AppendLaneRest(std::string* dst, std::string_view lane_prefix) {
   dst->append(lane_prefix.substr(5));
 }
 
+namespace {
+void PutId(std::string* dst, MessageId id) {
+  coding::PutFixed64(dst, (id.ms << 16) | id.seq);
+}
+bool GetId(std::string_view* in, MessageId* id) {
+  uint64_t v;
+  if (!coding::GetFixed64(in, &v)) return false;
+  *id = MessageId{v >> 16, static_cast<uint16_t>(v & 0xffff)};
+  return true;
+}
+}  // namespace
+
 std::string EncodeGroupRecord(const GroupRecord& r) {
   std::string s;
   coding::PutFixed8(&s, kGroupRecordVersion);
@@ -127,7 +142,14 @@ std::string EncodeGroupRecord(const GroupRecord& r) {
   for (const std::string& t : r.topics) coding::PutLengthPrefixed(&s, t);
   // The flags byte only when a flag is set: an unordered group's record
   // stays what earlier versions wrote and read.
-  if (r.ordered) coding::PutFixed8(&s, kGroupOrdered);
+  const uint8_t flags =
+      (r.ordered ? kGroupOrdered : 0) | (r.start_ids.empty() ? 0 : kGroupStart);
+  if (flags != 0) coding::PutFixed8(&s, flags);
+  if (!r.start_ids.empty()) {
+    coding::PutFixed8(&s, r.start);
+    coding::PutVarint32(&s, static_cast<uint32_t>(r.start_ids.size()));
+    for (const MessageId& id : r.start_ids) PutId(&s, id);
+  }
   return s;
 }
 
@@ -154,24 +176,30 @@ absl::Status DecodeGroupRecord(std::string_view in, GroupRecord* r) {
   if (!in.empty() && !coding::GetFixed8(&in, &flags)) {
     return absl::DataLossError("malformed consumer group record");
   }
-  if (!in.empty() || (flags & ~kGroupOrdered) != 0) {
+  if ((flags & ~(kGroupOrdered | kGroupStart)) != 0) {
     return absl::DataLossError("malformed consumer group record");
   }
   r->ordered = (flags & kGroupOrdered) != 0;
+  r->start = 0;
+  r->start_ids.clear();
+  if ((flags & kGroupStart) != 0) {
+    uint32_t count;
+    if (!coding::GetFixed8(&in, &r->start) || r->start == 0 || r->start > 3 ||
+        !coding::GetVarint32(&in, &count) || count == 0 ||
+        count > kMaxStartIds) {
+      return absl::DataLossError("malformed consumer group record");
+    }
+    r->start_ids.resize(count);
+    for (MessageId& id : r->start_ids) {
+      if (!GetId(&in, &id)) {
+        return absl::DataLossError("malformed consumer group record");
+      }
+    }
+  }
+  if (!in.empty())
+    return absl::DataLossError("malformed consumer group record");
   return absl::OkStatus();
 }
-
-namespace {
-void PutId(std::string* dst, MessageId id) {
-  coding::PutFixed64(dst, (id.ms << 16) | id.seq);
-}
-bool GetId(std::string_view* in, MessageId* id) {
-  uint64_t v;
-  if (!coding::GetFixed64(in, &v)) return false;
-  *id = MessageId{v >> 16, static_cast<uint16_t>(v & 0xffff)};
-  return true;
-}
-}  // namespace
 
 std::string EncodeCursor(const CursorValue& c) {
   std::string s;

@@ -43,7 +43,7 @@ inline constexpr char kSourceTag = 0x0e;
 inline constexpr char kMessageTag = 0x10;
 
 // Bumped when a change makes old code unable to read new data.
-inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kFormatVersion = 3;
 // The oldest version Open upgrades (doc/format.md, "Db metadata").
 inline constexpr uint32_t kOldestFormatVersion = 1;
 
@@ -94,6 +94,10 @@ struct GroupRecord {
   uint32_t id = 0;
   std::vector<std::string> topics;  // Sorted, unique.
   bool ordered = false;             // GroupOptions::ordered.
+  // GroupOptions::start, and the first id handed out in each partition:
+  // one id for all partitions, or one per partition; empty for kEarliest.
+  uint8_t start = 0;
+  std::vector<MessageId> start_ids;
 };
 std::string EncodeGroupRecord(const GroupRecord& record);
 absl::Status DecodeGroupRecord(std::string_view in, GroupRecord* record);

@@ -119,6 +119,48 @@ absl::Time ToTime(double unix_seconds) {
   return absl::FromUnixNanos(static_cast<int64_t>(unix_seconds * 1e9));
 }
 
+// Sets o->start, start_id and start_time (SubscribeOptions or GroupOptions)
+// from Python's `start`: "earliest", "latest", a MessageId or a Unix time.
+template <typename O>
+void SetStart(const py::object& start, O* o) {
+  using Start = typename O::Start;
+  if (py::isinstance<py::str>(start)) {
+    const std::string s = start.cast<std::string>();
+    if (s == "earliest") {
+      o->start = Start::kEarliest;
+    } else if (s == "latest") {
+      o->start = Start::kLatest;
+    } else {
+      Raise(absl::InvalidArgumentError(
+          "start must be 'earliest', 'latest', a MessageId or a Unix time, "
+          "not '" +
+          s + "'"));
+    }
+  } else if (py::isinstance<hq::MessageId>(start)) {
+    o->start = Start::kId;
+    o->start_id = start.cast<hq::MessageId>();
+  } else {
+    o->start = Start::kTime;
+    o->start_time = ToTime(start.cast<double>());
+  }
+}
+
+// The name Python uses for a Start.
+template <typename Start>
+py::object StartName(Start start) {
+  switch (start) {
+    case Start::kEarliest:
+      return py::str("earliest");
+    case Start::kLatest:
+      return py::str("latest");
+    case Start::kId:
+      return py::str("id");
+    case Start::kTime:
+      return py::str("time");
+  }
+  return py::str("unknown");
+}
+
 // bytes, bytearray or str (UTF-8) as bytes. Views into `h` when it is
 // bytes (immutable, and kept alive by the caller); else copies to `store`.
 std::string_view Bytes(py::handle h, std::string& store, const char* what) {
@@ -1032,10 +1074,12 @@ PYBIND11_MODULE(_hq, m) {
           [](PyQueue& q, const std::string& name, const py::iterable& topics,
              bool ordered, double lease, uint32_t max_attempts,
              double backoff_base, double backoff_cap, double backoff_jitter,
-             double ownership_lease, size_t max_active_lanes) {
+             double ownership_lease, size_t max_active_lanes,
+             const py::object& start) {
             hq::GroupOptions o;
             o.topics = TextList(topics, "topic");
             o.ordered = ordered;
+            SetStart(start, &o);
             o.lease = ToDuration(lease, "lease");
             o.max_attempts = max_attempts;
             o.backoff_base = ToDuration(backoff_base, "backoff_base");
@@ -1056,7 +1100,8 @@ PYBIND11_MODULE(_hq, m) {
           py::arg("max_attempts") = 10, py::arg("backoff_base") = 1.0,
           py::arg("backoff_cap") = 300.0, py::arg("backoff_jitter") = 0.2,
           py::arg("ownership_lease") = 10.0,
-          py::arg("max_active_lanes") = hq::GroupOptions().max_active_lanes)
+          py::arg("max_active_lanes") = hq::GroupOptions().max_active_lanes,
+          py::arg("start") = "earliest")
       .def("list_groups",
            [](PyQueue& q) {
              Use use(*q.h);
@@ -1078,25 +1123,7 @@ PYBIND11_MODULE(_hq, m) {
             o.name = name;
             o.partitions = std::move(partitions);
             o.topics = TextList(topics, "topic");
-            if (py::isinstance<py::str>(start)) {
-              std::string s = start.cast<std::string>();
-              if (s == "earliest") {
-                o.start = hq::SubscribeOptions::Start::kEarliest;
-              } else if (s == "latest") {
-                o.start = hq::SubscribeOptions::Start::kLatest;
-              } else {
-                Raise(absl::InvalidArgumentError(
-                    "start must be 'earliest', 'latest', a MessageId or a "
-                    "Unix time, not '" +
-                    s + "'"));
-              }
-            } else if (py::isinstance<hq::MessageId>(start)) {
-              o.start = hq::SubscribeOptions::Start::kId;
-              o.start_id = start.cast<hq::MessageId>();
-            } else {
-              o.start = hq::SubscribeOptions::Start::kTime;
-              o.start_time = ToTime(start.cast<double>());
-            }
+            SetStart(start, &o);
             o.checkpoint_messages = checkpoint_messages;
             o.checkpoint_interval =
                 ToDuration(checkpoint_interval, "checkpoint_interval");
@@ -1186,7 +1213,9 @@ PYBIND11_MODULE(_hq, m) {
                         py::arg("topics") = info.topics,
                         py::arg("ordered") = info.ordered,
                         py::arg("dead_letter_queue") = info.dead_letter_queue,
-                        py::arg("cursors") = cursors);
+                        py::arg("cursors") = cursors,
+                        py::arg("start") = StartName(info.start),
+                        py::arg("start_ids") = info.start_ids);
           },
           py::arg("name"))
       .def("stats",

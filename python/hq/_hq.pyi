@@ -219,9 +219,13 @@ class Queue:
               max_attempts: int = 10, backoff_base: float = 1.0,
               backoff_cap: float = 300.0, backoff_jitter: float = 0.2,
               ownership_lease: float = 10.0,
-              max_active_lanes: int = 131072) -> Group:
+              max_active_lanes: int = 131072,
+              start: Union[str, MessageId, float] = "earliest") -> Group:
         """The consumer group `name`, created on first use (topics and
-        ordered are fixed then; the rest come from each call)."""
+        ordered are fixed then; the rest come from each call). `start`,
+        where a new group starts ("earliest", "latest": only messages
+        written after its creation, a MessageId, or a Unix time), is taken
+        only at creation."""
     def list_groups(self) -> List[str]: ...
     def inspect_group(self, name: str) -> GroupInfo: ...
     def subscribe(self, name: str,

@@ -209,6 +209,11 @@ class GroupInfo:
     ordered: bool
     dead_letter_queue: str
     cursors: List[LaneCursor]
+    start: str = "earliest"
+    """Where the group started: "earliest", "latest", "id" or "time"."""
+    start_ids: List[Any] = dataclasses.field(default_factory=list)
+    """The first id handed out: one for every partition, or one per
+    partition ("latest"); empty for "earliest"."""
 
 
 @_record

@@ -415,6 +415,24 @@ def test_every_public_name_is_exported():
     assert len(errors) == 16  # absl's codes other than OK.
 
 
+def test_group_start_positions(db):
+    q = db.create_queue("q", partitions=2)
+    q.put(b"old", partition=0)
+    latest = q.group("latest", start="latest")
+    earliest = q.group("earliest")
+    q.put(b"new", partition=1)
+    assert [t.payload for t in latest.claim(max=10)] == [b"new"]
+    assert sorted(t.payload for t in earliest.claim(max=10)) == [b"new", b"old"]
+    info = q.inspect_group("latest")
+    assert info.start == "latest" and len(info.start_ids) == 2
+    assert q.inspect_group("earliest").start == "earliest"
+    far = q.group("future", start=time.time() + 3600)
+    assert far.claim(max=10) == []
+    assert q.inspect_group("future").start == "time"
+    with pytest.raises(hq.InvalidArgument):
+        q.group("bad", start="middle")
+
+
 def test_claim_options_and_errors(db):
     q = db.create_queue("q", partitions=2, layout="topic")
     q.put(b"a", topic="a", partition=0)
