@@ -259,6 +259,25 @@ TEST_CASE("bad input to groups, subscriptions, leases and inspection") {
          return q->Group("g2", {.max_active_lanes = (size_t{1} << 24) + 1})
              .status();
        }},
+      {"group start not a Start", C::kInvalidArgument, "start",
+       [&] {
+         return q->Group("g2", {.start = static_cast<GroupOptions::Start>(7)})
+             .status();
+       }},
+      {"group start time infinite", C::kInvalidArgument, "start_time",
+       [&] {
+         return q
+             ->Group("g2", {.start = GroupOptions::Start::kTime,
+                            .start_time = absl::InfinitePast()})
+             .status();
+       }},
+      {"group start id past the last ms", C::kInvalidArgument, "start_id",
+       [&] {
+         return q
+             ->Group("g2", {.start = GroupOptions::Start::kId,
+                            .start_id = MessageId{MessageId::kMaxMs + 1, 0}})
+             .status();
+       }},
       {"group topic over limit", C::kInvalidArgument, "topic",
        [&] { return q->Group("g2", {.topics = {big_topic}}).status(); }},
       {"group other topics", C::kInvalidArgument, "topic",
@@ -282,6 +301,17 @@ TEST_CASE("bad input to groups, subscriptions, leases and inspection") {
        "topic",
        [&] {
          return ordered->Claim({.topics = {"t"}, .consumer = "c"}).status();
+       }},
+      // ListPending
+      {"pending max 0", C::kInvalidArgument, "max",
+       [&] { return g->ListPending(0).status(); }},
+      {"pending max over 10000", C::kInvalidArgument, "max",
+       [&] { return g->ListPending(10001).status(); }},
+      {"pending after a partition out of range", C::kInvalidArgument,
+       "partition",
+       [&] {
+         PendingTask after{.partition = 4};
+         return g->ListPending(10, &after).status();
        }},
       // Complete, Release, Extend
       {"complete duplicates", C::kInvalidArgument, "",
