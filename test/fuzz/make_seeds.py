@@ -49,6 +49,11 @@ def records(d):
         + lp(b"a") + lp(b"bb"),
         "group_ordered": bytes([1]) + b"\x01" + struct.pack(">I", 3)
         + varint(0) + b"\x01",
+        "group_start_latest": bytes([1]) + b"\x01" + struct.pack(">I", 3)
+        + varint(0) + b"\x02" + b"\x01" + varint(2) + mid(ms, 0) + mid(ms, 7),
+        "group_ordered_start_time": bytes([1]) + b"\x01"
+        + struct.pack(">I", 3) + varint(1) + lp(b"t") + b"\x03" + b"\x03"
+        + varint(1) + mid(ms, 0),
         "sub": bytes([2]) + b"\x01" + struct.pack(">I", 4) + varint(2)
         + struct.pack(">HH", 0, 5) + varint(1) + lp(b"t") + mid(ms, 2),
         "cursor": bytes([3]) + b"\x01" + mid(ms, 9) + mid(ms, 1),

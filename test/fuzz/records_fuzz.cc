@@ -51,7 +51,8 @@ bool SameQueue(const QueueRecord& a, const QueueRecord& b) {
          a.created == b.created;
 }
 bool SameGroup(const GroupRecord& a, const GroupRecord& b) {
-  return a.id == b.id && a.topics == b.topics && a.ordered == b.ordered;
+  return a.id == b.id && a.topics == b.topics && a.ordered == b.ordered &&
+         a.start == b.start && a.start_ids == b.start_ids;
 }
 bool SameSub(const SubRecord& a, const SubRecord& b) {
   return a.id == b.id && a.partitions == b.partitions && a.topics == b.topics &&
