@@ -734,29 +734,35 @@ PYBIND11_MODULE(_hq, m) {
       });
 
   // ---- Scanner.
-  py::class_<PyScanner>(m, "Scanner")
+  py::class_<PyScanner>(m, "Scanner",
+                        "Iterates a snapshot of a queue taken by Queue.scan.")
       .def("__iter__", [](PyScanner& s) -> PyScanner& { return s; })
-      .def("__next__",
-           [](PyScanner& s) {
-             Use use(*s.h);
-             hq::Scanner* scanner = s.s->scanner.get();
-             if (scanner == nullptr) throw py::stop_iteration();
-             std::optional<PyMessage> m;
-             absl::Status status;
-             {
-               py::gil_scoped_release release;
-               if (scanner->Next()) {
-                 m = PyMessage::From(scanner->message());
-               } else {
-                 status = scanner->status();
-               }
-             }
-             if (m) return *std::move(m);
-             s.h->ResetScanner(*s.s);
-             Check(status);
-             throw py::stop_iteration();
-           })
-      .def("close", [](PyScanner& s) { s.h->ResetScanner(*s.s); })
+      .def(
+          "__next__",
+          [](PyScanner& s) {
+            Use use(*s.h);
+            hq::Scanner* scanner = s.s->scanner.get();
+            if (scanner == nullptr) throw py::stop_iteration();
+            std::optional<PyMessage> m;
+            absl::Status status;
+            {
+              py::gil_scoped_release release;
+              if (scanner->Next()) {
+                m = PyMessage::From(scanner->message());
+              } else {
+                status = scanner->status();
+              }
+            }
+            if (m) return *std::move(m);
+            s.h->ResetScanner(*s.s);
+            Check(status);
+            throw py::stop_iteration();
+          },
+          "The next message. Raises hq.DataLoss on a damaged record: a scan "
+          "never ends short in silence.")
+      .def(
+          "close", [](PyScanner& s) { s.h->ResetScanner(*s.s); },
+          "Frees the scanner now (also on leaving a `with` block).")
       .def("__enter__", [](PyScanner& s) -> PyScanner& { return s; })
       .def("__exit__", [](PyScanner& s, py::args) {
         s.h->ResetScanner(*s.s);
@@ -764,31 +770,37 @@ PYBIND11_MODULE(_hq, m) {
       });
 
   // ---- Subscription.
-  py::class_<PySubscription>(m, "Subscription")
+  py::class_<PySubscription>(m, "Subscription",
+                             "A live subscription (Queue.subscribe).")
       .def_property_readonly("name",
                              [](const PySubscription& s) { return s.s->name; })
-      .def("stats",
-           [](PySubscription& s) {
-             Use use(*s.h);
-             hq::Subscription* sub = s.Get();
-             absl::StatusOr<hq::SubscriptionStats> st;
-             {
-               py::gil_scoped_release release;
-               st = sub->Stats();
-             }
-             return SubscriptionStatsToPy(Check(std::move(st)));
-           })
-      .def("checkpoint",
-           [](PySubscription& s) {
-             Use use(*s.h);
-             hq::Subscription* sub = s.Get();
-             absl::Status st;
-             {
-               py::gil_scoped_release release;
-               st = sub->Checkpoint();
-             }
-             Check(st);
-           })
+      .def(
+          "stats",
+          [](PySubscription& s) {
+            Use use(*s.h);
+            hq::Subscription* sub = s.Get();
+            absl::StatusOr<hq::SubscriptionStats> st;
+            {
+              py::gil_scoped_release release;
+              st = sub->Stats();
+            }
+            return SubscriptionStatsToPy(Check(std::move(st)));
+          },
+          "Delivered, checkpointed and lag (hq.SubscriptionStats). "
+          "FailedPrecondition once unsubscribed or the Db closed.")
+      .def(
+          "checkpoint",
+          [](PySubscription& s) {
+            Use use(*s.h);
+            hq::Subscription* sub = s.Get();
+            absl::Status st;
+            {
+              py::gil_scoped_release release;
+              st = sub->Checkpoint();
+            }
+            Check(st);
+          },
+          "Writes the checkpoints of what was delivered, now.")
       .def_property_readonly("listener_errors",
                              [](const PySubscription& s) -> uint64_t {
                                return s.s->listener ? s.s->listener->errors()
@@ -802,7 +814,9 @@ PYBIND11_MODULE(_hq, m) {
           });
 
   // ---- Group.
-  py::class_<PyGroup>(m, "Group")
+  py::class_<PyGroup>(m, "Group",
+                      "A durable consumer group: at-least-once tasks under a "
+                      "lease, completed once or dead-lettered.")
       .def_property_readonly("name",
                              [](const PyGroup& g) { return g.g->name(); })
       .def_property_readonly(
@@ -843,7 +857,11 @@ PYBIND11_MODULE(_hq, m) {
           py::arg("max") = 1, py::kw_only(), py::arg("lease") = py::none(),
           py::arg("wait") = 0.0, py::arg("topics") = py::tuple(),
           py::arg("partitions") = std::vector<uint32_t>{},
-          py::arg("consumer") = "")
+          py::arg("consumer") = "",
+          "Hands out up to `max` (1..10000) tasks under a lease (None: the "
+          "group's). With `wait`, blocks (GIL released) until something is "
+          "claimable or the wait ends; returns [] if nothing is. Ordered "
+          "groups need `consumer`.")
       .def(
           "complete",
           [](PyGroup& g, py::handle tasks) {
@@ -856,7 +874,9 @@ PYBIND11_MODULE(_hq, m) {
             }
             Check(st);
           },
-          py::arg("tasks"))
+          py::arg("tasks"),
+          "Completes tasks: all or nothing, one write. FailedPrecondition if a "
+          "task is no longer held.")
       .def(
           "release",
           [](PyGroup& g, const hq::Task& t, double retry_after) {
@@ -869,7 +889,9 @@ PYBIND11_MODULE(_hq, m) {
             }
             Check(st);
           },
-          py::arg("task"), py::arg("retry_after") = 0.0)
+          py::arg("task"), py::arg("retry_after") = 0.0,
+          "Gives a held task back, to come again after `retry_after` seconds, "
+          "or be dead-lettered if it used max_attempts.")
       .def(
           "extend",
           [](PyGroup& g, hq::Task& t, double lease) {
@@ -882,46 +904,52 @@ PYBIND11_MODULE(_hq, m) {
             }
             Check(st);
           },
-          py::arg("task"), py::arg("lease"))
-      .def("stats",
-           [](PyGroup& g) {
-             Use use(*g.h);
-             absl::StatusOr<hq::GroupStats> st;
-             {
-               py::gil_scoped_release release;
-               st = g.g->Stats();
-             }
-             hq::GroupStats s = Check(std::move(st));
-             return Make(
-                 "GroupStats", py::arg("backlog") = s.backlog,
-                 py::arg("backlog_exact") = s.backlog_exact,
-                 py::arg("in_flight") = s.in_flight,
-                 py::arg("redelivery") = s.redelivery,
-                 py::arg("delayed") = s.delayed,
-                 py::arg("dead_letters") = s.dead_letters,
-                 py::arg("oldest_in_flight") = FromDuration(s.oldest_in_flight),
-                 py::arg("max_cursor_lag") = FromDuration(s.max_cursor_lag),
-                 py::arg("window_records") = s.window_records,
-                 py::arg("lanes") = s.lanes,
-                 py::arg("consumers") = s.consumers);
-           })
-      .def("consumers",
-           [](PyGroup& g) {
-             Use use(*g.h);
-             absl::StatusOr<std::vector<hq::ConsumerInfo>> st;
-             {
-               py::gil_scoped_release release;
-               st = g.g->Consumers();
-             }
-             py::list out;
-             for (const auto& c : Check(std::move(st))) {
-               out.append(Make(
-                   "ConsumerInfo", py::arg("name") = c.name,
-                   py::arg("partitions") = c.partitions,
-                   py::arg("lease_deadline") = FromTime(c.lease_deadline)));
-             }
-             return out;
-           })
+          py::arg("task"), py::arg("lease"),
+          "Moves a held task's lease deadline to `lease` seconds from now; "
+          "updates task.lease_deadline.")
+      .def(
+          "stats",
+          [](PyGroup& g) {
+            Use use(*g.h);
+            absl::StatusOr<hq::GroupStats> st;
+            {
+              py::gil_scoped_release release;
+              st = g.g->Stats();
+            }
+            hq::GroupStats s = Check(std::move(st));
+            return Make(
+                "GroupStats", py::arg("backlog") = s.backlog,
+                py::arg("backlog_exact") = s.backlog_exact,
+                py::arg("in_flight") = s.in_flight,
+                py::arg("redelivery") = s.redelivery,
+                py::arg("delayed") = s.delayed,
+                py::arg("dead_letters") = s.dead_letters,
+                py::arg("oldest_in_flight") = FromDuration(s.oldest_in_flight),
+                py::arg("max_cursor_lag") = FromDuration(s.max_cursor_lag),
+                py::arg("window_records") = s.window_records,
+                py::arg("lanes") = s.lanes, py::arg("consumers") = s.consumers);
+          },
+          "Backlog, in flight, redelivery, delayed, dead letters, lag "
+          "(hq.GroupStats).")
+      .def(
+          "consumers",
+          [](PyGroup& g) {
+            Use use(*g.h);
+            absl::StatusOr<std::vector<hq::ConsumerInfo>> st;
+            {
+              py::gil_scoped_release release;
+              st = g.g->Consumers();
+            }
+            py::list out;
+            for (const auto& c : Check(std::move(st))) {
+              out.append(
+                  Make("ConsumerInfo", py::arg("name") = c.name,
+                       py::arg("partitions") = c.partitions,
+                       py::arg("lease_deadline") = FromTime(c.lease_deadline)));
+            }
+            return out;
+          },
+          "Ordered groups: the live consumers and their partitions.")
       .def(
           "leave",
           [](PyGroup& g, const std::string& consumer) {
@@ -933,7 +961,9 @@ PYBIND11_MODULE(_hq, m) {
             }
             Check(st);
           },
-          py::arg("consumer"))
+          py::arg("consumer"),
+          "Ordered groups: `consumer` leaves now; its partitions go to the "
+          "others.")
       .def(
           "dead_letters",
           [](PyGroup& g, size_t max, const hq::DeadLetter* after) {
@@ -945,7 +975,8 @@ PYBIND11_MODULE(_hq, m) {
             }
             return Check(std::move(st));
           },
-          py::arg("max") = 1000, py::kw_only(), py::arg("after") = nullptr)
+          py::arg("max") = 1000, py::kw_only(), py::arg("after") = nullptr,
+          "The group's dead letters, at most `max` (1..10000), after `after`.")
       .def(
           "pending",
           [](PyGroup& g, size_t max, const hq::PendingTask* after) {
@@ -957,7 +988,9 @@ PYBIND11_MODULE(_hq, m) {
             }
             return Check(std::move(st));
           },
-          py::arg("max") = 1000, py::kw_only(), py::arg("after") = nullptr)
+          py::arg("max") = 1000, py::kw_only(), py::arg("after") = nullptr,
+          "The group's pending tasks one by one (in flight, redelivery, "
+          "delayed), at most `max` (1..10000), in key order, after `after`.")
       .def(
           "requeue",
           [](PyGroup& g, std::vector<hq::DeadLetter> letters) {
@@ -971,10 +1004,13 @@ PYBIND11_MODULE(_hq, m) {
             Check(st);
             return results;
           },
-          py::arg("letters"));
+          py::arg("letters"),
+          "Puts dead letters back into the queue as new messages, atomically; "
+          "returns their PutResults.");
 
   // ---- Queue.
-  py::class_<PyQueue>(m, "Queue")
+  py::class_<PyQueue>(m, "Queue",
+                      "A queue of a Db. Valid while its Db is open.")
       .def_property_readonly("name",
                              [](const PyQueue& q) { return q.q->name(); })
       .def_property_readonly(
@@ -1010,7 +1046,9 @@ PYBIND11_MODULE(_hq, m) {
           py::arg("key") = py::none(), py::arg("partition") = py::none(),
           py::arg("priority") = 0, py::arg("delay") = 0.0,
           py::arg("not_before") = py::none(), py::arg("dedup_key") = py::none(),
-          py::arg("sync") = py::none())
+          py::arg("sync") = py::none(),
+          "Writes one message; returns its PutResult (partition, id, "
+          "duplicate). sync=None: the Db's sync_writes.")
       .def(
           "put_batch",
           [](PyQueue& q, const py::iterable& messages,
@@ -1036,7 +1074,9 @@ PYBIND11_MODULE(_hq, m) {
             Check(st);
             return results;
           },
-          py::arg("messages"), py::kw_only(), py::arg("sync") = py::none())
+          py::arg("messages"), py::kw_only(), py::arg("sync") = py::none(),
+          "Writes all messages or none, in one write. An item is a payload, an "
+          "hq.Message or a dict of Message's fields.")
       .def(
           "scan",
           [](PyQueue& q, std::vector<uint32_t> partitions,
@@ -1068,7 +1108,9 @@ PYBIND11_MODULE(_hq, m) {
           },
           py::kw_only(), py::arg("partitions") = std::vector<uint32_t>{},
           py::arg("topics") = py::tuple(), py::arg("start") = py::none(),
-          py::arg("end") = py::none(), py::arg("order") = "merged")
+          py::arg("end") = py::none(), py::arg("order") = "merged",
+          "A snapshot iterator over ids [start, end) of the chosen partitions "
+          "and topics; order 'merged' or 'lane'.")
       .def(
           "group",
           [](PyQueue& q, const std::string& name, const py::iterable& topics,
@@ -1101,17 +1143,21 @@ PYBIND11_MODULE(_hq, m) {
           py::arg("backoff_cap") = 300.0, py::arg("backoff_jitter") = 0.2,
           py::arg("ownership_lease") = 10.0,
           py::arg("max_active_lanes") = hq::GroupOptions().max_active_lanes,
-          py::arg("start") = "earliest")
-      .def("list_groups",
-           [](PyQueue& q) {
-             Use use(*q.h);
-             absl::StatusOr<std::vector<std::string>> r;
-             {
-               py::gil_scoped_release release;
-               r = q.q->ListGroups();
-             }
-             return Check(std::move(r));
-           })
+          py::arg("start") = "earliest",
+          "The consumer group `name`, created on first use (topics, ordered "
+          "and start are taken then; the rest from each call).")
+      .def(
+          "list_groups",
+          [](PyQueue& q) {
+            Use use(*q.h);
+            absl::StatusOr<std::vector<std::string>> r;
+            {
+              py::gil_scoped_release release;
+              r = q.q->ListGroups();
+            }
+            return Check(std::move(r));
+          },
+          "The names of the queue's consumer groups.")
       .def(
           "subscribe",
           [](PyQueue& q, const std::string& name, py::function listener,
@@ -1153,7 +1199,9 @@ PYBIND11_MODULE(_hq, m) {
           py::arg("checkpoint_interval") = 1.0,
           py::arg("buffer_messages") = 1024,
           py::arg("buffer_bytes") = uint64_t{4} << 20,
-          py::arg("retry_base") = 0.1, py::arg("retry_cap") = 30.0)
+          py::arg("retry_base") = 0.1, py::arg("retry_cap") = 30.0,
+          "Delivers the queue's messages to `listener` on a delivery thread, "
+          "in order per lane, at least once; resumes from its checkpoints.")
       .def(
           "unsubscribe",
           [](PyQueue& q, const std::string& name) {
@@ -1168,17 +1216,20 @@ PYBIND11_MODULE(_hq, m) {
             }
             q.h->Unsubscribed(q.q, name);
           },
-          py::arg("name"))
-      .def("list_subscriptions",
-           [](PyQueue& q) {
-             Use use(*q.h);
-             absl::StatusOr<std::vector<std::string>> r;
-             {
-               py::gil_scoped_release release;
-               r = q.q->ListSubscriptions();
-             }
-             return Check(std::move(r));
-           })
+          py::arg("name"),
+          "Stops the subscription `name` and deletes its checkpoints.")
+      .def(
+          "list_subscriptions",
+          [](PyQueue& q) {
+            Use use(*q.h);
+            absl::StatusOr<std::vector<std::string>> r;
+            {
+              py::gil_scoped_release release;
+              r = q.q->ListSubscriptions();
+            }
+            return Check(std::move(r));
+          },
+          "The names of the queue's subscriptions.")
       .def(
           "inspect_subscription",
           [](PyQueue& q, const std::string& name) {
@@ -1190,7 +1241,9 @@ PYBIND11_MODULE(_hq, m) {
             }
             return SubscriptionStatsToPy(Check(std::move(r)));
           },
-          py::arg("name"))
+          py::arg("name"),
+          "A subscription's stored checkpoints and lag, whether or not it is "
+          "live.")
       .def(
           "inspect_group",
           [](PyQueue& q, const std::string& name) {
@@ -1217,40 +1270,48 @@ PYBIND11_MODULE(_hq, m) {
                         py::arg("start") = StartName(info.start),
                         py::arg("start_ids") = info.start_ids);
           },
-          py::arg("name"))
-      .def("stats",
-           [](PyQueue& q) {
-             Use use(*q.h);
-             absl::StatusOr<hq::QueueStats> r;
-             {
-               py::gil_scoped_release release;
-               r = q.q->Stats();
-             }
-             hq::QueueStats s = Check(std::move(r));
-             py::list parts;
-             for (const auto& p : s.partitions) {
-               parts.append(Make(
-                   "PartitionStats", py::arg("partition") = p.partition,
-                   py::arg("lanes") = p.lanes, py::arg("first") = p.first,
-                   py::arg("last") = p.last, py::arg("messages") = p.messages,
-                   py::arg("messages_exact") = p.messages_exact,
-                   py::arg("approximate_bytes") = p.approximate_bytes));
-             }
-             return Make("QueueStats", py::arg("partitions") = parts,
-                         py::arg("approximate_bytes") = s.approximate_bytes);
-           })
-      .def("approximate_bytes", [](PyQueue& q) {
-        Use use(*q.h);
-        absl::StatusOr<uint64_t> r;
-        {
-          py::gil_scoped_release release;
-          r = q.q->ApproximateBytes();
-        }
-        return Check(std::move(r));
-      });
+          py::arg("name"),
+          "A group's stored options, start and cursors (hq.GroupInfo).")
+      .def(
+          "stats",
+          [](PyQueue& q) {
+            Use use(*q.h);
+            absl::StatusOr<hq::QueueStats> r;
+            {
+              py::gil_scoped_release release;
+              r = q.q->Stats();
+            }
+            hq::QueueStats s = Check(std::move(r));
+            py::list parts;
+            for (const auto& p : s.partitions) {
+              parts.append(Make(
+                  "PartitionStats", py::arg("partition") = p.partition,
+                  py::arg("lanes") = p.lanes, py::arg("first") = p.first,
+                  py::arg("last") = p.last, py::arg("messages") = p.messages,
+                  py::arg("messages_exact") = p.messages_exact,
+                  py::arg("approximate_bytes") = p.approximate_bytes));
+            }
+            return Make("QueueStats", py::arg("partitions") = parts,
+                        py::arg("approximate_bytes") = s.approximate_bytes);
+          },
+          "Messages, bytes and ids per partition, and the queue's groups and "
+          "subscriptions (hq.QueueStats).")
+      .def(
+          "approximate_bytes",
+          [](PyQueue& q) {
+            Use use(*q.h);
+            absl::StatusOr<uint64_t> r;
+            {
+              py::gil_scoped_release release;
+              r = q.q->ApproximateBytes();
+            }
+            return Check(std::move(r));
+          },
+          "The queue's approximate size on disk, in bytes.");
 
   // ---- Db.
-  py::class_<PyDb>(m, "Db")
+  py::class_<PyDb>(m, "Db",
+                   "One LevelDB directory holding any number of queues.")
       .def_static(
           "open",
           [](py::object path_like, bool create_if_missing, bool error_if_exists,
@@ -1306,8 +1367,13 @@ PYBIND11_MODULE(_hq, m) {
           py::arg("cache_bytes") = size_t{64} << 20,
           py::arg("bloom_bits_per_key") = 10,
           py::arg("write_buffer_bytes") = size_t{64} << 20,
-          py::arg("max_open_files") = 1000, py::arg("delivery_threads") = 2)
-      .def("close", [](PyDb& d) { d.h->Close(); })
+          py::arg("max_open_files") = 1000, py::arg("delivery_threads") = 2,
+          "Opens or creates the Db at `path` (keyword options as "
+          "hq/options.h). Usable as a context manager.")
+      .def(
+          "close", [](PyDb& d) { d.h->Close(); },
+          "Waits for calls in progress, stops subscriptions, frees scanners "
+          "and closes. Idempotent.")
       .def_property_readonly("closed",
                              [](const PyDb& d) { return d.h->closing(); })
       .def_property_readonly("path",
@@ -1348,7 +1414,8 @@ PYBIND11_MODULE(_hq, m) {
           py::arg("name"), py::kw_only(), py::arg("partitions") = 1,
           py::arg("priorities") = 1, py::arg("ttl") = py::none(),
           py::arg("layout") = "time",
-          py::arg("max_payload_bytes") = uint32_t{1} << 20)
+          py::arg("max_payload_bytes") = uint32_t{1} << 20,
+          "Creates a queue (AlreadyExists if it exists).")
       .def(
           "open_queue",
           [](PyDb& d, const std::string& name) {
@@ -1360,7 +1427,7 @@ PYBIND11_MODULE(_hq, m) {
             }
             return PyQueue{d.h, Check(std::move(q))};
           },
-          py::arg("name"))
+          py::arg("name"), "The queue `name`; NotFound if there is none.")
       .def(
           "drop_queue",
           [](PyDb& d, const std::string& name) {
@@ -1372,75 +1439,89 @@ PYBIND11_MODULE(_hq, m) {
             }
             Check(st);
           },
-          py::arg("name"))
-      .def("list_queues",
-           [](PyDb& d) {
-             Use use(*d.h);
-             absl::StatusOr<std::vector<std::string>> r;
-             {
-               py::gil_scoped_release release;
-               r = use.db()->ListQueues();
-             }
-             return Check(std::move(r));
-           })
-      .def("compact_expired",
-           [](PyDb& d) {
-             Use use(*d.h);
-             absl::StatusOr<hq::SweepStats> r;
-             {
-               py::gil_scoped_release release;
-               r = use.db()->CompactExpired();
-             }
-             return SweepToPy(Check(std::move(r)));
-           })
-      .def("compact_all",
-           [](PyDb& d) {
-             Use use(*d.h);
-             absl::StatusOr<hq::SweepStats> r;
-             {
-               py::gil_scoped_release release;
-               r = use.db()->CompactAll();
-             }
-             return SweepToPy(Check(std::move(r)));
-           })
-      .def("verify",
-           [](PyDb& d) {
-             Use use(*d.h);
-             absl::StatusOr<hq::VerifyReport> r;
-             {
-               py::gil_scoped_release release;
-               r = use.db()->Verify();
-             }
-             hq::VerifyReport v = Check(std::move(r));
-             py::list problems;
-             for (const auto& p : v.problems) {
-               problems.append(Make("VerifyProblem",
-                                    py::arg("key_hex") = p.key_hex,
-                                    py::arg("description") = p.description,
-                                    py::arg("file") = p.file));
-             }
-             py::list dropped;
-             for (const std::string& f : v.dropped) dropped.append(f);
-             return Make(
-                 "VerifyReport", py::arg("keys") = v.keys,
-                 py::arg("queues") = v.queues, py::arg("messages") = v.messages,
-                 py::arg("problems") = problems,
-                 py::arg("problem_count") = v.problem_count,
-                 py::arg("tables") = v.tables, py::arg("blocks") = v.blocks,
-                 py::arg("dropped") = dropped);
-           })
-      .def("recovery", [](PyDb& d) {
-        Use use(*d.h);
-        py::list out;
-        for (const hq::RecoveryReport::Dropped& x :
-             use.db()->recovery().dropped) {
-          out.append(
-              Make("RecoveryDrop", py::arg("file") = x.file,
-                   py::arg("offset") = x.offset, py::arg("bytes") = x.bytes,
-                   py::arg("damage") = x.damage, py::arg("records") = x.records,
-                   py::arg("torn_tail") = x.torn_tail,
-                   py::arg("saved_as") = x.saved_as));
-        }
-        return out;
-      });
+          py::arg("name"),
+          "Drops a queue, its groups, subscriptions and dead letters.")
+      .def(
+          "list_queues",
+          [](PyDb& d) {
+            Use use(*d.h);
+            absl::StatusOr<std::vector<std::string>> r;
+            {
+              py::gil_scoped_release release;
+              r = use.db()->ListQueues();
+            }
+            return Check(std::move(r));
+          },
+          "The names of the Db's queues.")
+      .def(
+          "compact_expired",
+          [](PyDb& d) {
+            Use use(*d.h);
+            absl::StatusOr<hq::SweepStats> r;
+            {
+              py::gil_scoped_release release;
+              r = use.db()->CompactExpired();
+            }
+            return SweepToPy(Check(std::move(r)));
+          },
+          "Runs the TTL sweep now; returns what it deleted.")
+      .def(
+          "compact_all",
+          [](PyDb& d) {
+            Use use(*d.h);
+            absl::StatusOr<hq::SweepStats> r;
+            {
+              py::gil_scoped_release release;
+              r = use.db()->CompactAll();
+            }
+            return SweepToPy(Check(std::move(r)));
+          },
+          "The TTL sweep, then a full LevelDB compaction.")
+      .def(
+          "verify",
+          [](PyDb& d) {
+            Use use(*d.h);
+            absl::StatusOr<hq::VerifyReport> r;
+            {
+              py::gil_scoped_release release;
+              r = use.db()->Verify();
+            }
+            hq::VerifyReport v = Check(std::move(r));
+            py::list problems;
+            for (const auto& p : v.problems) {
+              problems.append(Make("VerifyProblem",
+                                   py::arg("key_hex") = p.key_hex,
+                                   py::arg("description") = p.description,
+                                   py::arg("file") = p.file));
+            }
+            py::list dropped;
+            for (const std::string& f : v.dropped) dropped.append(f);
+            return Make(
+                "VerifyReport", py::arg("keys") = v.keys,
+                py::arg("queues") = v.queues, py::arg("messages") = v.messages,
+                py::arg("problems") = problems,
+                py::arg("problem_count") = v.problem_count,
+                py::arg("tables") = v.tables, py::arg("blocks") = v.blocks,
+                py::arg("dropped") = dropped);
+          },
+          "Reads every table block and checks every record; problems name "
+          "their file.")
+      .def(
+          "recovery",
+          [](PyDb& d) {
+            Use use(*d.h);
+            py::list out;
+            for (const hq::RecoveryReport::Dropped& x :
+                 use.db()->recovery().dropped) {
+              out.append(Make(
+                  "RecoveryDrop", py::arg("file") = x.file,
+                  py::arg("offset") = x.offset, py::arg("bytes") = x.bytes,
+                  py::arg("damage") = x.damage, py::arg("records") = x.records,
+                  py::arg("torn_tail") = x.torn_tail,
+                  py::arg("saved_as") = x.saved_as));
+            }
+            return out;
+          },
+          "What this open's recovery cut from damaged write-ahead logs (kept "
+          "under dropped/).");
 }

@@ -433,6 +433,19 @@ def test_group_start_positions(db):
         q.group("bad", start="middle")
 
 
+def test_every_method_has_a_docstring():
+    # help() on a handle's method shows its contract, not only a signature.
+    for cls in (hq.Db, hq.Queue, hq.Group, hq.Subscription, hq.Scanner):
+        assert (cls.__doc__ or "").strip(), cls.__name__
+        for name in dir(cls):
+            attr = getattr(cls, name)
+            if name.startswith("_") or not callable(attr):
+                continue
+            doc = attr.__doc__ or ""
+            # pybind11 puts the signature first, then the docstring.
+            assert doc.split("\n", 1)[-1].strip(), cls.__name__ + "." + name
+
+
 def test_claim_options_and_errors(db):
     q = db.create_queue("q", partitions=2, layout="topic")
     q.put(b"a", topic="a", partition=0)
