@@ -3,11 +3,9 @@
 // hq dead: a consumer group's dead letters; with --requeue, put back into
 // the group's queue as they are listed.
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,26 +76,20 @@ class Listing {
 // with `requeue` puts them back a page at a time. Returns how many.
 Result<int64_t> ListDead(ConsumerGroup* g, int64_t limit, bool requeue,
                          Listing& listing) {
-  int64_t n = 0;
-  std::optional<DeadLetter> after;
-  while (limit == 0 || n < limit) {
-    const size_t want =
-        limit == 0 ? 1000
-                   : static_cast<size_t>(std::min<int64_t>(1000, limit - n));
-    // Requeued letters leave the list: page from the start then.
-    HQ_ASSIGN_OR_RETURN(
-        const std::vector<DeadLetter> page,
-        g->ListDeadLetters(want, after && !requeue ? &*after : nullptr));
-    if (page.empty()) break;
-    for (const DeadLetter& d : page) listing.Add(d);
-    n += static_cast<int64_t>(page.size());
-    after = page.back();
-    if (requeue) {
-      std::vector<PutResult> results;
-      HQ_TRY(g->Requeue(page, &results));
-    }
-  }
-  return n;
+  return ListPages<DeadLetter>(
+      limit,
+      [&](size_t want, const DeadLetter* after) {
+        // Requeued letters leave the list: page from the start then.
+        return g->ListDeadLetters(want, requeue ? nullptr : after);
+      },
+      [&](const std::vector<DeadLetter>& page) -> Result<void> {
+        for (const DeadLetter& d : page) listing.Add(d);
+        if (requeue) {
+          std::vector<PutResult> results;
+          HQ_TRY(g->Requeue(page, &results));
+        }
+        return {};
+      });
 }
 
 }  // namespace

@@ -3,11 +3,9 @@
 // hq pending: a consumer group's pending tasks one by one (Redis's
 // XPENDING), as ConsumerGroup::ListPending lists them.
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,19 +86,15 @@ ExitCode Pending(const Args& args) {
   HQ_ASSIGN_OR_RETURN(const GroupInfo info, q->InspectGroup(args[1]));
   HQ_ASSIGN_OR_RETURN(ConsumerGroup * g, LoadGroup(q, info));
   Listing listing(q->name(), info.name);
-  int64_t n = 0;
-  std::optional<PendingTask> after;
-  while (limit == 0 || n < limit) {
-    const size_t want =
-        limit == 0 ? 1000
-                   : static_cast<size_t>(std::min<int64_t>(1000, limit - n));
-    HQ_ASSIGN_OR_RETURN(const std::vector<PendingTask> page,
-                        g->ListPending(want, after ? &*after : nullptr));
-    if (page.empty()) break;
-    for (const PendingTask& p : page) listing.Add(p);
-    n += static_cast<int64_t>(page.size());
-    after = page.back();
-  }
+  HQ_TRY(ListPages<PendingTask>(
+      limit,
+      [&](size_t want, const PendingTask* after) {
+        return g->ListPending(want, after);
+      },
+      [&](const std::vector<PendingTask>& page) -> Result<void> {
+        for (const PendingTask& p : page) listing.Add(p);
+        return {};
+      }));
   if (absl::GetFlag(FLAGS_json)) {
     PrintJson(listing.Finish());
     return kExitOk;

@@ -8,6 +8,7 @@
 #ifndef HQ_TOOLS_COMMAND_H_
 #define HQ_TOOLS_COMMAND_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -121,6 +122,31 @@ Result<T> AsResult(Result<T> r) {
   auto result = ::hq::tool::AsResult(expr);             \
   if (!result.ok()) return std::move(result).failure(); \
   lhs = std::move(result).value()
+
+// -------------------------------------------------------------- listing
+
+// Lists up to `limit` items (0: all) a page of at most 1000 at a time:
+// `list(want, after)` returns the next page (an absl::StatusOr of a
+// vector) after `after` (null: from the start), and `take(page)` (a
+// Result<void>) takes each page in. Stops at an empty page. Returns how
+// many items were listed.
+template <typename T, typename List, typename Take>
+Result<int64_t> ListPages(int64_t limit, List list, Take take) {
+  int64_t n = 0;
+  std::optional<T> after;
+  while (limit == 0 || n < limit) {
+    const size_t want =
+        limit == 0 ? 1000
+                   : static_cast<size_t>(std::min<int64_t>(1000, limit - n));
+    HQ_ASSIGN_OR_RETURN(const std::vector<T> page,
+                        list(want, after ? &*after : nullptr));
+    if (page.empty()) break;
+    HQ_TRY(take(page));
+    n += static_cast<int64_t>(page.size());
+    after = page.back();
+  }
+  return n;
+}
 
 // ----------------------------------------------------------- formatting
 
