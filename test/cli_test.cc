@@ -546,6 +546,7 @@ TEST_CASE("issue19: hq pending lists a group's pending tasks") {
       ValueOrDie(ValueOrDie(q->Group("w"))->Claim({.max = 3}));
   REQUIRE(held.size() == 3);
   ValueOrDie(q->Group("idle"));
+  ValueOrDie(q->Group("fresh", {.start = GroupOptions::Start::kLatest}));
   f.Close();
   const std::string db = "--db=" + f.path();
 
@@ -573,6 +574,11 @@ TEST_CASE("issue19: hq pending lists a group's pending tasks") {
   CHECK(r.code != 0);
   r = Run({db, "pending", "p"});
   CHECK(r.code == 2);
+  // hq groups reports where each group started.
+  r = Run({db, "groups", "p", "--json"});
+  REQUIRE(r.code == 0);
+  CHECK(Occurrences(r.out, "\"start\":\"earliest\"") == 2);
+  CHECK(Occurrences(r.out, "\"start\":\"latest\",\"start_ids\":[\"") == 1);
 }
 
 // A running `hq scan --follow` with a pipe from its stdout.

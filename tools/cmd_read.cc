@@ -89,6 +89,21 @@ ExitCode Ls(const Args& args) {
 
 namespace {
 
+// GroupOptions::Start as the JSON output names it.
+const char* StartName(GroupOptions::Start start) {
+  switch (start) {
+    case GroupOptions::Start::kEarliest:
+      return "earliest";
+    case GroupOptions::Start::kLatest:
+      return "latest";
+    case GroupOptions::Start::kId:
+      return "id";
+    case GroupOptions::Start::kTime:
+      return "time";
+  }
+  return "unknown";
+}
+
 void GroupJson(Json& j, const GroupInfo& info, const GroupStats& st) {
   j.Key("name").String(info.name).Key("ordered").Bool(info.ordered);
   j.Key("topics").BeginArray();
@@ -103,6 +118,9 @@ void GroupJson(Json& j, const GroupInfo& info, const GroupStats& st) {
       .Int(absl::ToInt64Milliseconds(st.oldest_in_flight));
   j.Key("max_cursor_lag_ms").Int(absl::ToInt64Milliseconds(st.max_cursor_lag));
   j.Key("dead_letter_queue").String(info.dead_letter_queue);
+  j.Key("start").String(StartName(info.start)).Key("start_ids").BeginArray();
+  for (const MessageId& id : info.start_ids) j.String(id.ToString());
+  j.EndArray();
 }
 
 std::vector<std::string> GroupRow(const std::string& queue,
