@@ -106,6 +106,26 @@ std::string GroupImpl::TaskKey(const Lane& lane, MessageId id) const {
   return k;
 }
 
+absl::StatusOr<format::CursorValue> GroupImpl::ReadCursor(
+    std::string_view prefix, uint32_t partition, const leveldb::ReadOptions& ro,
+    bool* stored) const {
+  std::string value;
+  const leveldb::Status s =
+      CheckedGet(db_->leveldb(), ro, CursorKey(prefix), &value);
+  if (stored != nullptr) *stored = s.ok();
+  format::CursorValue c;
+  if (s.IsNotFound()) {
+    c.scan = c.done = StartOf(partition);
+    return c;
+  }
+  HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading a group cursor"));
+  if (!format::DecodeCursor(value, &c)) {
+    return absl::DataLossError(
+        absl::StrCat("consumer group '", name_, "': malformed cursor record"));
+  }
+  return c;
+}
+
 std::string GroupImpl::CursorKey(std::string_view lane_prefix) const {
   std::string k =
       format::GroupRecordPrefix(format::kCursorTag, queue_->id(), record_.id);
@@ -334,20 +354,9 @@ absl::StatusOr<GroupImpl::Lane*> GroupImpl::GetLane(
     c = *cursor;
     lane->saved_exists = true;
   } else {
-    std::string value;
-    leveldb::Status s = CheckedGet(db_->leveldb(), CheckedReadOptions(),
-                                   CursorKey(prefix), &value);
-    if (s.ok()) {
-      if (!format::DecodeCursor(value, &c)) {
-        return absl::DataLossError(absl::StrCat("consumer group '", name_,
-                                                "': malformed cursor record"));
-      }
-      lane->saved_exists = true;
-    } else if (s.IsNotFound()) {
-      c.scan = c.done = StartOf(lane->partition);
-    } else {
-      return FromLevelDb(s, "reading a group cursor");
-    }
+    HQ_ASSIGN_OR_RETURN(
+        c, ReadCursor(prefix, lane->partition, CheckedReadOptions(),
+                      &lane->saved_exists));
   }
   lane->scan = c.scan;
   lane->done = c.done;
@@ -693,19 +702,8 @@ absl::Status GroupImpl::CountBacklog(const std::vector<BacklogLane>& lanes,
   for (const BacklogLane& lane : lanes) {
     MessageId scan = lane.scan;
     if (lane.on_disk) {
-      std::string value;
-      format::CursorValue c;
-      const leveldb::Status s =
-          CheckedGet(db_->leveldb(), ro, CursorKey(lane.prefix), &value);
-      if (s.ok() && !format::DecodeCursor(value, &c)) {
-        return absl::DataLossError(absl::StrCat("consumer group '", name_,
-                                                "': malformed cursor record"));
-      }
-      if (s.IsNotFound()) {
-        c.scan = c.done = StartOf(lane.partition);
-      } else if (!s.ok()) {
-        return FromLevelDb(s, "reading a group cursor");
-      }
+      HQ_ASSIGN_OR_RETURN(const format::CursorValue c,
+                          ReadCursor(lane.prefix, lane.partition, ro));
       scan = c.scan;
       // Handed out before a restart, not completed: delivered again when
       // the lane is taken.

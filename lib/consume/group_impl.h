@@ -447,6 +447,13 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
                       uint32_t attempts);
   std::string TaskKey(const Lane& lane, MessageId id) const;
   std::string CursorKey(std::string_view lane_prefix) const;
+  // The cursors of the lane `prefix` (of `partition`) as stored, read with
+  // `ro`; a lane without a cursor record is at StartOf(partition), and
+  // *stored (if not null) says which. DataLoss for a malformed record.
+  absl::StatusOr<format::CursorValue> ReadCursor(std::string_view prefix,
+                                                 uint32_t partition,
+                                                 const leveldb::ReadOptions& ro,
+                                                 bool* stored = nullptr) const;
 
   // Constant after construction.
   DbImpl* const db_;

@@ -125,20 +125,13 @@ void GroupImpl::ListLaneTasks(const Lane& lane, MessageId from, size_t max,
 absl::Status GroupImpl::ListWindow(const std::string& prefix, MessageId from,
                                    absl::Time now, leveldb::Iterator* it,
                                    size_t max, std::vector<PendingTask>* out) {
-  std::string value;
-  format::CursorValue c;
-  const leveldb::Status s = CheckedGet(db_->leveldb(), CheckedReadOptions(),
-                                       CursorKey(prefix), &value);
-  if (s.IsNotFound()) return absl::OkStatus();  // Nothing handed out.
-  HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading a group cursor"));
-  if (!format::DecodeCursor(value, &c)) {
-    return absl::DataLossError(
-        absl::StrCat("consumer group '", name_, "': malformed cursor record"));
-  }
   uint32_t partition;
   int priority;
   std::string_view topic;
   LayoutCodec::ParseLanePrefix(prefix, true, &partition, &priority, &topic);
+  // No cursor record: nothing was handed out (the window is empty).
+  HQ_ASSIGN_OR_RETURN(const format::CursorValue c,
+                      ReadCursor(prefix, partition, CheckedReadOptions()));
   std::string seek(prefix);
   LayoutCodec::AppendMessageId(
       &seek, std::max({c.done, from, queue_->TtlCutoff(now)}));
