@@ -126,6 +126,23 @@ absl::StatusOr<format::CursorValue> GroupImpl::ReadCursor(
   return c;
 }
 
+absl::Status GroupImpl::ForEachInWindow(std::string_view prefix,
+                                        const format::CursorValue& c,
+                                        MessageId from, leveldb::Iterator* it,
+                                        absl::FunctionRef<bool(MessageId)> fn) {
+  if (!(c.done < c.scan)) return absl::OkStatus();
+  std::string seek(prefix);
+  LayoutCodec::AppendMessageId(&seek, std::max(c.done, from));
+  MessageId id;
+  for (it->Seek(seek); it->Valid(); it->Next()) {
+    if (!LayoutCodec::LaneMessage(View(it->key()), prefix, &id) ||
+        !(id < c.scan) || !fn(id)) {
+      break;
+    }
+  }
+  return FromLevelDb(it->status(), "reading a group's window");
+}
+
 std::string GroupImpl::CursorKey(std::string_view lane_prefix) const {
   std::string k =
       format::GroupRecordPrefix(format::kCursorTag, queue_->id(), record_.id);
@@ -665,32 +682,6 @@ void GroupImpl::CollectBacklogLanes(const std::vector<std::string>& waiting,
   }
 }
 
-namespace {
-
-// The messages of lane `prefix` between the cursors `c` (from `cutoff`):
-// tasks handed out before a restart and not completed, of a lane that is
-// not in memory (none of them has a task record).
-absl::StatusOr<uint64_t> CountWindow(std::string_view prefix,
-                                     const format::CursorValue& c,
-                                     MessageId cutoff, leveldb::Iterator* it) {
-  if (!(c.done < c.scan)) return 0;
-  std::string seek(prefix);
-  LayoutCodec::AppendMessageId(&seek, std::max(c.done, cutoff));
-  uint64_t n = 0;
-  MessageId id;
-  for (it->Seek(seek); it->Valid(); it->Next()) {
-    if (!LayoutCodec::LaneMessage(View(it->key()), prefix, &id) ||
-        !(id < c.scan)) {
-      break;
-    }
-    ++n;
-  }
-  HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading a group's window"));
-  return n;
-}
-
-}  // namespace
-
 absl::Status GroupImpl::CountBacklog(const std::vector<BacklogLane>& lanes,
                                      const leveldb::Snapshot* snapshot,
                                      absl::Time now, GroupStats* st) {
@@ -707,9 +698,11 @@ absl::Status GroupImpl::CountBacklog(const std::vector<BacklogLane>& lanes,
       scan = c.scan;
       // Handed out before a restart, not completed: delivered again when
       // the lane is taken.
-      HQ_ASSIGN_OR_RETURN(const uint64_t window,
-                          CountWindow(lane.prefix, c, cutoff, it.get()));
-      st->redelivery += window;
+      HQ_RETURN_IF_ERROR(
+          ForEachInWindow(lane.prefix, c, cutoff, it.get(), [&](MessageId) {
+            ++st->redelivery;
+            return true;
+          }));
     }
     if (test_count_hook_) test_count_hook_();
     HQ_RETURN_IF_ERROR(CountLane(lane, scan, cutoff, it.get(), st));

@@ -47,6 +47,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "hq/group.h"
 #include "hq/lease.h"
 #include "leveldb/db.h"
@@ -447,6 +448,14 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
                       uint32_t attempts);
   std::string TaskKey(const Lane& lane, MessageId id) const;
   std::string CursorKey(std::string_view lane_prefix) const;
+
+  // Calls fn(id) for each message of the lane `prefix` in the window of
+  // its cursors `c` (handed out, not completed), from max(c.done, from),
+  // in id order, while fn returns true.
+  static absl::Status ForEachInWindow(std::string_view prefix,
+                                      const format::CursorValue& c,
+                                      MessageId from, leveldb::Iterator* it,
+                                      absl::FunctionRef<bool(MessageId)> fn);
   // The cursors of the lane `prefix` (of `partition`) as stored, read with
   // `ro`; a lane without a cursor record is at StartOf(partition), and
   // *stored (if not null) says which. DataLoss for a malformed record.

@@ -132,25 +132,19 @@ absl::Status GroupImpl::ListWindow(const std::string& prefix, MessageId from,
   // No cursor record: nothing was handed out (the window is empty).
   HQ_ASSIGN_OR_RETURN(const format::CursorValue c,
                       ReadCursor(prefix, partition, CheckedReadOptions()));
-  std::string seek(prefix);
-  LayoutCodec::AppendMessageId(
-      &seek, std::max({c.done, from, queue_->TtlCutoff(now)}));
-  MessageId id;
-  for (it->Seek(seek); it->Valid() && out->size() < max; it->Next()) {
-    if (!LayoutCodec::LaneMessage(View(it->key()), prefix, &id) ||
-        !(id < c.scan)) {
-      break;
-    }
-    // A first hand-out (a task with a record would be in memory).
-    out->push_back({.partition = partition,
-                    .priority = priority,
-                    .topic = std::string(topic),
-                    .id = id,
-                    .attempt = 1,
-                    .state = PendingTask::State::kRedelivery,
-                    .since = now});
-  }
-  return FromLevelDb(it->status(), "reading a group's window");
+  if (out->size() >= max) return absl::OkStatus();
+  return ForEachInWindow(
+      prefix, c, std::max(from, queue_->TtlCutoff(now)), it, [&](MessageId id) {
+        // A first hand-out (a task with a record would be in memory).
+        out->push_back({.partition = partition,
+                        .priority = priority,
+                        .topic = std::string(topic),
+                        .id = id,
+                        .attempt = 1,
+                        .state = PendingTask::State::kRedelivery,
+                        .since = now});
+        return out->size() < max;
+      });
 }
 
 absl::Status GroupImpl::ReadTopics(leveldb::Iterator* it,
