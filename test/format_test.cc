@@ -181,12 +181,12 @@ TEST_CASE("fuzz: dead values with an unknown reason or a long topic fail") {
   DeadValue out;
   for (DeadLetterReason r :
        {DeadLetterReason::kLeaseExpired, DeadLetterReason::kReleased,
-        DeadLetterReason::kInterrupted}) {
+        DeadLetterReason::kInterrupted, DeadLetterReason::kRejected}) {
     d.reason = static_cast<uint8_t>(r);
     REQUIRE(DecodeDead(EncodeDead(d), &out));
     CHECK(out.reason == d.reason);
   }
-  d.reason = GENERATE(0, 4, 255);
+  d.reason = GENERATE(0, 5, 255);
   CHECK_FALSE(DecodeDead(EncodeDead(d), &out));
   d.reason = 1;
   d.topic = std::string(kMaxTopicBytes, 'x');

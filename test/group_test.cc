@@ -319,6 +319,47 @@ TEST_CASE("releasing at max attempts dead-letters at once") {
   CHECK(all.size() == 6);
 }
 
+TEST_CASE("issue21: reject dead-letters a held task at once, in any layout") {
+  const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);
+  const Layout layout = GENERATE(Layout::kTime, Layout::kTopic);
+  const bool ordered = GENERATE(false, true);
+  CAPTURE(layout, ordered);
+  DbFixture f(storage, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.layout = layout}));
+  PutN(q, 3);
+  ConsumerGroup* g =
+      ValueOrDie(q->Group("g", {.ordered = ordered, .max_attempts = 10}));
+  const ClaimOptions one{.max = 1, .consumer = "c"};
+  Task t = ValueOrDie(g->Claim(one)).at(0);
+  CHECK(t.payload == "m0");
+  HQ_REQUIRE_OK(g->Reject(t));
+  std::vector<DeadLetter> dead = ValueOrDie(g->ListDeadLetters(10));
+  REQUIRE(dead.size() == 1);
+  CHECK(dead[0].payload == "m0");
+  CHECK(dead[0].reason == DeadLetterReason::kRejected);
+  CHECK(dead[0].attempts == 1);
+  CHECK(ValueOrDie(g->Stats()).in_flight == 0);
+  // No longer held: not rejected, completed or released again.
+  CHECK(absl::IsFailedPrecondition(g->Reject(t)));
+  CHECK(absl::IsFailedPrecondition(g->Complete(std::span(&t, 1))));
+  CHECK(absl::IsFailedPrecondition(g->Release(t, absl::ZeroDuration())));
+  // The next message goes on (an ordered group's partition is free again).
+  Task next = ValueOrDie(g->Claim(one)).at(0);
+  CHECK(next.payload == "m1");
+  HQ_REQUIRE_OK(g->Complete(std::span(&next, 1)));
+  // A completed task cannot be rejected.
+  CHECK(absl::IsFailedPrecondition(g->Reject(next)));
+  // A rejected task is never handed out again, also after a reopen.
+  f.Reopen();
+  g = ValueOrDie(ValueOrDie(f.db()->OpenQueue("q"))
+                     ->Group("g", {.ordered = ordered, .max_attempts = 10}));
+  CHECK(Payloads(ValueOrDie(g->Claim({.max = 10, .consumer = "c"}))) ==
+        std::vector<std::string>{"m2"});
+  dead = ValueOrDie(g->ListDeadLetters(10));
+  REQUIRE(dead.size() == 1);
+  CHECK(dead[0].reason == DeadLetterReason::kRejected);
+}
+
 TEST_CASE("higher priorities are claimed first") {
   DbFixture f(Storage::kMemory, NoBackgroundSweeps());
   Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.priorities = 3}));

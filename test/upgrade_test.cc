@@ -90,7 +90,7 @@ TEST_CASE("a format 1 Db is upgraded on Open and keeps its state") {
     for (const VerifyProblem& p : report.problems) FAIL_CHECK(p.description);
     CHECK(report.ok());
   }
-  // Reopened: still version 2, nothing left to claim.
+  // Reopened: still the current version, nothing left to claim.
   auto db = test::ValueOrDie(Db::Open(path));
   CHECK(FormatVersion(db.get()) == format::kFormatVersion);
   Queue* topics = test::ValueOrDie(db->OpenQueue("topics"));
@@ -112,9 +112,12 @@ TEST_CASE("a Db of a format version newer than this hq is refused") {
   CHECK(absl::IsDataLoss(Db::Open(path).status()));
 }
 
-// Format 3 added group start positions (a group record flag); a format 2
-// Db is upgraded by rewriting its format record, and keeps its groups.
-TEST_CASE("a format 2 Db is upgraded to 3 on Open") {
+// Format 3 added group start positions (a group record flag), format 4 the
+// dead letter reason "rejected"; a format 2 or 3 Db is upgraded by
+// rewriting its format record, and keeps its groups.
+TEST_CASE("a format 2 or 3 Db is upgraded to the current version on Open") {
+  const uint32_t old_version = GENERATE(2u, 3u);
+  CAPTURE(old_version);
   test::TempDir dir;
   const std::string path = dir.Sub("db");
   {
@@ -127,13 +130,14 @@ TEST_CASE("a format 2 Db is upgraded to 3 on Open") {
     leveldb::DB* raw;
     REQUIRE(leveldb::DB::Open(leveldb::Options(), path, &raw).ok());
     std::string v;
-    coding::PutFixed32(&v, 2);
+    coding::PutFixed32(&v, old_version);
     REQUIRE(
         raw->Put(leveldb::WriteOptions(), format::MetaKey("format"), v).ok());
     delete raw;
   }
   auto db = test::ValueOrDie(Db::Open(path));
-  CHECK(FormatVersion(db.get()) == 3);
+  CHECK(FormatVersion(db.get()) == 4);
+  CHECK(format::kFormatVersion == 4);
   Queue* q = test::ValueOrDie(db->OpenQueue("q"));
   CHECK(Drain(test::ValueOrDie(q->Group("g"))).size() == 1);
 }

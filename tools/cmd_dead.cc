@@ -25,6 +25,8 @@ const char* ReasonName(DeadLetterReason r) {
       return "released";
     case DeadLetterReason::kInterrupted:
       return "interrupted";
+    case DeadLetterReason::kRejected:
+      return "rejected";
   }
   return "unknown";
 }

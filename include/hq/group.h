@@ -195,6 +195,7 @@ enum class DeadLetterReason : uint8_t {
   kLeaseExpired = 1,  // Its last lease expired.
   kReleased = 2,      // Its last holder released it.
   kInterrupted = 3,   // The process stopped while it was in flight.
+  kRejected = 4,      // Its holder rejected it (ConsumerGroup::Reject).
 };
 
 // A dead-lettered message, as ListDeadLetters returns it.
@@ -346,6 +347,13 @@ class HQ_EXPORT ConsumerGroup {
   // for a negative or infinite delay. One write.
   virtual absl::Status Release(const Task& task,
                                absl::Duration retry_after) = 0;
+
+  // Dead-letters a held task at once, whatever its attempts (reason
+  // kRejected): for a task its consumer knows will never succeed (AMQP's
+  // reject without requeue). Errors: FailedPrecondition if not held or its
+  // lease expired. One write (the dead letter and the task's removal, in
+  // one batch).
+  virtual absl::Status Reject(const Task& task) = 0;
 
   // Moves a held task's lease deadline to `lease` from now and updates
   // task->lease_deadline. Errors: FailedPrecondition if not held or its

@@ -1,7 +1,7 @@
 // Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
 //
-// GroupImpl (lib/consume/group_impl.h): Complete, Release and Extend of held
-// tasks.
+// GroupImpl (lib/consume/group_impl.h): Complete, Release, Reject and Extend of
+// held tasks.
 
 #include <algorithm>
 #include <cmath>
@@ -156,6 +156,30 @@ absl::Status GroupImpl::Release(const Task& task, absl::Duration retry_after) {
     }
   }
   if (cancel != 0) (void)db_->leases()->Cancel(cancel);
+  if (s.ok() && waiters_.load() > 0) Wake();
+  return s;
+}
+
+absl::Status GroupImpl::Reject(const Task& task) {
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  LeaseId cancel = 0;
+  absl::Status s;
+  {
+    MutexLock l(&mu_);
+    HQ_RETURN_IF_ERROR(Usable());
+    Lane* lane;
+    Rec* rec;
+    HQ_RETURN_IF_ERROR(FindHeld(task, /*allow_expired=*/false, &lane, &rec));
+    EndInFlight(lane);
+    if (record_.ordered) KeepAlive(task.consumer);
+    cancel = rec->lease;
+    rec->lease = 0;
+    MarkDying(lane, task.id, rec, DeadLetterReason::kRejected);
+    s = FlushDying();
+  }
+  if (cancel != 0) (void)db_->leases()->Cancel(cancel);
+  // Ordered groups: the lane after this task is free to go on.
   if (s.ok() && waiters_.load() > 0) Wake();
   return s;
 }

@@ -77,6 +77,7 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   absl::StatusOr<std::vector<Task>> Claim(const ClaimOptions& options) override;
   absl::Status Complete(std::span<const Task> tasks) override;
   absl::Status Release(const Task& task, absl::Duration retry_after) override;
+  absl::Status Reject(const Task& task) override;
   absl::Status Extend(Task* task, absl::Duration lease) override;
   absl::StatusOr<GroupStats> Stats() override;
   absl::StatusOr<std::vector<PendingTask>> ListPending(

@@ -391,7 +391,7 @@ bool DecodeDead(std::string_view in, DeadValue* d) {
       !coding::GetLengthPrefixed(&in, &topic) || !in.empty() ||
       d->dead_ms > static_cast<uint64_t>(INT64_MAX) ||
       d->reason < static_cast<uint8_t>(DeadLetterReason::kLeaseExpired) ||
-      d->reason > static_cast<uint8_t>(DeadLetterReason::kInterrupted) ||
+      d->reason > static_cast<uint8_t>(DeadLetterReason::kRejected) ||
       topic.size() > kMaxTopicBytes) {
     return false;
   }

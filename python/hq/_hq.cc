@@ -689,6 +689,8 @@ PYBIND11_MODULE(_hq, m) {
                                    return "released";
                                  case hq::DeadLetterReason::kInterrupted:
                                    return "interrupted";
+                                 case hq::DeadLetterReason::kRejected:
+                                   return "rejected";
                                }
                                return "unknown";
                              })
@@ -892,6 +894,21 @@ PYBIND11_MODULE(_hq, m) {
           py::arg("task"), py::arg("retry_after") = 0.0,
           "Gives a held task back, to come again after `retry_after` seconds, "
           "or be dead-lettered if it used max_attempts.")
+      .def(
+          "reject",
+          [](PyGroup& g, const hq::Task& t) {
+            Use use(*g.h);
+            absl::Status st;
+            {
+              py::gil_scoped_release release;
+              st = g.g->Reject(t);
+            }
+            Check(st);
+          },
+          py::arg("task"),
+          "Dead-letters a held task at once (reason 'rejected'), whatever "
+          "its attempts: for a task that will never succeed. "
+          "FailedPrecondition if it is not held.")
       .def(
           "extend",
           [](PyGroup& g, hq::Task& t, double lease) {

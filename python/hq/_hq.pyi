@@ -117,7 +117,7 @@ class DeadLetter:
     payload: bytes
     attempts: int
     reason: str
-    """"lease_expired", "released" or "interrupted"."""
+    """"lease_expired", "released", "interrupted" or "rejected"."""
     dead_at: Optional[float]
 
 class Scanner(Iterator[ReceivedMessage]):
@@ -170,6 +170,9 @@ class Group:
     def release(self, task: Task, retry_after: float = 0.0) -> None:
         """Gives a held task back, to come again after retry_after, or be
         dead-lettered if it used max_attempts."""
+    def reject(self, task: Task) -> None:
+        """Dead-letters a held task at once (reason 'rejected'), whatever
+        its attempts. FailedPrecondition if it is not held."""
     def extend(self, task: Task, lease: float) -> None:
         """Moves the lease deadline to `lease` from now; updates
         task.lease_deadline. Writes nothing."""

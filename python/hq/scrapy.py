@@ -22,10 +22,15 @@ with HQ_SYNC = True):
   completed when the process dies is delivered again on the next run: none
   is lost, each is fetched at least once (some twice: those in flight at
   the kill).
-- A request handed out HQ_MAX_ATTEMPTS times without completing (it kills
-  or hangs the crawl every time) goes to hq's dead-letter queue; the count
-  is logged at close and in the stats (hq/dead_letters), and
-  dead_letters(jobdir) lists them.
+- A request that fails over and over ends in hq's dead-letter queue: one
+  that RetryMiddleware gave up on (its errback ran, or it failed without
+  one, after its last retry) is dead-lettered (reason "rejected") once its
+  errback's output was taken in, and one handed out HQ_MAX_ATTEMPTS times
+  without completing (it kills or hangs the crawl every time) is
+  dead-lettered by a later claim. The count is logged at close and in the
+  stats (hq/dead_letters; hq/rejected for this run's rejections), and
+  dead_letters(jobdir) lists them; `hq --db=JOBDIR/hq dead requests crawl
+  --requeue` puts them back.
 
 Settings: HQ_DIR (default JOBDIR/hq; without either the crawl uses a
 temporary Db, deleted at close, and is not resumable), HQ_LEASE (seconds,
@@ -95,6 +100,8 @@ class _Done:
         request = self.request()
         sched = self.scheduler
         sched._in_callback.add(id(request))
+        if self.is_errback and sched._gave_up_on(request):
+            sched._reject.add(id(request))
         if self.original is None:
             if self.is_errback:
                 # No errback: Scrapy logs the failure; the request is done.
@@ -176,6 +183,8 @@ class Scheduler:
         self._temp_dir = None
         self._tasks = weakref.WeakKeyDictionary()  # Request -> hq.Task.
         self._in_callback = set()  # id() of requests inside their callback.
+        # id() of requests RetryMiddleware gave up on, inside their errback.
+        self._reject = set()
         self._peeked = None  # A claimed request not yet handed out.
         self._memory = []  # Unserializable requests: (-priority, n, request).
         self._counter = itertools.count()
@@ -351,15 +360,32 @@ class Scheduler:
         if isinstance(request.errback, _Done):
             request.errback = request.errback.original
 
+    def _gave_up_on(self, request) -> bool:
+        """Whether RetryMiddleware retried `request` as often as it may (so
+        this failure is its last): Scrapy 2.8's rule, retry_times of the
+        request's meta against max_retry_times or RETRY_TIMES."""
+        settings = self.crawler.settings
+        if not settings.getbool("RETRY_ENABLED", True):
+            return False
+        most = request.meta.get("max_retry_times",
+                                settings.getint("RETRY_TIMES", 2))
+        return most > 0 and request.meta.get("retry_times", 0) >= most
+
     def _finish(self, request):
         if request is None:
             return
         self._in_callback.discard(id(request))
+        reject = id(request) in self._reject
+        self._reject.discard(id(request))
         task = self._tasks.pop(request, None)
         if task is None or self.db is None:
             return
         try:
-            self.group.complete(task)
+            if reject:
+                self.group.reject(task)
+                self._inc("hq/rejected")
+            else:
+                self.group.complete(task)
         except hq.FailedPrecondition as e:
             # Its lease expired and it was handed out again: that delivery
             # completes it.

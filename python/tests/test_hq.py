@@ -371,6 +371,21 @@ def test_dead_letters_and_requeue(db):
         g.requeue([d])
 
 
+def test_reject_dead_letters_at_once(db):
+    q = db.create_queue("q")
+    q.put(b"bad", topic="t")
+    q.put(b"good", topic="t")
+    g = q.group("g", max_attempts=10)
+    [t] = g.claim()
+    g.reject(t)
+    [d] = g.dead_letters()
+    assert (d.payload, d.attempts, d.reason) == (b"bad", 1, "rejected")
+    with pytest.raises(hq.FailedPrecondition):
+        g.reject(t)
+    [t] = g.claim()
+    assert t.payload == b"good"
+
+
 def test_pending_lists_tasks_one_by_one(db):
     q = db.create_queue("q", partitions=2, layout="topic")
     for i in range(6):

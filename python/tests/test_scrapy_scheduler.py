@@ -213,40 +213,67 @@ def test_dont_filter_requests_are_enqueued_again_and_duplicates_dropped_across_a
     assert urls == {"/": 1, "/a": 1, "/b": 3, "/c": 1}
 
 
-def test_failed_downloads_are_retried_then_errback_runs_and_they_complete(
+def test_failed_downloads_are_retried_then_errback_runs_and_they_are_dead_lettered(
         crawl, site):
     site.behaviour["/500"] = 500
     site.behaviour["/drop"] = "drop"
+    site.behaviour["/404"] = 404
     plan = dict(start=[["/", 0, False]],
-                links={"/": [["/500", 0, False], ["/drop", 0, False]]},
+                links={"/": [["/500", 0, False], ["/drop", 0, False],
+                             ["/404", 0, False]]},
                 settings={"RETRY_TIMES": 3})
     rc, events = crawl.run(**plan)
     assert rc == 0, crawl.stderr
     # RetryMiddleware: the first try and RETRY_TIMES retries, then the
-    # errback once, with the last failure.
-    assert site.count() == {"/": 1, "/500": 4, "/drop": 4}
+    # errback once, with the last failure. A 404 is not retried.
+    assert site.count() == {"/": 1, "/500": 4, "/drop": 4, "/404": 1}
     assert called(events) == ["/"]
     errbacks = {e["path"]: e["failure"] for e in events
                 if e["event"] == "errback"}
     assert errbacks == {"/500": "HttpError",
-                        "/drop": "ResponseNeverReceived"}
-    assert len(called(events, "errback")) == 2
+                        "/drop": "ResponseNeverReceived",
+                        "/404": "HttpError"}
+    assert len(called(events, "errback")) == 3
     stats = closed_stats(events, crawl.stderr)
     assert stats["retry/count"] == 6
     assert stats["retry/max_reached"] == 2
     # Each retry is a new request (dont_filter), stored before the one it
-    # replaces is completed; the last is completed by its errback.
+    # replaces is completed. The last tries of /500 and /drop failed over
+    # and over: their errbacks ran, then they were dead-lettered. /404
+    # failed once: its errback ran and it was completed.
+    assert stats["hq/rejected"] == 2
+    assert stats["hq/dead_letters"] == 2
     group, urls = crawl.state()
     assert_all_done(group)
-    assert group.dead_letters == 0
-    assert urls == {"/": 1, "/500": 4, "/drop": 4}
+    assert group.dead_letters == 2
+    assert urls == {"/": 1, "/500": 4, "/drop": 4, "/404": 1}
+    dead = hq.scrapy.dead_letters(crawl.jobdir)
+    assert sorted(r["url"] for _, r in dead) == [site.base + "/500",
+                                                 site.base + "/drop"]
+    for letter, request in dead:
+        assert letter.reason == "rejected" and letter.attempts == 1
+        assert request["meta"]["retry_times"] == 3
 
     # Run again: nothing is delivered again, nothing fetched.
     rc, events = crawl.run(**plan)
     assert rc == 0, crawl.stderr
-    assert site.count() == {"/": 1, "/500": 4, "/drop": 4}
+    assert site.count() == {"/": 1, "/500": 4, "/drop": 4, "/404": 1}
     assert called(events) == [] and called(events, "errback") == []
     closed_stats(events, crawl.stderr)
+
+    # Requeued by the hq tool, they are fetched again, with their retry
+    # count (so each fails once more and goes back to the dead letters).
+    cli = os.environ.get("HQ_CLI")
+    assert cli, "HQ_CLI names the hq tool (meson test sets it)"
+    out = subprocess.run([cli, "--db=" + os.path.join(crawl.jobdir, "hq"),
+                          "dead", hq.scrapy.QUEUE, hq.scrapy.GROUP,
+                          "--requeue"],
+                         capture_output=True, text=True, timeout=DEADLINE)
+    assert out.returncode == 0, out.stderr
+    rc, events = crawl.run(**plan)
+    assert rc == 0, crawl.stderr
+    assert site.count() == {"/": 1, "/500": 5, "/drop": 5, "/404": 1}
+    assert closed_stats(events, crawl.stderr)["hq/dead_letters"] == 2
 
 
 def test_a_request_that_kills_the_crawl_every_time_ends_in_dead_letters(
