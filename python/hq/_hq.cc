@@ -555,6 +555,22 @@ PYBIND11_MODULE(_hq, m) {
     }
   }));
 
+  // For the binding's tests: raises what a call failing with the
+  // absl::Status of code `code_name` (absl::StatusCodeToString's spelling,
+  // "NOT_FOUND") raises.
+  m.def(
+      "_raise_status",
+      [](const std::string& code_name, const std::string& message) {
+        for (int c = 1; c <= 16; ++c) {
+          const auto code = static_cast<absl::StatusCode>(c);
+          if (absl::StatusCodeToString(code) == code_name) {
+            Raise(absl::Status(code, message));
+          }
+        }
+        throw py::value_error("no absl::StatusCode named " + code_name);
+      },
+      py::arg("code_name"), py::arg("message"));
+
   // ---- MessageId, PutResult, Message, Task, DeadLetter.
   py::class_<hq::MessageId>(m, "MessageId")
       .def(py::init([](uint64_t ms, uint16_t seq) {

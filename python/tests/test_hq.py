@@ -83,6 +83,39 @@ def test_exception_hierarchy():
     assert hq.NotFound.code == "NOT_FOUND"
 
 
+def test_every_status_code_raises_its_exception():
+    # Through the binding's own mapping (Raise in _hq.cc): each of absl's
+    # codes, by absl's name for it, raises the class whose `code` is that
+    # name, with the message.
+    errors = [getattr(hq, n) for n in hq.__all__
+              if isinstance(getattr(hq, n), type) and
+              issubclass(getattr(hq, n), hq.Error) and n != "Error"]
+    assert len({cls.code for cls in errors}) == 16
+    for cls in errors:
+        with pytest.raises(hq.Error) as e:
+            hq._hq._raise_status(cls.code, "what went wrong")
+        assert type(e.value) is cls
+        assert str(e.value) == "what went wrong"
+        assert e.value.detail is None
+    with pytest.raises(ValueError):
+        hq._hq._raise_status("NOT_A_CODE", "")
+
+
+def test_real_failures_raise_internal_and_resource_exhausted(tmp_path):
+    # A storage failure: the Db's directory is a regular file.
+    (tmp_path / "file").write_bytes(b"")
+    with pytest.raises(hq.Internal):
+        hq.Db.open(str(tmp_path / "file"))
+    # Past max_open_scanners.
+    with hq.Db.open(str(tmp_path / "db"), max_open_scanners=1) as db:
+        q = db.create_queue("q")
+        q.put(b"x")
+        held = q.scan()
+        with pytest.raises(hq.ResourceExhausted):
+            q.scan()
+        assert [m.payload for m in held] == [b"x"]
+
+
 def test_queues_create_open_list_drop(db):
     q = db.create_queue("pages", partitions=4, priorities=3, ttl=3600,
                         layout="topic", max_payload_bytes=1000)
