@@ -358,6 +358,12 @@ TEST_CASE("issue21: reject dead-letters a held task at once, in any layout") {
   dead = ValueOrDie(g->ListDeadLetters(10));
   REQUIRE(dead.size() == 1);
   CHECK(dead[0].reason == DeadLetterReason::kRejected);
+  // Verify knows the reason (and Repair would keep the record).
+  const VerifyReport report = ValueOrDie(f.db()->Verify());
+  for (const VerifyProblem& problem : report.problems) {
+    FAIL_CHECK(problem.description);
+  }
+  CHECK(report.ok());
 }
 
 TEST_CASE("higher priorities are claimed first") {

@@ -415,7 +415,7 @@ void RecordWalker::CheckDead() {
     return (void)Reject("malformed dead letter key");
   }
   format::DeadValue d;
-  if (!format::DecodeDead(value_, &d) || d.reason < 1 || d.reason > 3) {
+  if (!format::DecodeDead(value_, &d)) {
     return (void)Reject("malformed dead letter value");
   }
   if (d.original_partition >= q->record.options.partitions ||
