@@ -278,6 +278,27 @@ TEST_CASE("bad input to groups, subscriptions, leases and inspection") {
                             .start_id = MessageId{MessageId::kMaxMs + 1, 0}})
              .status();
        }},
+      {"group pacing in flight over limit", C::kInvalidArgument,
+       "max_in_flight",
+       [&] {
+         GroupOptions o;
+         o.pacing.max_in_flight = 1000001;
+         return q->Group("g2", o).status();
+       }},
+      {"group pacing negative interval", C::kInvalidArgument, "interval",
+       [&] {
+         GroupOptions o;
+         o.pacing.interval = absl::Seconds(-1);
+         return q->Group("g2", o).status();
+       }},
+      {"topic pacing interval over limit", C::kInvalidArgument, "interval",
+       [&] { return g->SetTopicPacing("t", {.interval = absl::Hours(721)}); }},
+      {"topic pacing topic over limit", C::kInvalidArgument, "topic",
+       [&] { return g->SetTopicPacing(big_topic, {}); }},
+      {"topic pacing read of a topic over limit", C::kInvalidArgument, "topic",
+       [&] { return g->GetTopicPacing(big_topic).status(); }},
+      {"topic pacing clear of a topic over limit", C::kInvalidArgument, "topic",
+       [&] { return g->ClearTopicPacing(big_topic); }},
       {"group topic over limit", C::kInvalidArgument, "topic",
        [&] { return q->Group("g2", {.topics = {big_topic}}).status(); }},
       {"group other topics", C::kInvalidArgument, "topic",

@@ -51,6 +51,7 @@
 #define HQ_GROUP_H_
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -63,6 +64,31 @@
 #include "hq/message.h"
 
 namespace hq {
+
+// Per-topic pacing (politeness), as a crawler keeps per site: a topic's
+// tasks are handed out only while fewer than `max_in_flight` of them are in
+// flight, and no sooner than `interval` after the topic's previous hand-out
+// (by claim time, on the Db's clock). A claim skips a topic that is not due
+// and serves the others meanwhile; a waiting claim wakes when one comes due.
+// It applies to new messages and redeliveries alike, in every layout and in
+// ordered groups (where a topic that is not due holds back its lane). With
+// the `time` layout a claim reads past the messages of topics not due, on
+// every call, as for ClaimOptions::topics.
+//
+// After a restart no task is in flight; the time of the group's latest
+// paced hand-out is stored with each claim, and every topic is due no
+// sooner than that time plus its interval (so the interval holds across a
+// restart; a restart quicker than the interval waits out the rest).
+struct TopicPacing {
+  // At most this many tasks of one topic in flight. 0: no limit.
+  // Limits: 0..1000000.
+  uint32_t max_in_flight = 0;
+  // At least this long between two hand-outs of one topic, kept to the
+  // millisecond. Zero: none. Limits: 0..720h.
+  absl::Duration interval = absl::ZeroDuration();
+
+  bool operator==(const TopicPacing&) const = default;
+};
 
 // Options of Queue::Group.
 struct GroupOptions {
@@ -118,6 +144,10 @@ struct GroupOptions {
   // Ordered groups: a consumer that makes no call for this long loses its
   // partitions to the live consumers. Default: 10 s. Limits: 1 ms..720 h.
   absl::Duration ownership_lease = absl::Seconds(10);
+
+  // Every topic's pacing, unless ConsumerGroup::SetTopicPacing set one of
+  // its own. Default: none (no limit, no interval).
+  TopicPacing pacing;
 
   // ---- Performance (taken from each Group() call).
 
@@ -273,6 +303,9 @@ struct GroupStats {
   uint64_t window_records = 0;
   // Lanes the group holds in memory: those with work or records.
   uint64_t lanes = 0;
+  // Topics with pacing state in memory: a task in flight, or handed out
+  // within their interval (with pacing on).
+  uint64_t paced_topics = 0;
   // Ordered groups: live consumers.
   uint64_t consumers = 0;
 };
@@ -380,6 +413,19 @@ class HQ_EXPORT ConsumerGroup {
   // failed); DataLoss (storage).
   virtual absl::StatusOr<std::vector<PendingTask>> ListPending(
       size_t max, const PendingTask* after = nullptr) = 0;
+
+  // Sets `topic`'s own pacing, in place of GroupOptions::pacing (a site's
+  // Crawl-delay), durably: it holds across restarts until cleared. Takes
+  // effect at the topic's next hand-out. Errors: InvalidArgument (a topic
+  // over 1024 bytes, a pacing out of range). One write.
+  virtual absl::Status SetTopicPacing(std::string_view topic,
+                                      const TopicPacing& pacing) = 0;
+  // The pacing SetTopicPacing set for `topic`; nullopt if none (the topic
+  // follows GroupOptions::pacing). DataLoss for a damaged record.
+  virtual absl::StatusOr<std::optional<TopicPacing>> GetTopicPacing(
+      std::string_view topic) = 0;
+  // Removes `topic`'s own pacing (none: OK). One write.
+  virtual absl::Status ClearTopicPacing(std::string_view topic) = 0;
 
   // Ordered groups: the live consumers and their partitions, by name.
   // Empty for other groups.

@@ -163,6 +163,8 @@ void RecordWalker::Check() {
       return CheckHint();
     case format::kSourceTag:
       return CheckSource();
+    case format::kPaceTag:
+      return CheckPace();
     case format::kMessageTag:
       return CheckMessage();
     default:
@@ -495,6 +497,26 @@ void RecordWalker::CheckSource() {
           static_cast<size_t>(q->record.options.priorities)) {
     Reject("malformed lane source position");
   }
+}
+
+void RecordWalker::CheckPace() {
+  if (OwnerOf("pacing record", /*of_group=*/true) == nullptr) return;
+  const size_t n = format::kGroupRecordPrefixSize;
+  if (key_.size() == n + 1 && key_[n] == '\0') {
+    std::string_view in = value_;
+    uint64_t ms;
+    if (!coding::GetFixed64(&in, &ms) || !in.empty() ||
+        ms > static_cast<uint64_t>(INT64_MAX)) {
+      Reject("malformed pace clock record");
+    }
+    return;
+  }
+  format::PaceValue v;
+  if (key_.size() <= n || key_[n] != '\1' ||
+      key_.size() - n - 1 > format::kMaxTopicBytes) {
+    return (void)Reject("malformed pacing key");
+  }
+  if (!format::DecodePace(value_, &v)) Reject("malformed pacing value");
 }
 
 void RecordWalker::CheckMessage() {

@@ -174,6 +174,7 @@ class RecordWalker {
   // position belongs to a group or subscription of its queue.
   void CheckHint();
   void CheckSource();
+  void CheckPace();
   void CheckMessage();
   void CheckMessageRecord(const WalkQueue& q, uint32_t partition,
                           std::string_view rest, bool head);

@@ -411,7 +411,7 @@ void MergeIntoCensus(const std::vector<std::unique_ptr<Source>>& sources,
 
 void Census::Add(std::string_view key, std::string_view value) {
   ++keys_;
-  if (key.empty() || (static_cast<unsigned char>(key[0]) > format::kSourceTag &&
+  if (key.empty() || (static_cast<unsigned char>(key[0]) > format::kPaceTag &&
                       key[0] != format::kMessageTag)) {
     ++foreign_keys_;
     return;

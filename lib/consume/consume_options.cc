@@ -61,6 +61,21 @@ absl::Status ValidateStart(std::string_view options, Start start,
 
 }  // namespace
 
+absl::Status ValidateTopicPacing(std::string_view field,
+                                 const TopicPacing& pacing) {
+  if (pacing.max_in_flight > format::kMaxPaceInFlight) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: max_in_flight is %d; it must be in 0..%d", field,
+                        pacing.max_in_flight, format::kMaxPaceInFlight));
+  }
+  if (pacing.interval < absl::ZeroDuration() || pacing.interval > kMaxLease) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        Av(field), ": interval is ", absl::FormatDuration(pacing.interval),
+        "; it must be in 0..720h"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateGroupOptions(const GroupOptions& o) {
   if (o.topics.size() > 1024) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -98,6 +113,7 @@ absl::Status ValidateGroupOptions(const GroupOptions& o) {
         "GroupOptions::ownership_lease is ",
         absl::FormatDuration(o.ownership_lease), "; it must be in 1ms..720h"));
   }
+  HQ_RETURN_IF_ERROR(ValidateTopicPacing("GroupOptions::pacing", o.pacing));
   if (o.max_active_lanes < 1 || o.max_active_lanes > (size_t{1} << 24)) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "GroupOptions::max_active_lanes is %d; it must be in 1..16777216",

@@ -23,6 +23,9 @@ namespace hq {
 inline constexpr absl::Duration kMaxLease = absl::Hours(24 * 30);
 
 absl::Status ValidateGroupOptions(const GroupOptions& options);
+// OK, or InvalidArgument naming `field`.
+absl::Status ValidateTopicPacing(std::string_view field,
+                                 const TopicPacing& pacing);
 // The checks of SubscribeOptions that need no queue (partition ranges are
 // checked by the queue).
 absl::Status ValidateSubscribeOptions(const SubscribeOptions& options);

@@ -71,6 +71,11 @@ absl::StatusOr<bool> GroupImpl::ReadLane(
   bool contiguous = true;
   size_t handed = 0;
   MessageId id;
+  // A topic layout lane is one topic: held back whole.
+  if (has_topic && pacer_.on()) {
+    HQ_ASSIGN_OR_RETURN(const bool paced_out, PacedOut(lane->topic, now));
+    if (paced_out) return false;
+  }
   for (it->Seek(seek); it->Valid(); it->Next()) {
     const std::string_view key = View(it->key());
     // Past the lane's last message (its fence): nothing left to read.
@@ -100,6 +105,15 @@ absl::StatusOr<bool> GroupImpl::ReadLane(
         std::find(topics.begin(), topics.end(), topic) == topics.end()) {
       contiguous = false;  // Left for a claim without this filter.
       continue;
+    }
+    if (pacer_.on()) {
+      HQ_ASSIGN_OR_RETURN(const bool paced_out, PacedOut(topic, now));
+      // An ordered lane waits for it; others take the messages after it.
+      if (paced_out && (has_topic || record_.ordered)) return false;
+      if (paced_out) {
+        contiguous = false;
+        continue;
+      }
     }
     t.topic.assign(topic);
     Rec& rec = lane->tasks[id];
@@ -260,6 +274,13 @@ absl::Status GroupImpl::CollectDue(int priority, ClaimPass* p) {
       ++w;
       continue;
     }
+    if (*found && pacer_.on()) {
+      HQ_ASSIGN_OR_RETURN(const bool paced_out, PacedOut(t.topic, p->now));
+      if (paced_out) {
+        ++w;
+        continue;
+      }
+    }
     w = ws.erase(w);
     --waiting_count_;
     Touch(lane, &p->touched);
@@ -380,6 +401,8 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
   }
   HQ_RETURN_IF_ERROR(FlushDying());
   const absl::Time now = db_->clock()->Now();
+  pacer_.Prune(now);
+  const absl::Time paced_before = pacer_.latest();
   const absl::Duration lease =
       o.lease == absl::ZeroDuration() ? options_.lease : o.lease;
 
@@ -411,6 +434,7 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
                        : (paged() ? CollectPaged(&p) : CollectUnordered(&p));
   if (!s.ok()) return Fail(s);
   *more = p.more;
+  PutPaceClock(paced_before, &p.batch);
   for (Lane* lane : p.touched) Settle(lane, &p.batch);
   PutDone(p.gone, &p.batch);
   HQ_RETURN_IF_ERROR(Write(p.batch));
@@ -436,6 +460,8 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
     auto w = ws.upper_bound(WaitKey{now, UINT64_MAX, nullptr, {}});
     if (w != ws.end()) *next_due = std::min(*next_due, w->due);
   }
+  // And the earliest end of a topic's pacing interval.
+  *next_due = std::min(*next_due, pacer_.NextDue(now));
   return std::move(p.out);
 }
 
@@ -451,7 +477,7 @@ void GroupImpl::OnLeaseExpired(const std::string& prefix, MessageId id,
     return;  // Completed, released or handed out again meanwhile.
   }
   if (waiters_.load() > 0) Wake();  // Due now, or a new earliest due time.
-  EndInFlight(lane);
+  EndInFlight(lane, &rec);
   rec.lease = 0;
   if (rec.attempts >= options_.max_attempts) {
     MarkDying(lane, id, &rec, DeadLetterReason::kLeaseExpired);

@@ -99,7 +99,7 @@ absl::Status GroupImpl::Complete(std::span<const Task> tasks) {
       if (rec->state == format::TaskState::kWaiting) {
         RemoveWaiting(lane, tasks[i].id, rec);
       } else {
-        EndInFlight(lane);
+        EndInFlight(lane, rec);
         if (rec->lease != 0) cancel.push_back(rec->lease);
       }
       rec->lease = 0;
@@ -140,7 +140,7 @@ absl::Status GroupImpl::Release(const Task& task, absl::Duration retry_after) {
     Lane* lane;
     Rec* rec;
     HQ_RETURN_IF_ERROR(FindHeld(task, /*allow_expired=*/false, &lane, &rec));
-    EndInFlight(lane);
+    EndInFlight(lane, rec);
     if (record_.ordered) KeepAlive(task.consumer);
     cancel = rec->lease;
     rec->lease = 0;
@@ -171,7 +171,7 @@ absl::Status GroupImpl::Reject(const Task& task) {
     Lane* lane;
     Rec* rec;
     HQ_RETURN_IF_ERROR(FindHeld(task, /*allow_expired=*/false, &lane, &rec));
-    EndInFlight(lane);
+    EndInFlight(lane, rec);
     if (record_.ordered) KeepAlive(task.consumer);
     cancel = rec->lease;
     rec->lease = 0;

@@ -61,9 +61,13 @@ GroupImpl::GroupImpl(DbImpl* db, QueueImpl* queue, std::string name,
       notes_(queue->codec().lane_has_topic()),
       options_(options),
       rng_(std::hash<std::string>()(name_) ^ record.id),
+      pacer_([this](std::string_view topic) { return ReadPace(topic); }),
       source_(queue->codec().lane_has_topic() && !record.ordered
                   ? std::make_unique<LaneSource>(db, queue, record.id)
-                  : nullptr) {}
+                  : nullptr) {
+  MutexLock l(&mu_);
+  pacer_.SetDefault(options.pacing);
+}
 
 GroupImpl::~GroupImpl() = default;
 
@@ -74,6 +78,7 @@ std::string GroupImpl::dead_letter_queue() const {
 void GroupImpl::SetOptions(const GroupOptions& options) {
   MutexLock l(&mu_);
   options_ = options;
+  pacer_.SetDefault(options.pacing);
 }
 
 void GroupImpl::NoteLaneWritten(std::string_view lane_prefix) {
@@ -167,6 +172,7 @@ absl::Status GroupImpl::Load() {
   active_.resize(priorities);
   waiting_.resize(priorities);
   if (record_.ordered) parts_.resize(queue_->options().partitions);
+  HQ_RETURN_IF_ERROR(LoadPacing());
   HQ_RETURN_IF_ERROR(LoadRecords());
   if (paged()) {
     // Only the lanes of task records: the others are found in the source
@@ -414,9 +420,17 @@ bool GroupImpl::Pending(const Lane& lane) {
   return false;
 }
 
-void GroupImpl::EndInFlight(Lane* lane) {
+void GroupImpl::EndInFlight(Lane* lane, Rec* rec) {
   --in_flight_;
   if (record_.ordered) --parts_[lane->partition].in_flight;
+  if (!rec->paced) return;
+  rec->paced = false;
+  const bool freed =
+      pacer_.Ended(queue_->codec().lane_has_topic() ? lane->topic : rec->topic,
+                   db_->clock()->Now());
+  rec->topic.clear();
+  // A claim waiting for the topic's in-flight limit may take it now.
+  if (freed && waiters_.load() > 0) Wake();
 }
 
 absl::Status GroupImpl::TakeNotes() {
@@ -501,6 +515,12 @@ void GroupImpl::HandOut(Lane* lane, MessageId id, Rec* rec, absl::Time now,
   rec->lease = 0;
   ++in_flight_;
   if (record_.ordered) ++parts_[lane->partition].in_flight;
+  if (pacer_.on()) {
+    // ReadLane and CollectDue asked PacedOut first.
+    pacer_.HandedOut(t->topic, now);
+    rec->paced = true;
+    if (!queue_->codec().lane_has_topic()) rec->topic = t->topic;
+  }
   t->partition = lane->partition;
   t->priority = lane->priority;
   t->id = id;
@@ -628,6 +648,7 @@ absl::StatusOr<GroupStats> GroupImpl::Stats() {
 
 void GroupImpl::CountTasks(absl::Time now, GroupStats* st) {
   st->in_flight = in_flight_;
+  st->paced_topics = pacer_.topics();
   st->redelivery = waiting_count_;
   st->dead_letters = dead_count_ + dying_.size();
   st->lanes = lanes_.size();

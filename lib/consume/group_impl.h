@@ -54,6 +54,7 @@
 #include "leveldb/write_batch.h"
 #include "lib/consume/lane_notes.h"
 #include "lib/consume/lane_source.h"
+#include "lib/consume/pacer.h"
 #include "lib/engine/queue_impl.h"
 #include "lib/format/format.h"
 #include "lib/util/sync.h"
@@ -84,6 +85,11 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
       size_t max, const PendingTask* after) override;
   absl::StatusOr<std::vector<ConsumerInfo>> Consumers() override;
   absl::Status Leave(std::string_view consumer) override;
+  absl::Status SetTopicPacing(std::string_view topic,
+                              const TopicPacing& pacing) override;
+  absl::StatusOr<std::optional<TopicPacing>> GetTopicPacing(
+      std::string_view topic) override;
+  absl::Status ClearTopicPacing(std::string_view topic) override;
   std::string dead_letter_queue() const override;
   absl::StatusOr<std::vector<DeadLetter>> ListDeadLetters(
       size_t max, const DeadLetter* after) override;
@@ -140,6 +146,9 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
     DeadLetterReason reason = DeadLetterReason::kLeaseExpired;
     // Ordered groups, in flight: the consumer it was handed to.
     std::string consumer;
+    // In flight, counted by the pacer (with its topic, time layout only).
+    bool paced = false;
+    std::string topic;
   };
   struct WaitKey {
     absl::Time due;
@@ -367,8 +376,23 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // Spreads the partitions evenly over the live consumers, keeping as many
   // owners as the spread allows.
   void Rebalance() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A task of `lane` stops being in flight.
-  void EndInFlight(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The task `rec` of `lane` stops being in flight.
+  void EndInFlight(Lane* lane, Rec* rec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Pacing (group_pacing.cc). Whether a task of `topic` is held back at
+  // `now` by its topic's pacing (false when pacing is off).
+  absl::StatusOr<bool> PacedOut(std::string_view topic, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reads `topic`'s own pacing record (nullopt: none).
+  absl::StatusOr<std::optional<TopicPacing>> ReadPace(
+      std::string_view topic) const;
+  // At load: whether the group has pacing records, and its latest paced
+  // hand-out before the restart.
+  absl::Status LoadPacing() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends the latest paced hand-out to `batch` if it moved since
+  // `before`.
+  void PutPaceClock(absl::Time before, leveldb::WriteBatch* batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckPacingTopic(std::string_view topic) const;
   // Takes the lanes noted by the write path.
   absl::Status TakeNotes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool InScope(std::string_view topic) const;
@@ -502,6 +526,7 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   uint64_t waiting_count_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t dead_count_ ABSL_GUARDED_BY(mu_) = 0;
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
+  Pacer pacer_ ABSL_GUARDED_BY(mu_);
   // Paged groups (null otherwise; set by the constructor).
   const std::unique_ptr<LaneSource> source_ ABSL_PT_GUARDED_BY(mu_);
   size_t active_count_ ABSL_GUARDED_BY(mu_) = 0;  // Lanes in active_.

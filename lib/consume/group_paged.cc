@@ -241,6 +241,18 @@ absl::StatusOr<bool> GroupImpl::TakeRound(PagedRound* r, ClaimPass* p) {
       dq.push_back(lane);
       continue;
     }
+    HQ_ASSIGN_OR_RETURN(const bool paced_out, PacedOut(lane->topic, p->now));
+    if (paced_out) {
+      // Not due: behind the lanes waiting, if any, and not back in this
+      // claim (its hint is read by a later one).
+      std::vector<Lane*> later;
+      Touch(lane, &p->touched);  // Forgotten after the write if idle.
+      Requeue(lane,
+              source_->pending(r->prio) || !r->requeued_dq.empty() ||
+                  !r->requeued.empty(),
+              &later);
+      continue;
+    }
     const size_t left = p->o.max - p->out.size();
     const size_t want = behind ? 1 : (left + (n - k) - 1) / (n - k);
     const size_t before = p->out.size();

@@ -237,6 +237,42 @@ std::string EncodeHint(std::string_view lane_prefix) {
   return s;
 }
 
+std::string PaceClockKey(uint32_t queue_id, uint32_t group_id) {
+  std::string s = GroupRecordPrefix(kPaceTag, queue_id, group_id);
+  s.push_back('\0');
+  return s;
+}
+
+std::string PacePrefix(uint32_t queue_id, uint32_t group_id) {
+  std::string s = GroupRecordPrefix(kPaceTag, queue_id, group_id);
+  s.push_back('\1');
+  return s;
+}
+
+std::string PaceKey(uint32_t queue_id, uint32_t group_id,
+                    std::string_view topic) {
+  std::string s = PacePrefix(queue_id, group_id);
+  s.append(topic);
+  return s;
+}
+
+std::string EncodePace(const PaceValue& v) {
+  std::string s;
+  coding::PutFixed8(&s, kGroupRecordVersion);
+  coding::PutVarint32(&s, v.max_in_flight);
+  coding::PutVarint64(&s, v.interval_ms);
+  return s;
+}
+
+bool DecodePace(std::string_view in, PaceValue* v) {
+  uint8_t version;
+  return coding::GetFixed8(&in, &version) && version == kGroupRecordVersion &&
+         coding::GetVarint32(&in, &v->max_in_flight) &&
+         coding::GetVarint64(&in, &v->interval_ms) && in.empty() &&
+         v->max_in_flight <= kMaxPaceInFlight &&
+         v->interval_ms <= kMaxPaceIntervalMs;
+}
+
 std::string SourceKey(uint32_t queue_id, uint32_t consumer_id) {
   return GroupRecordPrefix(kSourceTag, queue_id, consumer_id);
 }

@@ -40,6 +40,7 @@ inline constexpr char kSubTag = 0x0b;
 inline constexpr char kCheckpointTag = 0x0c;
 inline constexpr char kHintTag = 0x0d;
 inline constexpr char kSourceTag = 0x0e;
+inline constexpr char kPaceTag = 0x0f;
 inline constexpr char kMessageTag = 0x10;
 
 // Bumped when a change makes old code unable to read new data.
@@ -50,6 +51,9 @@ inline constexpr uint32_t kOldestFormatVersion = 1;
 // Limits (documented in the public headers).
 inline constexpr size_t kMaxQueueNameBytes = 128;
 inline constexpr size_t kMaxTopicBytes = 1024;
+// TopicPacing's limits (hq/group.h).
+inline constexpr uint32_t kMaxPaceInFlight = 1000000;
+inline constexpr uint64_t kMaxPaceIntervalMs = uint64_t{720} * 3600 * 1000;
 inline constexpr size_t kMaxKeyBytes = 1024;
 inline constexpr uint32_t kMaxPartitions = 65535;
 inline constexpr int kMaxPriorities = 256;
@@ -131,6 +135,21 @@ std::string HintKey(uint32_t queue_id, int priority, uint64_t seq);
 bool DecodeHintSeq(std::string_view key, uint64_t* seq);
 // Its value, from a topic layout lane prefix.
 std::string EncodeHint(std::string_view lane_prefix);
+
+// doc/format.md, "Topic pacing".
+// A group's latest paced hand-out: fixed64 unix ms.
+std::string PaceClockKey(uint32_t queue_id, uint32_t group_id);
+// A topic's own pacing; and the start of a group's.
+std::string PaceKey(uint32_t queue_id, uint32_t group_id,
+                    std::string_view topic);
+std::string PacePrefix(uint32_t queue_id, uint32_t group_id);
+struct PaceValue {
+  uint32_t max_in_flight = 0;
+  uint64_t interval_ms = 0;
+};
+std::string EncodePace(const PaceValue& v);
+// False if malformed or out of range (TopicPacing's limits).
+bool DecodePace(std::string_view in, PaceValue* v);
 
 // doc/format.md, "Lane source positions".
 std::string SourceKey(uint32_t queue_id, uint32_t consumer_id);

@@ -20,7 +20,8 @@ from hq._types import (  # noqa: F401
     DeadlineExceeded, Error, FailedPrecondition, GroupInfo, GroupStats,
     Internal, InvalidArgument, LaneCheckpoint, LaneCursor, Message, NotFound,
     OutOfRange, PartitionStats, PermissionDenied, QueueOptions, QueueStats,
-    RecoveryDrop, ResourceExhausted, SubscriptionStats, SweepStats, Unauthenticated,
+    RecoveryDrop, ResourceExhausted, SubscriptionStats, SweepStats,
+    TopicPacing, Unauthenticated,
     Unavailable, Unimplemented, Unknown, VerifyProblem, VerifyReport)
 from hq._hq import (  # noqa: F401
     Db, DeadLetter, Group, MessageId, PendingTask, PutResult, Queue,
@@ -34,6 +35,7 @@ __all__ = [
     "QueueOptions", "QueueStats", "PartitionStats", "GroupStats", "GroupInfo",
     "ConsumerInfo", "LaneCursor", "LaneCheckpoint", "SubscriptionStats",
     "SweepStats", "VerifyReport", "VerifyProblem", "RecoveryDrop",
+    "TopicPacing",
     # Errors, one per status code.
     "Error", "Cancelled", "Unknown", "InvalidArgument", "DeadlineExceeded",
     "NotFound", "AlreadyExists", "PermissionDenied", "ResourceExhausted",

@@ -960,7 +960,8 @@ PYBIND11_MODULE(_hq, m) {
                 py::arg("oldest_in_flight") = FromDuration(s.oldest_in_flight),
                 py::arg("max_cursor_lag") = FromDuration(s.max_cursor_lag),
                 py::arg("window_records") = s.window_records,
-                py::arg("lanes") = s.lanes, py::arg("consumers") = s.consumers);
+                py::arg("lanes") = s.lanes, py::arg("consumers") = s.consumers,
+                py::arg("paced_topics") = s.paced_topics);
           },
           "Backlog, in flight, redelivery, delayed, dead letters, lag "
           "(hq.GroupStats).")
@@ -983,6 +984,62 @@ PYBIND11_MODULE(_hq, m) {
             return out;
           },
           "Ordered groups: the live consumers and their partitions.")
+      .def(
+          "set_topic_pacing",
+          [](PyGroup& g, const py::object& topic, uint32_t max_in_flight,
+             double interval) {
+            std::string store;
+            const std::string_view t = Bytes(topic, store, "topic");
+            const hq::TopicPacing pacing{
+                .max_in_flight = max_in_flight,
+                .interval = ToDuration(interval, "interval")};
+            Use use(*g.h);
+            absl::Status st;
+            {
+              py::gil_scoped_release release;
+              st = g.g->SetTopicPacing(t, pacing);
+            }
+            Check(st);
+          },
+          py::arg("topic"), py::kw_only(), py::arg("max_in_flight") = 0,
+          py::arg("interval") = 0.0,
+          "Sets `topic`'s own pacing (at most max_in_flight in flight, 0: no "
+          "limit; at least `interval` seconds between hand-outs), durably, "
+          "in place of the group's.")
+      .def(
+          "get_topic_pacing",
+          [](PyGroup& g, const py::object& topic) -> py::object {
+            std::string store;
+            const std::string_view t = Bytes(topic, store, "topic");
+            Use use(*g.h);
+            absl::StatusOr<std::optional<hq::TopicPacing>> r;
+            {
+              py::gil_scoped_release release;
+              r = g.g->GetTopicPacing(t);
+            }
+            std::optional<hq::TopicPacing> p = Check(std::move(r));
+            if (!p.has_value()) return py::none();
+            return Make("TopicPacing",
+                        py::arg("max_in_flight") = p->max_in_flight,
+                        py::arg("interval") = FromDuration(p->interval));
+          },
+          py::arg("topic"),
+          "`topic`'s own pacing (hq.TopicPacing), or None if it follows the "
+          "group's.")
+      .def(
+          "clear_topic_pacing",
+          [](PyGroup& g, const py::object& topic) {
+            std::string store;
+            const std::string_view t = Bytes(topic, store, "topic");
+            Use use(*g.h);
+            absl::Status st;
+            {
+              py::gil_scoped_release release;
+              st = g.g->ClearTopicPacing(t);
+            }
+            Check(st);
+          },
+          py::arg("topic"), "Removes `topic`'s own pacing (none: OK).")
       .def(
           "leave",
           [](PyGroup& g, const std::string& consumer) {
@@ -1150,7 +1207,8 @@ PYBIND11_MODULE(_hq, m) {
              bool ordered, double lease, uint32_t max_attempts,
              double backoff_base, double backoff_cap, double backoff_jitter,
              double ownership_lease, size_t max_active_lanes,
-             const py::object& start) {
+             const py::object& start, uint32_t topic_max_in_flight,
+             double topic_interval) {
             hq::GroupOptions o;
             o.topics = TextList(topics, "topic");
             o.ordered = ordered;
@@ -1162,6 +1220,8 @@ PYBIND11_MODULE(_hq, m) {
             o.backoff_jitter = backoff_jitter;
             o.ownership_lease = ToDuration(ownership_lease, "ownership_lease");
             o.max_active_lanes = max_active_lanes;
+            o.pacing.max_in_flight = topic_max_in_flight;
+            o.pacing.interval = ToDuration(topic_interval, "topic_interval");
             Use use(*q.h);
             absl::StatusOr<hq::ConsumerGroup*> g;
             {
@@ -1176,9 +1236,12 @@ PYBIND11_MODULE(_hq, m) {
           py::arg("backoff_cap") = 300.0, py::arg("backoff_jitter") = 0.2,
           py::arg("ownership_lease") = 10.0,
           py::arg("max_active_lanes") = hq::GroupOptions().max_active_lanes,
-          py::arg("start") = "earliest",
+          py::arg("start") = "earliest", py::arg("topic_max_in_flight") = 0,
+          py::arg("topic_interval") = 0.0,
           "The consumer group `name`, created on first use (topics, ordered "
-          "and start are taken then; the rest from each call).")
+          "and start are taken then; the rest from each call). "
+          "topic_max_in_flight and topic_interval (seconds) pace every "
+          "topic (0: no limit).")
       .def(
           "list_groups",
           [](PyQueue& q) {

@@ -26,7 +26,8 @@ from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, 
 
 from hq._types import (ConsumerInfo, GroupInfo, GroupStats, Message,
                        QueueOptions, QueueStats, RecoveryDrop,
-                       SubscriptionStats, SweepStats, VerifyReport)
+                       SubscriptionStats, SweepStats, TopicPacing,
+                       VerifyReport)
 
 Text = Union[str, bytes]
 
@@ -170,6 +171,13 @@ class Group:
     def release(self, task: Task, retry_after: float = 0.0) -> None:
         """Gives a held task back, to come again after retry_after, or be
         dead-lettered if it used max_attempts."""
+    def set_topic_pacing(self, topic: Text, *, max_in_flight: int = 0,
+                         interval: float = 0.0) -> None:
+        """Sets `topic`'s own pacing, durably, in place of the group's."""
+    def get_topic_pacing(self, topic: Text) -> Optional[TopicPacing]:
+        """`topic`'s own pacing, or None if it follows the group's."""
+    def clear_topic_pacing(self, topic: Text) -> None:
+        """Removes `topic`'s own pacing (none: OK)."""
     def reject(self, task: Task) -> None:
         """Dead-letters a held task at once (reason 'rejected'), whatever
         its attempts. FailedPrecondition if it is not held."""
@@ -223,12 +231,16 @@ class Queue:
               backoff_cap: float = 300.0, backoff_jitter: float = 0.2,
               ownership_lease: float = 10.0,
               max_active_lanes: int = 131072,
-              start: Union[str, MessageId, float] = "earliest") -> Group:
+              start: Union[str, MessageId, float] = "earliest",
+              topic_max_in_flight: int = 0,
+              topic_interval: float = 0.0) -> Group:
         """The consumer group `name`, created on first use (topics and
         ordered are fixed then; the rest come from each call). `start`,
         where a new group starts ("earliest", "latest": only messages
         written after its creation, a MessageId, or a Unix time), is taken
-        only at creation."""
+        only at creation. topic_max_in_flight and topic_interval
+        (seconds) pace every topic: at most that many tasks of a topic in
+        flight, at least that long between two hand-outs (0: none)."""
     def list_groups(self) -> List[str]: ...
     def inspect_group(self, name: str) -> GroupInfo: ...
     def subscribe(self, name: str,

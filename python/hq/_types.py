@@ -184,6 +184,15 @@ class GroupStats:
     window_records: int
     lanes: int
     consumers: int  # Ordered groups: live consumers.
+    paced_topics: int  # With pacing state: in flight or within interval.
+
+
+@_record
+class TopicPacing:
+    """A topic's pacing: at most max_in_flight tasks in flight (0: no
+    limit), at least `interval` seconds between two hand-outs."""
+    max_in_flight: int
+    interval: float
 
 
 @_record

@@ -419,6 +419,36 @@ def test_reject_dead_letters_at_once(db):
     assert t.payload == b"good"
 
 
+def test_topic_pacing(tmp_path):
+    # Time does not move in this test: a topic's interval never ends.
+    with hq.Db.open(str(tmp_path / "db")) as db:
+        q = db.create_queue("q", layout="topic")
+        for topic in ("a", "b", "slow"):
+            for i in range(3):
+                q.put(b"%s%d" % (topic.encode(), i), topic=topic)
+        g = q.group("g", topic_max_in_flight=2)
+        assert g.get_topic_pacing("slow") is None
+        g.set_topic_pacing("slow", max_in_flight=1, interval=3600)
+        assert g.get_topic_pacing("slow") == hq.TopicPacing(
+            max_in_flight=1, interval=3600.0)
+        held = g.claim(max=100)
+        assert sorted(t.topic for t in held) == ["a", "a", "b", "b", "slow"]
+        assert g.claim(max=100) == []
+        assert g.stats().paced_topics == 3
+        g.complete(held)
+        # a and b have room again; slow waits out its hour.
+        assert sorted(t.topic for t in g.claim(max=100)) == ["a", "b"]
+        with pytest.raises(hq.InvalidArgument):
+            g.set_topic_pacing("x", interval=-1)
+        with pytest.raises(hq.InvalidArgument):
+            q.group("bad", topic_max_in_flight=2_000_000)
+    with hq.Db.open(str(tmp_path / "db")) as db:
+        g = db.open_queue("q").group("g")
+        assert g.get_topic_pacing("slow").interval == 3600.0
+        g.clear_topic_pacing("slow")
+        assert g.get_topic_pacing("slow") is None
+
+
 def test_pending_lists_tasks_one_by_one(db):
     q = db.create_queue("q", partitions=2, layout="topic")
     for i in range(6):
