@@ -4,7 +4,8 @@
 // to end. What `./hq.sh demo` runs.
 //
 // Usage: crawler [DIR] [--pages=N] [--sites=N] [--workers=N] [--lease=D]
-//                [--max_attempts=N] [--fresh] [--progress_interval=D]
+//                [--max_attempts=N] [--site_interval=D] [--slow_sites=N]
+//                [--slow_interval=D] [--fresh] [--progress_interval=D]
 //   DIR (or --dir) defaults to ./demo-data/crawler.
 //
 // The web: pages 0..N-1, page p on site p % sites, at
@@ -26,6 +27,15 @@
 // fetch outlives its lease: the group hands the page out again, and the
 // hung worker's late Complete is refused. A slow fetch calls Extend as it
 // goes, and keeps its page.
+//
+// Politeness. The group paces every site (GroupOptions::pacing): one fetch
+// of a site in flight at a time, and at least --site_interval between two
+// fetches of one site; the first --slow_sites sites get a longer crawl
+// delay, --slow_interval, set at run time (ConsumerGroup::SetTopicPacing,
+// as a crawler does when it reads a site's robots.txt). Workers never wait
+// for a site: the group hands out pages of the sites that are due. The
+// summary shows the smallest gap measured between two hand-outs of one site
+// in this run, next to the configured interval, and checks it.
 //
 // The crawl log. Each worker records, in the queue "crawl.log" of the same
 // Db (key: the URL, payload: the attempt), "fetched" before it calls
@@ -54,11 +64,13 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -94,6 +106,14 @@ ABSL_FLAG(std::string, lease, "200ms",
           "A claimed page's lease, 10ms..1h. A hung fetch lasts 1.5 leases.");
 ABSL_FLAG(int, max_attempts, 3,
           "Deliveries of a page before it is dead-lettered, 1..100.");
+ABSL_FLAG(std::string, site_interval, "1ms",
+          "Politeness: the least time between two fetches of one site, "
+          "0..10s.");
+ABSL_FLAG(int, slow_sites, 2,
+          "Sites (the first ones) given a longer crawl delay at run time, "
+          "0..1000.");
+ABSL_FLAG(std::string, slow_interval, "5ms",
+          "The slow sites' crawl delay, 0..10s.");
 ABSL_FLAG(bool, fresh, false,
           "Delete the crawl in the directory and start a new one.");
 ABSL_FLAG(std::string, progress_interval, "0",
@@ -129,8 +149,16 @@ class Web {
   int pages() const { return pages_; }
   int sites() const { return sites_; }
 
-  std::string Site(int page) const {
-    return absl::StrFormat("site%02d.example", page % sites_);
+  std::string Site(int page) const { return SiteName(page % sites_); }
+  std::string SiteName(int index) const {
+    return absl::StrFormat("site%02d.example", index);
+  }
+  // The index of site `site`, or -1.
+  int SiteIndex(std::string_view site) const {
+    for (int i = 0; i < sites_; ++i) {
+      if (SiteName(i) == site) return i;
+    }
+    return -1;
   }
   std::string Url(int page) const {
     return absl::StrCat("https://", Site(page), "/page/", page);
@@ -270,6 +298,16 @@ struct Flags {
   int workers;
   absl::Duration lease;
   int max_attempts;
+  absl::Duration site_interval;
+  int slow_sites;
+  absl::Duration slow_interval;
+};
+
+// The gaps between two hand-outs of one site measured in a run.
+struct Gaps {
+  int claims = 0;  // Hand-outs seen (0: nothing measured).
+  absl::Duration smallest = absl::InfiniteDuration();
+  absl::Duration smallest_slow = absl::InfiniteDuration();
 };
 
 class Crawler {
@@ -341,12 +379,36 @@ class Crawler {
   // Pages completed, by this run and the earlier ones.
   int64_t done() const { return done_.load(); }
 
+  // The smallest gaps between two hand-outs of one site in this run, from
+  // the claim times (each task's lease deadline less its lease: the group's
+  // own clock reading at the hand-out).
+  Gaps MeasuredGaps() {
+    std::lock_guard l(mu_);
+    Gaps g;
+    for (auto& [site, times] : claimed_at_) {
+      std::sort(times.begin(), times.end());
+      g.claims += static_cast<int>(times.size());
+      const bool slow = web_.SiteIndex(site) < flags_.slow_sites;
+      for (size_t i = 1; i < times.size(); ++i) {
+        absl::Duration& smallest = slow ? g.smallest_slow : g.smallest;
+        smallest = std::min(smallest, times[i] - times[i - 1]);
+      }
+    }
+    return g;
+  }
+
  private:
   void Work() {
     while (!stop_.load()) {
       absl::StatusOr<std::vector<hq::Task>> tasks =
           group_->Claim({.max = 1, .wait = absl::Milliseconds(50)});
       if (!tasks.ok()) return Fail(tasks.status());
+      {
+        std::lock_guard l(mu_);
+        for (const hq::Task& task : *tasks) {
+          claimed_at_[task.topic].push_back(task.lease_deadline - flags_.lease);
+        }
+      }
       for (hq::Task& task : *tasks) {
         if (absl::Status s = Fetch(task); !s.ok()) return Fail(s);
       }
@@ -444,6 +506,8 @@ class Crawler {
   std::atomic<int64_t> done_{0};
   std::mutex mu_;       // std::mutex, not absl::Mutex: ThreadSanitizer sees it.
   absl::Status error_;  // Guarded by mu_.
+  // Guarded by mu_: each site's hand-out times in this run.
+  std::map<std::string, std::vector<absl::Time>> claimed_at_;
 };
 
 // ------------------------------------------------------------ the audit
@@ -524,8 +588,46 @@ int Sum(const std::map<std::string, int>& m) {
   return n;
 }
 
+// Prints the pacing line of the summary and checks the measured gaps.
+void SummarizePacing(
+    const Flags& flags, const Gaps& gaps,
+    const std::function<void(bool, const std::string&)>& check) {
+  auto ms = [](absl::Duration d) {
+    return absl::FormatDuration(absl::Trunc(d, absl::Microseconds(10)));
+  };
+  if (gaps.claims == 0) {
+    std::printf(
+        "  pacing: nothing measured in this run (site interval %s, "
+        "%d slow sites %s)\n",
+        ms(flags.site_interval).c_str(), flags.slow_sites,
+        ms(flags.slow_interval).c_str());
+    return;
+  }
+  std::printf(
+      "  pacing: smallest gap between two fetches of a site %s "
+      "(interval %s)",
+      gaps.smallest == absl::InfiniteDuration() ? "none"
+                                                : ms(gaps.smallest).c_str(),
+      ms(flags.site_interval).c_str());
+  if (flags.slow_sites > 0) {
+    std::printf(";\n          of a slow site %s (crawl delay %s, %d sites)",
+                gaps.smallest_slow == absl::InfiniteDuration()
+                    ? "none"
+                    : ms(gaps.smallest_slow).c_str(),
+                ms(flags.slow_interval).c_str(), flags.slow_sites);
+  }
+  std::printf("\n");
+  check(gaps.smallest >= flags.site_interval,
+        absl::StrCat("two fetches of a site came ", ms(gaps.smallest),
+                     " apart; the interval is ", ms(flags.site_interval)));
+  check(gaps.smallest_slow >= flags.slow_interval,
+        absl::StrCat("two fetches of a slow site came ", ms(gaps.smallest_slow),
+                     " apart; its crawl delay is ", ms(flags.slow_interval)));
+}
+
 // Prints the summary and checks it; returns the number of failed checks.
-int Summarize(const Web& web, const Audit& a, const std::string& dir) {
+int Summarize(const Web& web, const Audit& a, const std::string& dir,
+              const Flags& flags, const Gaps& gaps) {
   std::vector<std::string> failed;
   auto check = [&](bool ok, const std::string& what) {
     if (!ok) failed.push_back(what);
@@ -683,6 +785,7 @@ int Summarize(const Web& web, const Audit& a, const std::string& dir) {
     std::printf("  pages fetched, then dead-lettered by restarts: %d\n",
                 dead_fetched);
   }
+  SummarizePacing(flags, gaps, check);
   for (const std::string& f : failed) std::printf("FAILED: %s\n", f.c_str());
   if (failed.empty()) {
     std::printf(
@@ -691,7 +794,8 @@ int Summarize(const Web& web, const Audit& a, const std::string& dir) {
         "  exactly one successful Complete (%d) or dead-lettered (%zu), never "
         "both\n"
         "  nothing is left unclaimed, waiting or in flight\n"
-        "  every link of every fetched page is in the frontier\n",
+        "  every link of every fetched page is in the frontier\n"
+        "  no two fetches of a site came closer than its interval\n",
         discovered, completed, a.dead.size());
   } else {
     std::printf("checks FAILED: %zu\n", failed.size());
@@ -714,9 +818,13 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "crawler: one directory at most; --help for usage\n");
     return 2;
   }
-  absl::Duration lease, progress_interval;
+  absl::Duration lease, progress_interval, site_interval, slow_interval;
   const bool lease_parsed =
       absl::ParseDuration(absl::GetFlag(FLAGS_lease), &lease);
+  const bool site_interval_parsed =
+      absl::ParseDuration(absl::GetFlag(FLAGS_site_interval), &site_interval);
+  const bool slow_interval_parsed =
+      absl::ParseDuration(absl::GetFlag(FLAGS_slow_interval), &slow_interval);
   const bool interval_parsed = absl::ParseDuration(
       absl::GetFlag(FLAGS_progress_interval), &progress_interval);
   const Flags flags{
@@ -724,6 +832,9 @@ int Main(int argc, char** argv) {
       .workers = absl::GetFlag(FLAGS_workers),
       .lease = lease,
       .max_attempts = absl::GetFlag(FLAGS_max_attempts),
+      .site_interval = site_interval,
+      .slow_sites = absl::GetFlag(FLAGS_slow_sites),
+      .slow_interval = slow_interval,
   };
   const int pages_flag = absl::GetFlag(FLAGS_pages);
   const int sites_flag = absl::GetFlag(FLAGS_sites);
@@ -742,6 +853,14 @@ int Main(int argc, char** argv) {
        "1..100"},
       {interval_parsed && progress_interval >= absl::ZeroDuration(),
        "progress_interval", "0.. (a duration: 0, 100ms, 2s)"},
+      {site_interval_parsed && site_interval >= absl::ZeroDuration() &&
+           site_interval <= absl::Seconds(10),
+       "site_interval", "0..10s (a duration: 1ms)"},
+      {slow_interval_parsed && slow_interval >= absl::ZeroDuration() &&
+           slow_interval <= absl::Seconds(10),
+       "slow_interval", "0..10s (a duration: 5ms)"},
+      {flags.slow_sites >= 0 && flags.slow_sites <= 1000, "slow_sites",
+       "0..1000"},
   };
   for (const auto& l : limits) {
     if (!l.ok) {
@@ -801,11 +920,22 @@ int Main(int argc, char** argv) {
   absl::StatusOr<hq::Queue*> log = OpenOrCreate(db->get(), kLog, {});
   if (!log.ok()) return Fatal(log.status());
   absl::StatusOr<hq::ConsumerGroup*> group = (*frontier)->Group(
-      kGroup, {.lease = flags.lease,
-               .max_attempts = static_cast<uint32_t>(flags.max_attempts),
-               .backoff_base = absl::Milliseconds(10),
-               .backoff_cap = absl::Milliseconds(100)});
+      kGroup,
+      {.lease = flags.lease,
+       .max_attempts = static_cast<uint32_t>(flags.max_attempts),
+       .backoff_base = absl::Milliseconds(10),
+       .backoff_cap = absl::Milliseconds(100),
+       .pacing = {.max_in_flight = 1, .interval = flags.site_interval}});
   if (!group.ok()) return Fatal(group.status());
+  // The slow sites' crawl delay, as read from their robots.txt at run time.
+  for (int i = 0; i < std::min(flags.slow_sites, web.sites()); ++i) {
+    if (absl::Status s = (*group)->SetTopicPacing(
+            web.SiteName(i),
+            {.max_in_flight = 1, .interval = flags.slow_interval});
+        !s.ok()) {
+      return Fatal(s);
+    }
+  }
 
   // The seed: a no-op (a duplicate) when resuming.
   const std::string seed = web.Url(0);
@@ -824,7 +954,7 @@ int Main(int argc, char** argv) {
     UnblockStopSignals();  // Nothing to stop cleanly: Ctrl-C ends it.
     std::printf("the crawl in %s is finished (--fresh starts it over)\n",
                 flags.dir.c_str());
-    return Summarize(web, *before, flags.dir) == 0 ? 0 : 1;
+    return Summarize(web, *before, flags.dir, flags, Gaps()) == 0 ? 0 : 1;
   }
   if (resumed) {
     std::printf("resuming the crawl in %s: %" PRId64
@@ -857,7 +987,9 @@ int Main(int argc, char** argv) {
                   .c_str());
   absl::StatusOr<Audit> after = Read(*frontier, *log, *group);
   if (!after.ok()) return Fatal(after.status());
-  return Summarize(web, *after, flags.dir) == 0 ? 0 : 1;
+  return Summarize(web, *after, flags.dir, flags, crawler.MeasuredGaps()) == 0
+             ? 0
+             : 1;
 }
 
 }  // namespace

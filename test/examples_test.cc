@@ -219,6 +219,12 @@ Counts Uninterrupted(const std::string& crawler, const TempDir& dir) {
   INFO(Joined(out));
   REQUIRE(Exited0(status));
   REQUIRE(Line(out, "checks passed:") != nullptr);
+  // The pacing line, with the gaps the crawler measured and checked.
+  CHECK(Line(out, "  pacing: smallest gap between two fetches of a site ") !=
+        nullptr);
+  CHECK(Line(out,
+             "  no two fetches of a site came closer than its "
+             "interval") != nullptr);
   const Counts c = Summary(out);
   REQUIRE(c.discovered > 0);
   CHECK(c.completed + c.dead == c.discovered);
