@@ -278,6 +278,11 @@
 //                      true), to measure an option hq does not set.
 //   --claim_batch=N    Tasks per Claim and Complete call (1..10000).
 //                      Default: 100.
+//   --topic_max_in_flight=N, --topic_interval=D
+//                      claim_complete's group paces every topic
+//                      (GroupOptions::pacing): at most N tasks of a topic
+//                      in flight, at least D between two hand-outs.
+//                      Default: 0 and 0 (no pacing).
 //   --cache_bytes=N    Block cache of each database (hq::Options::
 //                      cache_bytes; 0: LevelDB's internal 8 MiB cache).
 //                      Default: 67108864.
@@ -380,6 +385,11 @@ ABSL_FLAG(bool, raw_compression, true,
           "Raw LevelDB only: Snappy compression (false: none).");
 ABSL_FLAG(int32_t, claim_batch, 100,
           "Tasks per Claim and Complete call in claim_complete.");
+ABSL_FLAG(uint32_t, topic_max_in_flight, 0,
+          "claim_complete's pacing: tasks of a topic in flight (0: no limit).");
+ABSL_FLAG(std::string, topic_interval, "0",
+          "claim_complete's pacing: least time between two hand-outs of a "
+          "topic.");
 ABSL_FLAG(int64_t, cache_bytes, int64_t{64} << 20,
           "Block cache bytes of each database (0: LevelDB's own 8 MiB).");
 ABSL_FLAG(int64_t, many_topics, 1000000, "Topics of many_topics.");
@@ -474,6 +484,13 @@ absl::Status ScalarsFromFlags(Config& c) {
     return absl::InvalidArgumentError("--claim_batch must be in 1..10000");
   }
   c.claim_batch = static_cast<uint32_t>(claim_batch);
+  c.pacing.max_in_flight =
+      static_cast<uint32_t>(absl::GetFlag(FLAGS_topic_max_in_flight));
+  if (!absl::ParseDuration(absl::GetFlag(FLAGS_topic_interval),
+                           &c.pacing.interval)) {
+    return absl::InvalidArgumentError(
+        "--topic_interval must be a duration (0, 1ms)");
+  }
   const int32_t threads = absl::GetFlag(FLAGS_threads);
   if (threads < 1 || threads > 1024) {
     return absl::InvalidArgumentError("--threads must be in 1..1024");

@@ -47,6 +47,7 @@ struct Config {
   size_t cache_bytes = 0;
   int64_t write_buffer_bytes = -1;  // -1: hq's default.
   uint32_t claim_batch = 100;
+  TopicPacing pacing;  // Of claim_complete's group.
   int threads = 1;
   int64_t sync_num = 20000;
   int64_t many_topics = 1000000;

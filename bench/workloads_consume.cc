@@ -40,7 +40,8 @@ ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ClaimComplete(Context& c,
   HQ_RETURN_IF_ERROR(c.OpenFreshHq());
   HQ_RETURN_IF_ERROR(c.FillQueue());
   c.put_messages = c.config.num;
-  HQ_ASSIGN_OR_RETURN(ConsumerGroup * group, c.queue->Group("bench"));
+  HQ_ASSIGN_OR_RETURN(ConsumerGroup * group,
+                      c.queue->Group("bench", {.pacing = c.config.pacing}));
   uint64_t bytes = 0;
   const SteadyClock::time_point start = SteadyClock::now();
   HQ_ASSIGN_OR_RETURN(const int64_t count, c.Drain(group, hist, &bytes));

@@ -269,6 +269,24 @@ TEST_CASE("pacing: intervals hold across a restart") {
   CHECK(Claim(g).size() == 3);
 }
 
+TEST_CASE("pacing: a time layout claim reads past at most 1000 held back") {
+  const int ahead = GENERATE(500, 1200);
+  CAPTURE(ahead);
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.layout = Layout::kTime}));
+  PutTopic(q, "a", ahead + 1);
+  PutTopic(q, "b", 1);
+  ConsumerGroup* g = ValueOrDie(q->Group("g", Paced({.max_in_flight = 1})));
+  // a0 goes; then a's messages are read past (a is at its limit), up to
+  // 1000 of them: b0 is found behind 500, not behind 1200.
+  std::vector<Task> t = Claim(g, 10);
+  if (ahead < 1000) {
+    CHECK(Payloads(t) == std::vector<std::string>{"a0", "b0"});
+  } else {
+    CHECK(Payloads(t) == std::vector<std::string>{"a0"});
+  }
+}
+
 TEST_CASE("pacing: a waiting claim wakes when a paced topic comes due") {
   DbFixture f(Storage::kMemory, NoBackgroundSweeps());
   Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.layout = Layout::kTopic}));

@@ -73,7 +73,10 @@ namespace hq {
 // It applies to new messages and redeliveries alike, in every layout and in
 // ordered groups (where a topic that is not due holds back its lane). With
 // the `time` layout a claim reads past the messages of topics not due, on
-// every call, as for ClaimOptions::topics.
+// every call, as for ClaimOptions::topics, but at most 1000 of them per
+// partition and priority: the messages of due topics further on wait for
+// a later claim. Prefer the `topic` layout, where a topic not due costs
+// one lookup.
 //
 // After a restart no task is in flight; the time of the group's latest
 // paced hand-out is stored with each claim, and every topic is due no

@@ -24,6 +24,9 @@ namespace hq {
 namespace {
 
 constexpr size_t kMaxConsumerBytes = 256;
+// A claim reads past at most this many messages of topics held back by
+// their pacing in one lane of a `time` layout queue (hq/group.h).
+constexpr size_t kMaxPacedSkips = 1000;
 
 }  // namespace
 
@@ -70,6 +73,7 @@ absl::StatusOr<bool> GroupImpl::ReadLane(
   LayoutCodec::AppendMessageId(&seek, lane->scan);
   bool contiguous = true;
   size_t handed = 0;
+  size_t paced_skips = 0;
   MessageId id;
   // A topic layout lane is one topic: held back whole.
   if (has_topic && pacer_.on()) {
@@ -111,6 +115,9 @@ absl::StatusOr<bool> GroupImpl::ReadLane(
       // An ordered lane waits for it; others take the messages after it.
       if (paced_out && (has_topic || record_.ordered)) return false;
       if (paced_out) {
+        // Bounded: a lane of topics that are all held back is not read to
+        // its end by every claim.
+        if (++paced_skips == kMaxPacedSkips) return false;
         contiguous = false;
         continue;
       }
