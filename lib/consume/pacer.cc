@@ -35,15 +35,20 @@ absl::StatusOr<Pacer::Entry*> Pacer::Get(std::string_view topic,
     next = resume_after_ + pacing.interval;
   }
   e->next = next;
-  by_next_.emplace(next, std::string(topic));
+  // Handed out right after (HandedOut), or due later: only the latter
+  // needs Prune.
+  if (next != absl::InfinitePast()) by_next_.emplace(next, std::string(topic));
   return e;
 }
 
-void Pacer::SetNext(std::string_view topic, Entry* e, absl::Time next) {
+void Pacer::SetNext(std::string_view topic, Entry* e, absl::Time next,
+                    absl::Time now) {
   if (next == e->next) return;
-  by_next_.erase({e->next, std::string(topic)});
+  if (e->next > now) by_next_.erase({e->next, std::string(topic)});
   e->next = next;
-  by_next_.emplace(next, std::string(topic));
+  // An entry due now goes when its last task ends (Ended): only one due
+  // later needs Prune.
+  if (next > now) by_next_.emplace(next, std::string(topic));
 }
 
 absl::StatusOr<bool> Pacer::MayHandOut(std::string_view topic, absl::Time now) {
@@ -59,9 +64,7 @@ void Pacer::HandedOut(std::string_view topic, absl::Time now) {
   if (it == entries_.end()) return;  // MayHandOut made it; never absent.
   Entry* e = &it->second;
   ++e->in_flight;
-  SetNext(topic, e,
-          e->pacing.interval > absl::ZeroDuration() ? now + e->pacing.interval
-                                                    : now);
+  SetNext(topic, e, now + e->pacing.interval, now);
   latest_ = std::max(latest_, now);
 }
 

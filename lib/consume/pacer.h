@@ -78,7 +78,8 @@ class Pacer {
   };
   // The entry of `topic`, created if absent.
   absl::StatusOr<Entry*> Get(std::string_view topic, absl::Time now);
-  void SetNext(std::string_view topic, Entry* e, absl::Time next);
+  void SetNext(std::string_view topic, Entry* e, absl::Time next,
+               absl::Time now);
 
   const Lookup lookup_;
   TopicPacing default_;
@@ -86,7 +87,8 @@ class Pacer {
   absl::Time resume_after_ = absl::InfinitePast();
   absl::Time latest_ = absl::InfinitePast();
   absl::flat_hash_map<std::string, Entry> entries_;
-  // Every entry, by its `next`: Prune walks it from the front.
+  // The entries due later than when their `next` was set, by `next`:
+  // Prune walks it from the front. Others go in Ended.
   std::set<std::pair<absl::Time, std::string>> by_next_;
 };
 
