@@ -225,6 +225,16 @@ TEST_CASE("bad input to groups, subscriptions, leases and inspection") {
       // Options of Db::Open not in the table above.
       {"delivery threads", C::kInvalidArgument, "delivery_threads",
        [&] { return OpenWith(f, [](Options& o) { o.delivery_threads = 0; }); }},
+      {"status interval too short", C::kInvalidArgument, "status_interval",
+       [&] {
+         return OpenWith(
+             f, [](Options& o) { o.status_interval = absl::Milliseconds(99); });
+       }},
+      {"status interval too long", C::kInvalidArgument, "status_interval",
+       [&] {
+         return OpenWith(
+             f, [](Options& o) { o.status_interval = absl::Hours(25); });
+       }},
       {"ttl sweep batch", C::kInvalidArgument, "ttl_sweep_batch",
        [&] { return OpenWith(f, [](Options& o) { o.ttl_sweep_batch = 0; }); }},
       {"scanner lease", C::kInvalidArgument, "scanner_lease",

@@ -35,6 +35,7 @@
 #include "catch2/catch.hpp"
 #include "hq/hq.h"
 #include "leveldb/db.h"
+#include "lib/admin/live_status.h"
 #include "lib/engine/queue_impl.h"
 #include "lib/format/format.h"
 #include "lib/format/layout_codec.h"
@@ -416,6 +417,65 @@ TEST_CASE("issue20: hq reads a Db another process has open from a copy") {
   CHECK(absl::StrContains(r.out, "live1"));
   CHECK(absl::StrContains(r.out, "live2"));
   CHECK(r.err.empty());  // Not a view now.
+}
+
+TEST_CASE("issue20: the live view shows the owner's own group figures") {
+  Options o = NoBackgroundSweeps();
+  o.status_interval = absl::Seconds(1);
+  DbFixture f(Storage::kDisk, o);
+  const std::string db = "--db=" + f.path();
+  const std::string file = f.path() + "/" + kLiveStatusFile;
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  for (int i = 0; i < 5; ++i) ValueOrDie(q->Put({.payload = "m"}));
+  ConsumerGroup* g = ValueOrDie(q->Group("g", {.lease = absl::Minutes(10)}));
+  REQUIRE(ValueOrDie(g->Claim({.max = 2})).size() == 2);
+  f.clock().Advance(absl::Seconds(1));
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  while (!std::filesystem::exists(file)) {
+    REQUIRE(absl::Now() < give_up);  // A liveness bound only.
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+
+  Result r = Run({db, "groups", "--json"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(absl::StrContains(r.out,
+                          "\"in_flight_visible\":true,"
+                          "\"status\":{\"written\":"));
+  CHECK(absl::StrContains(r.out, "\"backlog\":3,"));
+  CHECK(absl::StrContains(r.out, "\"in_flight\":2,\"redelivery\":0,"));
+  CHECK(absl::StrContains(r.out, "\"live\":{\"claimed_per_s\":"));
+  CHECK(absl::StrContains(r.out, "\"claimed_total\":2,"));
+
+  r = Run({db, "groups"});
+  REQUIRE(r.code == 0);
+  CHECK(absl::StrContains(r.err, "except for the 1 groups loaded in process " +
+                                     std::to_string(getpid()) +
+                                     ", shown with its own figures"));
+  r = Run({db, "pending", "q", "g", "--json"});
+  REQUIRE(r.code == 0);
+  CHECK(Occurrences(r.out, "\"state\":\"in_flight\"") == 2);
+  CHECK(Occurrences(r.out, "\"lease_deadline\":") == 2);
+  CHECK(Occurrences(r.out, "redelivery") == 0);
+
+  // A status file of another process than the lock's owner is stale: the
+  // view is the copy's alone.
+  f.Close();
+  CHECK_FALSE(std::filesystem::exists(file));  // Removed at the close.
+  LiveStatus stale;
+  stale.pid = getpid() + 1;
+  stale.written = absl::Now();
+  {
+    std::ofstream out(file, std::ios::binary);
+    out << EncodeLiveStatus(stale);
+  }
+  Options quiet = NoBackgroundSweeps();
+  quiet.status_interval = absl::ZeroDuration();
+  auto owner = ValueOrDie(Db::Open(f.path(), quiet));
+  r = Run({db, "groups", "--json"});
+  REQUIRE(r.code == 0);
+  CHECK(absl::StrContains(r.out, "\"in_flight_visible\":false}"));
+  CHECK(absl::StrContains(r.out, "\"in_flight\":0,\"redelivery\":2,"));
 }
 
 TEST_CASE("issue20: the live view of a Db being written and compacted") {

@@ -90,11 +90,13 @@ inline uint64_t Seed(uint64_t salt) {
 // The engine behind a Db, for white-box checks (TEST_ hooks, LevelDB).
 inline DbImpl* Impl(Db* db) { return static_cast<DbImpl*>(db); }
 
-// Options without background TTL sweeps (their timer is a lease, and a
-// sweep on the janitor thread would race a test's own checks).
+// Options without the janitor's background work: TTL sweeps and live
+// status publications (their timers are leases, and work on the janitor
+// thread would race a test's own checks).
 inline Options NoBackgroundSweeps() {
   Options o;
   o.ttl_sweep_interval = absl::ZeroDuration();
+  o.status_interval = absl::ZeroDuration();
   return o;
 }
 

@@ -75,6 +75,21 @@ class Listing {
   Json j_;
 };
 
+ExitCode PrintListing(Listing& listing, const std::string& queue,
+                      const std::string& group) {
+  if (absl::GetFlag(FLAGS_json)) {
+    PrintJson(listing.Finish());
+    return kExitOk;
+  }
+  if (listing.table().empty()) {
+    std::printf("no pending tasks in group %s of %s\n", group.c_str(),
+                queue.c_str());
+    return kExitOk;
+  }
+  listing.table().Print(stdout);
+  return kExitOk;
+}
+
 }  // namespace
 
 ExitCode Pending(const Args& args) {
@@ -84,8 +99,26 @@ ExitCode Pending(const Args& args) {
   HQ_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, OpenDb());
   HQ_ASSIGN_OR_RETURN(Queue * q, OpenQueue(db.get(), args[0]));
   HQ_ASSIGN_OR_RETURN(const GroupInfo info, q->InspectGroup(args[1]));
-  HQ_ASSIGN_OR_RETURN(ConsumerGroup * g, LoadGroup(q, info));
   Listing listing(q->name(), info.name);
+  // On a live view of a group its owner has loaded: the owner's tasks, as
+  // it published them (its first kLiveStatusPending).
+  if (const LiveGroupStatus* live = LiveGroup(q->name(), info.name)) {
+    size_t n = 0;
+    for (const PendingTask& p : live->pending) {
+      if (limit != 0 && n == static_cast<size_t>(limit)) break;
+      listing.Add(p);
+      ++n;
+    }
+    if (!live->pending_complete && n == live->pending.size() &&
+        !absl::GetFlag(FLAGS_json)) {
+      std::fprintf(stderr,
+                   "hq: the owner publishes its first %zu pending tasks; "
+                   "more are not listed\n",
+                   kLiveStatusPending);
+    }
+    return PrintListing(listing, q->name(), info.name);
+  }
+  HQ_ASSIGN_OR_RETURN(ConsumerGroup * g, LoadGroup(q, info));
   HQ_TRY(ListPages<PendingTask>(
       limit,
       [&](size_t want, const PendingTask* after) {
@@ -95,17 +128,7 @@ ExitCode Pending(const Args& args) {
         for (const PendingTask& p : page) listing.Add(p);
         return {};
       }));
-  if (absl::GetFlag(FLAGS_json)) {
-    PrintJson(listing.Finish());
-    return kExitOk;
-  }
-  if (listing.table().empty()) {
-    std::printf("no pending tasks in group %s of %s\n", info.name.c_str(),
-                q->name().c_str());
-    return kExitOk;
-  }
-  listing.table().Print(stdout);
-  return kExitOk;
+  return PrintListing(listing, q->name(), info.name);
 }
 
 }  // namespace hq::tool

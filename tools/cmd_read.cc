@@ -104,6 +104,20 @@ const char* StartName(GroupOptions::Start start) {
   return "unknown";
 }
 
+// The owner's own figures of a group, on a live view with its status.
+void LiveJson(Json& j, const LiveGroupStatus* live) {
+  if (live == nullptr) return;
+  j.Key("live").BeginObject();
+  j.Key("claimed_per_s").Double(live->claimed_per_s);
+  j.Key("completed_per_s").Double(live->completed_per_s);
+  j.Key("claimed_total").Uint(live->claimed_total);
+  j.Key("completed_total").Uint(live->completed_total);
+  j.Key("oldest_in_flight_ms")
+      .Int(absl::ToInt64Milliseconds(live->stats.oldest_in_flight));
+  j.Key("paced_topics").Uint(live->stats.paced_topics);
+  j.EndObject();
+}
+
 void GroupJson(Json& j, const GroupInfo& info, const GroupStats& st) {
   j.Key("name").String(info.name).Key("ordered").Bool(info.ordered);
   j.Key("topics").BeginArray();
@@ -143,15 +157,22 @@ const std::vector<std::string> kGroupHeader = {
     "QUEUE",     "GROUP",      "ORDERED", "TOPICS", "BACKLOG",
     "IN_FLIGHT", "REDELIVERY", "DELAYED", "DEAD",   "CURSOR_LAG"};
 
-// A group of `q` as it is now: how it was created, and its figures.
+// A group of `q` as it is now: how it was created, and its figures (on a
+// live view, the owner's own if it has the group loaded: `live`).
 struct GroupNow {
   GroupInfo info;
   GroupStats stats;
+  const LiveGroupStatus* live = nullptr;
 };
 
 Result<GroupNow> InspectGroup(Queue* q, const std::string& name) {
   GroupNow g;
   HQ_ASSIGN_OR_RETURN(g.info, q->InspectGroup(name));
+  g.live = LiveGroup(q->name(), name);
+  if (g.live != nullptr) {
+    g.stats = g.live->stats;
+    return g;
+  }
   HQ_ASSIGN_OR_RETURN(ConsumerGroup * group, LoadGroup(q, g.info));
   HQ_ASSIGN_OR_RETURN(g.stats, group->Stats());
   return g;
@@ -177,6 +198,7 @@ ExitCode Groups(const Args& args) {
       t.Add(GroupRow(name, now.info, now.stats));
       j.BeginObject().Key("queue").String(name);
       GroupJson(j, now.info, now.stats);
+      LiveJson(j, now.live);
       j.EndObject();
     }
   }
@@ -331,6 +353,7 @@ Result<void> StatGroups(Queue* q, size_t max_lanes, bool json, Json& j) {
     out.groups.Add(GroupRow(queue, now.info, now.stats));
     j.BeginObject();
     GroupJson(j, now.info, now.stats);
+    LiveJson(j, now.live);
     GroupPartitions(now.info, out, j);
     if (max_lanes > 0) GroupCursors(now.info, max_lanes, out, j);
     j.EndObject();
@@ -414,11 +437,23 @@ Result<void> StatSubscriptions(Queue* q, size_t max_lanes, bool json, Json& j) {
   HQ_ASSIGN_OR_RETURN(const std::vector<std::string> subs,
                       q->ListSubscriptions());
   for (const std::string& s : subs) {
-    HQ_ASSIGN_OR_RETURN(const SubscriptionStats ss, q->InspectSubscription(s));
+    HQ_ASSIGN_OR_RETURN(SubscriptionStats ss, q->InspectSubscription(s));
+    // On a live view, the owner's lag (from its checkpoints in memory).
+    const LiveSubscriptionStatus* live = LiveSubscription(q->name(), s);
+    if (live != nullptr) {
+      ss.lag = live->lag;
+      ss.lag_exact = live->lag_exact;
+    }
     out.subscriptions.Add({Cell(s), std::to_string(ss.lanes.size()),
                            Count(ss.lag, ss.lag_exact)});
     j.BeginObject().Bytes("name", s);
     j.Key("lag").Uint(ss.lag).Key("lag_exact").Bool(ss.lag_exact);
+    if (live != nullptr) {
+      j.Key("live").BeginObject().Key("delivered").Uint(live->delivered);
+      j.Key("failed_attempts").Uint(live->failed_attempts);
+      j.Key("buffered").Uint(live->buffered);
+      j.Key("listeners").Uint(live->listeners).EndObject();
+    }
     SubscriptionPartitions(s, ss, out, j);
     if (max_lanes > 0) SubscriptionCheckpoints(s, ss, max_lanes, out, j);
     j.EndObject();

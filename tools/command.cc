@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <system_error>
 
 #include "absl/flags/flag.h"
@@ -76,6 +78,8 @@ bool g_read_only = false;
 // every Db (they live in the subcommands).
 std::optional<LiveCopy> g_live_copy;
 pid_t g_live_owner = 0;
+// The owner's live status, if it publishes one (read with the copy).
+std::optional<LiveStatus> g_live_status;
 
 // The "view" member of every JSON document: how old the data is.
 std::string ViewJson() {
@@ -87,13 +91,51 @@ std::string ViewJson() {
   j.Key("age_ms").Int(
       absl::ToInt64Milliseconds(absl::Now() - g_live_copy->taken()));
   j.Key("took_ms").Int(absl::ToInt64Milliseconds(g_live_copy->took()));
-  j.Key("in_flight_visible").Bool(false).EndObject();
+  j.Key("in_flight_visible").Bool(g_live_status.has_value());
+  if (g_live_status) {
+    j.Key("status").BeginObject();
+    j.Key("written").String(TimeText(g_live_status->written));
+    j.Key("age_ms").Int(
+        absl::ToInt64Milliseconds(absl::Now() - g_live_status->written));
+    j.Key("interval_ms")
+        .Int(absl::ToInt64Milliseconds(g_live_status->interval));
+    j.EndObject();
+  }
+  j.EndObject();
   return j.str();
+}
+
+// The live status file of `path` if its publisher is `owner`; nullopt if
+// there is none, it is another process's (stale), or it does not decode
+// (said on stderr: the view then shows the copy alone).
+std::optional<LiveStatus> ReadLiveStatus(const std::string& path, pid_t owner) {
+  std::ifstream in(path + "/" + kLiveStatusFile, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream data;
+  data << in.rdbuf();
+  absl::StatusOr<LiveStatus> s = DecodeLiveStatus(data.str());
+  if (!s.ok()) {
+    std::fprintf(stderr, "hq: warning: %s/%s: %s\n", path.c_str(),
+                 kLiveStatusFile, std::string(s.status().message()).c_str());
+    return std::nullopt;
+  }
+  if (owner == 0 || s->pid != owner) return std::nullopt;
+  return *std::move(s);
 }
 
 }  // namespace
 
 void SetReadOnly(bool read_only) { g_read_only = read_only; }
+
+const LiveGroupStatus* LiveGroup(std::string_view queue,
+                                 std::string_view group) {
+  return g_live_status ? g_live_status->FindGroup(queue, group) : nullptr;
+}
+
+const LiveSubscriptionStatus* LiveSubscription(std::string_view queue,
+                                               std::string_view name) {
+  return g_live_status ? g_live_status->FindSubscription(queue, name) : nullptr;
+}
 
 void PrintJson(const Json& j) {
   const std::string view = ViewJson();
@@ -161,7 +203,9 @@ Result<std::unique_ptr<Db>> OpenLiveCopy(const std::string& path,
   g_live_owner = owner.ok() ? *owner : 0;
   HQ_ASSIGN_OR_RETURN(LiveCopy copy, LiveCopy::Take(path));
   g_live_copy.emplace(std::move(copy));
+  g_live_status = ReadLiveStatus(path, g_live_owner);
   options.create_if_missing = false;
+  options.status_interval = absl::ZeroDuration();  // The copy publishes none.
   HQ_ASSIGN_OR_RETURN(std::unique_ptr<Db> db,
                       Db::Open(g_live_copy->path(), options));
   WarnRecovery(db->recovery(), path);
@@ -170,10 +214,22 @@ Result<std::unique_ptr<Db>> OpenLiveCopy(const std::string& path,
                  "hq: live view: %s is open in process %d; this is a copy "
                  "taken at %s (%s to take): what a restart would recover, "
                  "so tasks in flight there count as REDELIVERY here, not "
-                 "IN_FLIGHT\n",
+                 "IN_FLIGHT",
                  path.c_str(), static_cast<int>(g_live_owner),
                  TimeText(g_live_copy->taken()).c_str(),
                  absl::FormatDuration(g_live_copy->took()).c_str());
+    if (g_live_status) {
+      std::fprintf(
+          stderr,
+          "; except for the %zu groups loaded in process %d, shown with its "
+          "own figures (tasks in flight, leases, rates) as of %s, %s ago",
+          g_live_status->groups.size(), static_cast<int>(g_live_owner),
+          TimeText(g_live_status->written).c_str(),
+          absl::FormatDuration(absl::Trunc(absl::Now() - g_live_status->written,
+                                           absl::Milliseconds(1)))
+              .c_str());
+    }
+    std::fprintf(stderr, "\n");
   }
   return db;
 }

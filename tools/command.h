@@ -23,6 +23,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "hq/hq.h"
+#include "lib/admin/live_status.h"
 #include "tools/output.h"
 
 namespace hq::tool {
@@ -162,6 +163,15 @@ std::string Count(uint64_t n, bool exact);
 
 // Prints a JSON document; on a live copy, with a first member "view".
 void PrintJson(const Json& j);
+
+// On a live copy whose owner publishes its live status (Options::
+// status_interval): the owner's figures for group `group` of `queue`, if
+// it has the group loaded; null otherwise.
+const LiveGroupStatus* LiveGroup(std::string_view queue,
+                                 std::string_view group);
+// The same for subscription `name` of `queue`, if it is live there.
+const LiveSubscriptionStatus* LiveSubscription(std::string_view queue,
+                                               std::string_view name);
 
 // -------------------------------------------------------------- opening
 

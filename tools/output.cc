@@ -3,6 +3,7 @@
 #include "tools/output.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_format.h"
@@ -156,6 +157,13 @@ Json& Json::String(std::string_view s) {
 Json& Json::Int(int64_t v) {
   Separate();
   out_.append(std::to_string(v));
+  return *this;
+}
+
+Json& Json::Double(double v) {
+  if (!std::isfinite(v)) return Null();
+  Separate();
+  out_.append(absl::StrFormat("%.3f", v));
   return *this;
 }
 

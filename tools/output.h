@@ -45,6 +45,8 @@ class Json {
   Json& String(std::string_view s);
   Json& Int(int64_t v);
   Json& Uint(uint64_t v);
+  // To three decimals; null if not finite.
+  Json& Double(double v);
   Json& Bool(bool v);
   Json& Null();
   // Bytes of any kind: a string `key` if valid UTF-8, else `key`_base64.

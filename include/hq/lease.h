@@ -34,8 +34,10 @@ using LeaseId = uint64_t;
 //    deadline that Renew set. Renew and expiry are decided under one lock:
 //    either the Renew wins (OK, new deadline) or the expiry does (the Renew
 //    gets FailedPrecondition and the action runs or has run).
-// With a SimulatedClock, Advance returns after every action due at the new
-// time has run, so tests see expiries deterministically.
+// Leases due at the same deadline expire in the order their deadline was
+// set (Create, or the last Renew). With a SimulatedClock, Advance returns
+// after every action due at the new time has run, so tests see expiries
+// deterministically.
 //
 // Actions run outside the manager's lock and may call Create, Renew and
 // Cancel (Cancel of their own lease returns FailedPrecondition at once). A

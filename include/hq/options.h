@@ -108,6 +108,18 @@ struct Options {
   // the sweep got, so it resumes there). Default: 1000. Limits: 1..100000.
   int ttl_sweep_batch = 1000;
 
+  // How often the Db publishes its live status: the file "hq-status" in
+  // its directory, which the hq tool reads while this process holds the
+  // Db (the groups and subscriptions loaded in this process: their stats
+  // with tasks in flight and leases, claim and completion rates, the first
+  // 1000 pending tasks of each group, subscription lag). Each publication
+  // runs every loaded group's Stats() and ListPending(1000) and each
+  // subscription's Stats() on a background thread, and writes the file
+  // (not synced) and renames it into place; a clean close deletes it.
+  // Measured on Options::clock. Zero: never. Default: 5 s. Limits: 0, or
+  // 100 ms .. 1 day.
+  absl::Duration status_interval = absl::Seconds(5);
+
   // ---- Performance ----
 
   // Size of the block cache shared by all reads. Default: 64 MiB.

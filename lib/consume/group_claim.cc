@@ -461,6 +461,7 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
     if (consumer != nullptr) t.consumer = rec.consumer = consumer->name;
   }
   Committed(&p.touched);
+  claimed_total_.fetch_add(p.out.size(), std::memory_order_relaxed);
   // The earliest redelivery still in the future (for a waiting claim),
   // including delayed messages this claim just read past.
   for (const std::set<WaitKey>& ws : waiting_) {

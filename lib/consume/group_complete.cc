@@ -115,6 +115,7 @@ absl::Status GroupImpl::Complete(std::span<const Task> tasks) {
     HQ_RETURN_IF_ERROR(Write(batch));
     Committed(&touched);
   }
+  completed_total_.fetch_add(tasks.size(), std::memory_order_relaxed);
   // Outside the lock: Cancel waits for an expiry action that is running,
   // and that action takes the lock (it then finds the task completed).
   for (LeaseId id : cancel) (void)db_->leases()->Cancel(id);

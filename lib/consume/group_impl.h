@@ -103,6 +103,9 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // Wakes blocked claims (they return if the Db is closing or the queue
   // was dropped).
   void WakeWaiters();
+  // Tasks handed out and completed since the group was loaded.
+  uint64_t claimed_total() const { return claimed_total_.load(); }
+  uint64_t completed_total() const { return completed_total_.load(); }
   // Claims blocked in a wait.
   int TEST_Waiters() const { return waiters_.load(); }
   // Lanes in memory, and of them those waiting for a turn (active).
@@ -506,6 +509,8 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   CondVar wait_cv_;
   uint64_t wake_seq_ ABSL_GUARDED_BY(wait_mu_) = 0;
   std::atomic<int> waiters_{0};
+  std::atomic<uint64_t> claimed_total_{0};
+  std::atomic<uint64_t> completed_total_{0};
 
   Mutex mu_;
   GroupOptions options_ ABSL_GUARDED_BY(mu_);

@@ -279,6 +279,8 @@ absl::Status QueueImpl::Unsubscribe(std::string_view name) {
   if (sub != nullptr) {
     RemoveListener(sub.get());
     (void)sub->Stop(/*checkpoint=*/false);
+    MutexLock l(&status_mu_);  // Not while CollectLiveStatus reads it.
+    sub.reset();
   }
   // Delete its records: the subscription record and its checkpoints.
   const std::string key = format::SubKey(record_.id, name);

@@ -76,10 +76,12 @@ absl::StatusOr<std::unique_ptr<Db>> DbImpl::Open(const std::string& path,
   }
   std::unique_ptr<DbImpl> db(new DbImpl(path, options, std::move(lock_key)));
   HQ_RETURN_IF_ERROR(db->Init());  // ~DbImpl unregisters on failure.
-  if (options.ttl_sweep_interval > absl::ZeroDuration()) {
+  if (options.ttl_sweep_interval > absl::ZeroDuration() ||
+      options.status_interval > absl::ZeroDuration()) {
     db->janitor_ = std::thread([raw = db.get()] { raw->JanitorLoop(); });
-    db->ArmSweepTimer();
   }
+  if (options.ttl_sweep_interval > absl::ZeroDuration()) db->ArmSweepTimer();
+  if (options.status_interval > absl::ZeroDuration()) db->ArmStatusTimer();
   return std::unique_ptr<Db>(std::move(db));
 }
 
@@ -265,6 +267,7 @@ DbImpl::~DbImpl() {
       janitor_cv_.Signal();
     }
     janitor_.join();
+    if (options_.status_interval > absl::ZeroDuration()) RemoveStatusFile();
   }
   {
     // Wait for calls in progress (a leader may be inside LevelDB's Write

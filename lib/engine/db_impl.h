@@ -328,9 +328,16 @@ class DbImpl final : public Db {
   absl::Status FlushSweep(const std::string& lane, MessageId last_deleted,
                           leveldb::WriteBatch* b,
                           std::vector<SweptDedup>* dedups);
-  // The janitor thread: runs a sweep each time the timer lease fires.
+  // The janitor thread: runs a sweep each time the sweep timer fires, and
+  // publishes the live status each time the status timer does.
   void JanitorLoop();
   void ArmSweepTimer();
+  void ArmStatusTimer();
+  // Writes the live status file (lib/admin/status_publish.cc). Janitor
+  // thread only.
+  absl::Status PublishStatus();
+  // Deletes it (at a clean close).
+  void RemoveStatusFile();
   leveldb::WriteOptions CatalogWriteOptions() const;
   void TightenReservations() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
 
@@ -362,6 +369,13 @@ class DbImpl final : public Db {
   Mutex janitor_mu_;
   CondVar janitor_cv_;
   bool sweep_due_ ABSL_GUARDED_BY(janitor_mu_) = false;
+  bool status_due_ ABSL_GUARDED_BY(janitor_mu_) = false;
+  // Janitor thread only: each group's totals at the last publication.
+  struct StatusTotals {
+    uint64_t claimed = 0, completed = 0;
+    absl::Time at;
+  };
+  absl::flat_hash_map<std::string, StatusTotals> status_totals_;
   bool janitor_stop_ ABSL_GUARDED_BY(janitor_mu_) = false;
   std::thread janitor_;
 

@@ -84,6 +84,7 @@ absl::StatusOr<LeaseId> LeaseManagerImpl::CreateAt(
   }
   Slot& slot = slots_[s];
   slot.deadline = deadline;
+  slot.seq = next_seq_++;
   slot.action = std::move(on_expire);
   slot.state = State::kActive;
   HeapPush(s);
@@ -117,6 +118,7 @@ absl::Status LeaseManagerImpl::Renew(LeaseId id, absl::Duration duration) {
   absl::StatusOr<uint32_t> s = Find(id);
   if (!s.ok()) return s.status();
   slots_[*s].deadline = deadline;
+  slots_[*s].seq = next_seq_++;
   HeapFix(slots_[*s].heap_pos);
   if (slots_[*s].heap_pos == 0) wake_.Signal();
   return absl::OkStatus();
@@ -215,13 +217,18 @@ void LeaseManagerImpl::Place(uint32_t pos, uint32_t slot) {
   slots_[slot].heap_pos = pos;
 }
 
+bool LeaseManagerImpl::Before(uint32_t a, uint32_t b) const {
+  const Slot& x = slots_[a];
+  const Slot& y = slots_[b];
+  return x.deadline != y.deadline ? x.deadline < y.deadline : x.seq < y.seq;
+}
+
 bool LeaseManagerImpl::SiftUp(uint32_t pos) {
   const uint32_t slot = heap_[pos];
-  const absl::Time d = slots_[slot].deadline;
   const uint32_t start = pos;
   while (pos > 0) {
     const uint32_t parent = (pos - 1) / 2;
-    if (slots_[heap_[parent]].deadline <= d) break;
+    if (!Before(slot, heap_[parent])) break;
     Place(pos, heap_[parent]);
     pos = parent;
   }
@@ -232,15 +239,11 @@ bool LeaseManagerImpl::SiftUp(uint32_t pos) {
 void LeaseManagerImpl::SiftDown(uint32_t pos) {
   const uint32_t n = static_cast<uint32_t>(heap_.size());
   const uint32_t slot = heap_[pos];
-  const absl::Time d = slots_[slot].deadline;
   while (true) {
     uint32_t child = 2 * pos + 1;
     if (child >= n) break;
-    if (child + 1 < n &&
-        slots_[heap_[child + 1]].deadline < slots_[heap_[child]].deadline) {
-      ++child;
-    }
-    if (d <= slots_[heap_[child]].deadline) break;
+    if (child + 1 < n && Before(heap_[child + 1], heap_[child])) ++child;
+    if (!Before(heap_[child], slot)) break;
     Place(pos, heap_[child]);
     pos = child;
   }

@@ -48,6 +48,7 @@ class LeaseManagerImpl final : public LeaseManager, private Clock::Listener {
   enum class State : uint8_t { kFree, kActive, kFiring };
   struct Slot {
     absl::Time deadline;
+    uint64_t seq = 0;  // When the deadline was set: orders equal deadlines.
     std::function<void()> action;
     uint32_t heap_pos = 0;
     uint32_t generation = 1;
@@ -70,6 +71,8 @@ class LeaseManagerImpl final : public LeaseManager, private Clock::Listener {
   bool SiftUp(uint32_t pos) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SiftDown(uint32_t pos) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Place(uint32_t pos, uint32_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether slot `a` expires before slot `b`: deadline, then seq.
+  bool Before(uint32_t a, uint32_t b) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Clock* const clock_;
 
@@ -80,6 +83,7 @@ class LeaseManagerImpl final : public LeaseManager, private Clock::Listener {
   std::deque<uint32_t> free_ ABSL_GUARDED_BY(mu_);  // FIFO: slow reuse.
   std::vector<uint32_t> heap_ ABSL_GUARDED_BY(mu_);
   size_t live_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   // Simulated clocks: OnTimeChanged bumps epoch_ and waits until the thread
   // has run everything due at that time (processed_ >= its epoch).

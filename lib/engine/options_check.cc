@@ -37,6 +37,13 @@ absl::Status ValidateOptions(const Options& o) {
                      absl::FormatDuration(o.ttl_sweep_interval),
                      "; it must be 0 or in 1ms..720h"));
   }
+  if (o.status_interval != absl::ZeroDuration() &&
+      (o.status_interval < absl::Milliseconds(100) ||
+       o.status_interval > absl::Hours(24))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Options::status_interval is ", absl::FormatDuration(o.status_interval),
+        "; it must be 0 or in 100ms..24h"));
+  }
   if (o.ttl_sweep_batch < 1 || o.ttl_sweep_batch > 100000) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "Options::ttl_sweep_batch is %d; it must be in 1..100000",

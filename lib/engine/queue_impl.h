@@ -15,6 +15,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "hq/queue.h"
 #include "leveldb/iterator.h"
+#include "lib/admin/live_status.h"
 #include "lib/format/format.h"
 #include "lib/format/layout_codec.h"
 #include "lib/util/sync.h"
@@ -77,6 +78,9 @@ class QueueImpl final : public Queue {
   // Stops every subscription of the queue and writes its checkpoints (at
   // the Db's close).
   void StopSubscriptions();
+  // Appends the live status of the groups loaded and the subscriptions live
+  // in this process (lib/admin/status_publish.cc); rates left at zero.
+  void CollectLiveStatus(LiveStatus* out) ABSL_LOCKS_EXCLUDED(status_mu_);
 
   // One lane of the lane directory, as WalkLanes gives it.
   struct LaneEntry {
@@ -162,6 +166,9 @@ class QueueImpl final : public Queue {
   Mutex subs_mu_ ABSL_ACQUIRED_BEFORE(listeners_mu_);
   absl::flat_hash_map<std::string, std::unique_ptr<SubscriptionImpl>> subs_
       ABSL_GUARDED_BY(subs_mu_);
+  // Held by CollectLiveStatus while it uses this queue's subscriptions, and
+  // by Unsubscribe to destroy one: a subscription it reads stays alive.
+  Mutex status_mu_ ABSL_ACQUIRED_BEFORE(subs_mu_);
   // Being unsubscribed (Subscribe with these names fails meanwhile).
   absl::flat_hash_set<std::string> unsubscribing_ ABSL_GUARDED_BY(subs_mu_);
 

@@ -233,15 +233,32 @@ void DbImpl::ArmSweepTimer() {
   });
 }
 
-void DbImpl::JanitorLoop() {
-  while (true) {
+void DbImpl::ArmStatusTimer() {
+  (void)leases_->Create(options_.status_interval, [this] {
     {
       MutexLock l(&janitor_mu_);
-      while (!sweep_due_ && !janitor_stop_) janitor_cv_.Wait(&janitor_mu_);
-      if (janitor_stop_) return;
-      sweep_due_ = false;
+      status_due_ = true;
+      janitor_cv_.Signal();
     }
-    (void)CompactExpired();  // Failures are retried at the next interval.
+    ArmStatusTimer();
+  });
+}
+
+void DbImpl::JanitorLoop() {
+  while (true) {
+    bool sweep, status;
+    {
+      MutexLock l(&janitor_mu_);
+      while (!sweep_due_ && !status_due_ && !janitor_stop_) {
+        janitor_cv_.Wait(&janitor_mu_);
+      }
+      if (janitor_stop_) return;
+      sweep = std::exchange(sweep_due_, false);
+      status = std::exchange(status_due_, false);
+    }
+    // Failures are retried at the next interval.
+    if (status) (void)PublishStatus();
+    if (sweep) (void)CompactExpired();
   }
 }
 

@@ -1,0 +1,111 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// Publishing the live status file (lib/admin/live_status.h): what each
+// queue contributes (QueueImpl::CollectLiveStatus) and the janitor's
+// publication (DbImpl::PublishStatus, DbImpl::RemoveStatusFile).
+
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "leveldb/env.h"
+#include "lib/admin/live_status.h"
+#include "lib/consume/group_impl.h"
+#include "lib/consume/subscription_impl.h"
+#include "lib/engine/db_impl.h"
+#include "lib/engine/queue_impl.h"
+#include "lib/util/file_util.h"
+
+namespace hq {
+
+void QueueImpl::CollectLiveStatus(LiveStatus* out) {
+  std::vector<GroupImpl*> groups;
+  {
+    MutexLock l(&groups_mu_);
+    for (auto& [name, g] : groups_) groups.push_back(g.get());
+  }
+  for (GroupImpl* g : groups) {
+    absl::StatusOr<GroupStats> st = g->Stats();
+    if (!st.ok()) continue;  // Dropped meanwhile, or the Db is closing.
+    LiveGroupStatus s{.queue = name_, .name = g->name(), .stats = *st};
+    absl::StatusOr<std::vector<PendingTask>> pending =
+        g->ListPending(kLiveStatusPending, nullptr);
+    if (pending.ok()) {
+      s.pending_complete = pending->size() < kLiveStatusPending;
+      s.pending = *std::move(pending);
+    } else {
+      s.pending_complete = false;
+    }
+    s.claimed_total = g->claimed_total();
+    s.completed_total = g->completed_total();
+    out->groups.push_back(std::move(s));
+  }
+  MutexLock status(&status_mu_);
+  std::vector<SubscriptionImpl*> subs;
+  {
+    MutexLock l(&subs_mu_);
+    for (auto& [name, sub] : subs_) subs.push_back(sub.get());
+  }
+  for (SubscriptionImpl* sub : subs) {
+    absl::StatusOr<SubscriptionStats> st = sub->Stats();
+    if (!st.ok()) continue;
+    out->subscriptions.push_back({.queue = name_,
+                                  .name = sub->name(),
+                                  .lag = st->lag,
+                                  .lag_exact = st->lag_exact,
+                                  .delivered = st->delivered,
+                                  .failed_attempts = st->failed_attempts,
+                                  .buffered = st->buffered,
+                                  .listeners = st->listeners});
+  }
+}
+
+absl::Status DbImpl::PublishStatus() {
+  if (IsClosing()) return absl::OkStatus();
+  LiveStatus s;
+  s.pid = getpid();
+  s.written = clock_->Now();
+  s.interval = options_.status_interval;
+  for (QueueImpl* q : CachedQueues()) {
+    if (!q->dropped()) q->CollectLiveStatus(&s);
+  }
+  // Rates over the interval since the last publication (none at the first).
+  absl::flat_hash_map<std::string, StatusTotals> totals;
+  for (LiveGroupStatus& g : s.groups) {
+    const std::string key = absl::StrCat(g.queue, std::string(1, '\0'), g.name);
+    auto prev = status_totals_.find(key);
+    const double seconds =
+        prev == status_totals_.end()
+            ? 0
+            : absl::ToDoubleSeconds(s.written - prev->second.at);
+    if (seconds > 0 && g.claimed_total >= prev->second.claimed &&
+        g.completed_total >= prev->second.completed) {
+      g.claimed_per_s =
+          static_cast<double>(g.claimed_total - prev->second.claimed) / seconds;
+      g.completed_per_s =
+          static_cast<double>(g.completed_total - prev->second.completed) /
+          seconds;
+    }
+    totals[key] = {g.claimed_total, g.completed_total, s.written};
+  }
+  status_totals_ = std::move(totals);
+  leveldb::Env* env = options_.env ? options_.env : leveldb::Env::Default();
+  const std::string file = absl::StrCat(path_, "/", kLiveStatusFile);
+  const std::string tmp = file + ".tmp";
+  leveldb::Status ws =
+      leveldb::WriteStringToFile(env, EncodeLiveStatus(s), tmp);
+  if (ws.ok()) ws = env->RenameFile(tmp, file);
+  return ws.ok() ? absl::OkStatus()
+                 : file_util::FromIo(ws, "publishing the live status");
+}
+
+void DbImpl::RemoveStatusFile() {
+  leveldb::Env* env = options_.env ? options_.env : leveldb::Env::Default();
+  const std::string file = absl::StrCat(path_, "/", kLiveStatusFile);
+  (void)env->RemoveFile(file + ".tmp");
+  (void)env->RemoveFile(file);
+}
+
+}  // namespace hq

@@ -1,0 +1,200 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// The live status file (lib/admin/live_status.h, Options::status_interval):
+// its encoding, checked on every read, and what an open Db publishes: its
+// groups' tasks in flight with their leases, rates, pending tasks and
+// subscription lag, on the Db's clock, removed at a clean close.
+
+#include "lib/admin/live_status.h"
+
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "hq/hq.h"
+#include "leveldb/env.h"
+#include "test/group_util.h"
+#include "test/test_util.h"
+
+namespace hq {
+namespace {
+
+using test::DbFixture;
+using test::PutN;
+using test::Storage;
+using test::ValueOrDie;
+
+LiveStatus Sample() {
+  LiveStatus s;
+  s.pid = 1234;
+  s.written = absl::FromUnixMillis(1767225600123);
+  s.interval = absl::Seconds(5);
+  LiveGroupStatus g{.queue = "q", .name = "g"};
+  g.stats.backlog = 7;
+  g.stats.backlog_exact = false;
+  g.stats.in_flight = 2;
+  g.stats.oldest_in_flight = absl::Milliseconds(1500);
+  g.stats.paced_topics = 3;
+  g.claimed_per_s = 12.5;
+  g.completed_per_s = 0.25;
+  g.claimed_total = 40;
+  g.completed_total = 38;
+  g.pending.push_back({.partition = 1,
+                       .priority = 2,
+                       .topic = "site",
+                       .id = MessageId{1767225600000, 3},
+                       .attempt = 1,
+                       .state = PendingTask::State::kInFlight,
+                       .since = absl::FromUnixMillis(1767225600100),
+                       .lease_deadline = absl::FromUnixMillis(1767225630100),
+                       .consumer = "c"});
+  g.pending.push_back({.id = MessageId{1767225600001, 0},
+                       .attempt = 2,
+                       .state = PendingTask::State::kRedelivery,
+                       .since = absl::FromUnixMillis(1767225600200)});
+  g.pending_complete = false;
+  s.groups.push_back(g);
+  s.subscriptions.push_back({.queue = "q",
+                             .name = "s",
+                             .lag = 9,
+                             .lag_exact = true,
+                             .delivered = 100,
+                             .failed_attempts = 1,
+                             .buffered = 4,
+                             .listeners = 2});
+  return s;
+}
+
+TEST_CASE("live status: a publication reads back as written") {
+  const LiveStatus s = Sample();
+  const LiveStatus r = ValueOrDie(DecodeLiveStatus(EncodeLiveStatus(s)));
+  CHECK(r.pid == s.pid);
+  CHECK(r.written == s.written);
+  CHECK(r.interval == s.interval);
+  REQUIRE(r.groups.size() == 1);
+  const LiveGroupStatus& g = r.groups[0];
+  CHECK(g.stats.backlog == 7);
+  CHECK_FALSE(g.stats.backlog_exact);
+  CHECK(g.stats.in_flight == 2);
+  CHECK(g.stats.oldest_in_flight == absl::Milliseconds(1500));
+  CHECK(g.stats.paced_topics == 3);
+  CHECK(g.claimed_per_s == 12.5);
+  CHECK(g.completed_per_s == 0.25);
+  CHECK(g.claimed_total == 40);
+  CHECK(g.completed_total == 38);
+  CHECK_FALSE(g.pending_complete);
+  REQUIRE(g.pending.size() == 2);
+  CHECK(g.pending[0].topic == "site");
+  CHECK(g.pending[0].id == MessageId{1767225600000, 3});
+  CHECK(g.pending[0].lease_deadline == absl::FromUnixMillis(1767225630100));
+  CHECK(g.pending[0].consumer == "c");
+  CHECK(g.pending[0].priority == 2);
+  CHECK(g.pending[1].state == PendingTask::State::kRedelivery);
+  CHECK(g.pending[1].lease_deadline == absl::InfinitePast());
+  REQUIRE(r.subscriptions.size() == 1);
+  CHECK(r.subscriptions[0].lag == 9);
+  CHECK(r.subscriptions[0].listeners == 2);
+  CHECK(r.FindGroup("q", "g") != nullptr);
+  CHECK(r.FindGroup("q", "x") == nullptr);
+  CHECK(r.FindSubscription("q", "s") != nullptr);
+}
+
+TEST_CASE("live status: damage is refused, never half read") {
+  const std::string data = EncodeLiveStatus(Sample());
+  // Every truncation.
+  for (size_t n = 0; n < data.size(); ++n) {
+    INFO("first " << n << " bytes");
+    CHECK(absl::IsDataLoss(DecodeLiveStatus(data.substr(0, n)).status()));
+  }
+  // Every single flipped bit.
+  for (size_t i = 0; i < data.size(); ++i) {
+    for (int bit = 0; bit < 8; ++bit) {
+      std::string bad = data;
+      bad[i] = static_cast<char>(bad[i] ^ (1 << bit));
+      INFO("byte " << i << " bit " << bit);
+      CHECK(absl::IsDataLoss(DecodeLiveStatus(bad).status()));
+    }
+  }
+  CHECK(absl::IsDataLoss(DecodeLiveStatus(data + "x").status()));
+}
+
+// Reads the Db's status file once the janitor has written one at or after
+// `since` (a liveness bound, not a timing test).
+LiveStatus AwaitStatus(DbFixture& f, absl::Time since) {
+  leveldb::Env* env =
+      f.options().env ? f.options().env : leveldb::Env::Default();
+  const std::string file = f.path() + "/" + kLiveStatusFile;
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  for (;;) {
+    std::string data;
+    if (leveldb::ReadFileToString(env, file, &data).ok()) {
+      absl::StatusOr<LiveStatus> s = DecodeLiveStatus(data);
+      REQUIRE(s.ok());  // Renamed into place whole: never half written.
+      if (s->written >= since) return *s;
+    }
+    REQUIRE(absl::Now() < give_up);
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+}
+
+TEST_CASE("live status: an open Db publishes what it sees, then removes it") {
+  const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);
+  struct Quiet : MessageListener {
+    absl::Status OnMessage(const MessageView&) override {
+      return absl::OkStatus();
+    }
+  } listener;  // Outlives the Db.
+  Options o = test::NoBackgroundSweeps();
+  o.status_interval = absl::Seconds(1);
+  DbFixture f(storage, o);
+  leveldb::Env* env =
+      f.options().env ? f.options().env : leveldb::Env::Default();
+  const std::string file = f.path() + "/" + kLiveStatusFile;
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  PutN(q, 5);
+  ConsumerGroup* g = ValueOrDie(q->Group("g", {.lease = absl::Minutes(10)}));
+  std::vector<Task> held = ValueOrDie(g->Claim({.max = 2}));
+  REQUIRE(held.size() == 2);
+  ValueOrDie(q->Subscribe({.name = "s"}, &listener));
+  CHECK_FALSE(env->FileExists(file));  // Not before the first interval.
+
+  f.clock().Advance(absl::Seconds(1));
+  LiveStatus s = AwaitStatus(f, f.clock().Now());
+  CHECK(s.pid == getpid());
+  CHECK(s.interval == absl::Seconds(1));
+  const LiveGroupStatus* live = s.FindGroup("q", "g");
+  REQUIRE(live != nullptr);
+  CHECK(live->stats.in_flight == 2);
+  CHECK(live->stats.backlog == 3);
+  CHECK(live->claimed_total == 2);
+  CHECK(live->claimed_per_s == 0);  // No earlier publication to compare.
+  REQUIRE(live->pending.size() == 2);
+  CHECK(live->pending_complete);
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(live->pending[i].state == PendingTask::State::kInFlight);
+    CHECK(live->pending[i].id == held[i].id);
+    CHECK(live->pending[i].lease_deadline == held[i].lease_deadline);
+  }
+  REQUIRE(s.FindSubscription("q", "s") != nullptr);
+  CHECK(s.FindSubscription("q", "s")->listeners == 1);
+
+  // Two completed over the next interval: 2 per second.
+  HQ_REQUIRE_OK(g->Complete(held));
+  f.clock().Advance(absl::Seconds(1));
+  s = AwaitStatus(f, f.clock().Now());
+  live = s.FindGroup("q", "g");
+  REQUIRE(live != nullptr);
+  CHECK(live->stats.in_flight == 0);
+  CHECK(live->completed_total == 2);
+  CHECK(live->completed_per_s == 2);
+  CHECK(live->claimed_per_s == 0);
+
+  f.Close();
+  CHECK_FALSE(env->FileExists(file));
+}
+
+}  // namespace
+}  // namespace hq
