@@ -1415,7 +1415,7 @@ PYBIND11_MODULE(_hq, m) {
              double scanner_lease, int max_open_scanners,
              double ttl_sweep_interval, int ttl_sweep_batch, size_t cache_bytes,
              int bloom_bits_per_key, size_t write_buffer_bytes,
-             int max_open_files, int delivery_threads) {
+             int max_open_files, int delivery_threads, double status_interval) {
             // str, bytes or os.PathLike.
             py::object fs_path =
                 py::module_::import("os").attr("fspath")(path_like);
@@ -1445,6 +1445,7 @@ PYBIND11_MODULE(_hq, m) {
             o.write_buffer_bytes = write_buffer_bytes;
             o.max_open_files = max_open_files;
             o.delivery_threads = delivery_threads;
+            o.status_interval = ToDuration(status_interval, "status_interval");
             absl::StatusOr<std::unique_ptr<hq::Db>> db;
             {
               py::gil_scoped_release release;
@@ -1464,6 +1465,7 @@ PYBIND11_MODULE(_hq, m) {
           py::arg("bloom_bits_per_key") = 10,
           py::arg("write_buffer_bytes") = size_t{64} << 20,
           py::arg("max_open_files") = 1000, py::arg("delivery_threads") = 2,
+          py::arg("status_interval") = 5.0,
           "Opens or creates the Db at `path` (keyword options as "
           "hq/options.h). Usable as a context manager.")
       .def(

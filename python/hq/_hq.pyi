@@ -275,13 +275,15 @@ class Db:
              ttl_sweep_interval: float = 60.0, ttl_sweep_batch: int = 1000,
              cache_bytes: int = 64 << 20, bloom_bits_per_key: int = 10,
              write_buffer_bytes: int = 64 << 20, max_open_files: int = 1000,
-             delivery_threads: int = 2) -> Db:
+             delivery_threads: int = 2, status_interval: float = 5.0) -> Db:
         """Opens or creates the Db (hq/options.h has every option's limits).
         FailedPrecondition if another process (detail "DB_LOCKED") or Db
         object holds it.
         recovery: "point_in_time" (a damaged log is cut at its last intact
         record, the rest kept under dropped/) or "absolute_consistency"
-        (DataLoss instead); ValueError for any other value."""
+        (DataLoss instead); ValueError for any other value.
+        status_interval: seconds between publications of the live status
+        that the hq tool shows while this process holds the Db (0: none)."""
     def close(self) -> None:
         """Waits for calls in progress, stops subscriptions, frees scanners
         and closes. Idempotent."""

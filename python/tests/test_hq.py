@@ -6,6 +6,8 @@ the GIL released in blocking calls, and listener errors reported.
 Every wait has a deadline; nothing asserts on elapsed time."""
 
 import dataclasses
+import json
+import os
 import subprocess
 import sys
 import threading
@@ -417,6 +419,30 @@ def test_reject_dead_letters_at_once(db):
         g.reject(t)
     [t] = g.claim()
     assert t.payload == b"good"
+
+
+def test_live_status_is_published_for_the_hq_tool(tmp_path):
+    path = tmp_path / "db"
+    with hq.Db.open(str(path), status_interval=0.1) as db:
+        q = db.create_queue("q")
+        q.put(b"x")
+        g = q.group("g")
+        [t] = g.claim()
+        status = path / "hq-status"
+        wait_for(status.exists, "the status file")
+        # The hq tool reads it while this process holds the Db.
+        out = subprocess.run(
+            [os.environ["HQ_CLI"], "--db=" + str(path), "groups", "--json"],
+            capture_output=True, text=True, timeout=DEADLINE)
+        assert out.returncode == 0, out.stderr
+        view = json.loads(out.stdout)
+        assert view["view"]["in_flight_visible"] is True
+        [group] = view["groups"]
+        assert group["in_flight"] == 1
+        g.complete(t)
+    assert not status.exists()  # Removed at close.
+    with pytest.raises(hq.InvalidArgument):
+        hq.Db.open(str(tmp_path / "other"), status_interval=0.01)
 
 
 def test_topic_pacing(tmp_path):
