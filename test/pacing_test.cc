@@ -337,6 +337,38 @@ TEST_CASE("pacing: a paged group does not keep paced lanes in memory") {
   CHECK(Claim(g).size() == 20);
 }
 
+TEST_CASE(
+    "pacing: state is kept only for topics in flight or within interval") {
+  const Layout layout = GENERATE(Layout::kTime, Layout::kTopic);
+  CAPTURE(layout);
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(
+      f.db()->CreateQueue("q", {.ttl = absl::Seconds(10), .layout = layout}));
+  ConsumerGroup* g = ValueOrDie(q->Group("g", Paced({.max_in_flight = 1})));
+  // Topics looked at but not handed out leave nothing: expired ones...
+  for (int i = 0; i < 50; ++i) PutTopic(q, absl::StrCat("old", i), 1);
+  f.clock().Advance(absl::Seconds(20));
+  CHECK(Claim(g).empty());
+  CHECK(ValueOrDie(g->Stats()).paced_topics == 0);
+  // ... and delayed ones.
+  for (int i = 0; i < 5; ++i) {
+    ValueOrDie(q->Put({.topic = absl::StrCat("later", i),
+                       .payload = "x",
+                       .delay = absl::Seconds(5)}));
+  }
+  CHECK(Claim(g).empty());
+  CHECK(ValueOrDie(g->Stats()).paced_topics == 0);
+  // Handed out: kept while in flight, forgotten when done, also if the
+  // clock stepped back meanwhile.
+  f.clock().Advance(absl::Seconds(5));
+  std::vector<Task> t = Claim(g);
+  CHECK(t.size() == 5);
+  CHECK(ValueOrDie(g->Stats()).paced_topics == 5);
+  f.clock().Advance(-absl::Seconds(1));
+  Complete(g, t);
+  CHECK(ValueOrDie(g->Stats()).paced_topics == 0);
+}
+
 TEST_CASE("pacing: competing consumers never exceed the limit or the gap") {
   const Layout layout = GENERATE(Layout::kTime, Layout::kTopic);
   CAPTURE(layout);

@@ -109,8 +109,12 @@ ExitCode Pending(const Args& args) {
       listing.Add(p);
       ++n;
     }
-    if (!live->pending_complete && n == live->pending.size() &&
-        !absl::GetFlag(FLAGS_json)) {
+    if (!live->pending_complete && live->pending.empty()) {
+      std::fprintf(stderr,
+                   "hq: the owner could not list its pending tasks (see its "
+                   "Stats: hq groups); none are shown\n");
+    } else if (!live->pending_complete && n == live->pending.size() &&
+               !absl::GetFlag(FLAGS_json)) {
       std::fprintf(stderr,
                    "hq: the owner publishes its first %zu pending tasks; "
                    "more are not listed\n",

@@ -76,7 +76,13 @@ namespace hq {
 // every call, as for ClaimOptions::topics, but at most 1000 of them per
 // partition and priority: the messages of due topics further on wait for
 // a later claim. Prefer the `topic` layout, where a topic not due costs
-// one lookup.
+// one lookup. Likewise a claim passes over at most 1000 due redeliveries of
+// topics not due, per priority.
+//
+// A topic's own pacing is read when the topic is handed out; a damaged
+// record (hq verify names it) fails that claim with DataLoss and stops the
+// group, as any damaged group record does: reopen, then SetTopicPacing or
+// ClearTopicPacing the topic (or run hq repair).
 //
 // After a restart no task is in flight; the time of the group's latest
 // paced hand-out is stored with each claim, and every topic is due no

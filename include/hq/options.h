@@ -113,9 +113,11 @@ struct Options {
   // Db (the groups and subscriptions loaded in this process: their stats
   // with tasks in flight and leases, claim and completion rates, the first
   // 1000 pending tasks of each group, subscription lag). Each publication
-  // runs every loaded group's Stats() and ListPending(1000) and each
+  // runs every loaded group's Stats() and ListPending(1000) (which holds
+  // the group's lock while it lists: claims wait that long) and each
   // subscription's Stats() on a background thread, and writes the file
-  // (not synced) and renames it into place; a clean close deletes it.
+  // (not synced) and renames it into place. A clean close deletes it, and
+  // Open deletes one left by a process that died.
   // Measured on Options::clock. Zero: never. Default: 5 s. Limits: 0, or
   // 100 ms .. 1 day.
   absl::Duration status_interval = absl::Seconds(5);

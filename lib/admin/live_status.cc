@@ -238,9 +238,12 @@ absl::StatusOr<LiveStatus> DecodeLiveStatus(std::string_view data) {
     return absl::DataLossError("not an hq live status file (no magic)");
   }
   data.remove_prefix(kMagic.size());
-  uint32_t version;
+  uint32_t version = 0;
   uint64_t sum;
-  if (!coding::GetFixed32(&data, &version) || version != kVersion) {
+  if (!coding::GetFixed32(&data, &version)) {
+    return absl::DataLossError("hq live status file: truncated");
+  }
+  if (version != kVersion) {
     return absl::DataLossError(absl::StrCat("hq live status file of version ",
                                             version, "; this hq reads version ",
                                             kVersion));

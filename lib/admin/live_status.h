@@ -35,7 +35,7 @@ struct LiveGroupStatus {
   std::string name;
   GroupStats stats;
   // Tasks handed out and completed per second over the last interval
-  // (since the group was loaded, for its first publication).
+  // (zero at the group's first publication).
   double claimed_per_s = 0;
   double completed_per_s = 0;
   // Tasks handed out and completed since the group was loaded.

@@ -262,6 +262,7 @@ void GroupImpl::Wake() {
 absl::Status GroupImpl::CollectDue(int priority, ClaimPass* p) {
   const bool has_topic = queue_->codec().lane_has_topic();
   std::set<WaitKey>& ws = waiting_[priority];
+  size_t paced_skips = 0;
   for (auto w = ws.begin();
        w != ws.end() && w->due <= p->now && p->out.size() < p->o.max;) {
     Lane* lane = w->lane;
@@ -269,6 +270,16 @@ absl::Status GroupImpl::CollectDue(int priority, ClaimPass* p) {
     if (!p->match(lane)) {
       ++w;
       continue;
+    }
+    if (has_topic && pacer_.on()) {
+      HQ_ASSIGN_OR_RETURN(const bool paced_out, PacedOut(lane->topic, p->now));
+      if (paced_out) {
+        // Bounded, as in ReadLane: a claim does not walk every due task of
+        // topics held back.
+        if (++paced_skips == kMaxPacedSkips) break;
+        ++w;
+        continue;
+      }
     }
     Rec* rec = &lane->tasks.find(id)->second;
     Task t;
@@ -281,9 +292,10 @@ absl::Status GroupImpl::CollectDue(int priority, ClaimPass* p) {
       ++w;
       continue;
     }
-    if (*found && pacer_.on()) {
+    if (!has_topic && *found && pacer_.on()) {
       HQ_ASSIGN_OR_RETURN(const bool paced_out, PacedOut(t.topic, p->now));
       if (paced_out) {
+        if (++paced_skips == kMaxPacedSkips) break;
         ++w;
         continue;
       }
@@ -461,6 +473,7 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
     if (consumer != nullptr) t.consumer = rec.consumer = consumer->name;
   }
   Committed(&p.touched);
+  pacer_.Prune(now);  // What this claim looked at and did not hand out.
   claimed_total_.fetch_add(p.out.size(), std::memory_order_relaxed);
   // The earliest redelivery still in the future (for a waiting claim),
   // including delayed messages this claim just read past.

@@ -28,27 +28,32 @@ absl::StatusOr<Pacer::Entry*> Pacer::Get(std::string_view topic,
   Entry* e = &entries_[std::string(topic)];
   e->pacing = pacing;
   // Its previous hand-out may have been as late as resume_after_.
-  absl::Time next = absl::InfinitePast();
   if (pacing.interval > absl::ZeroDuration() &&
       resume_after_ != absl::InfinitePast() &&
       now < resume_after_ + pacing.interval) {
-    next = resume_after_ + pacing.interval;
+    SetNext(topic, e, resume_after_ + pacing.interval, now);
   }
-  e->next = next;
-  // Handed out right after (HandedOut), or due later: only the latter
-  // needs Prune.
-  if (next != absl::InfinitePast()) by_next_.emplace(next, std::string(topic));
+  // Usually handed out at once (HandedOut); if not, Prune forgets it.
+  fresh_.emplace_back(topic);
   return e;
 }
 
 void Pacer::SetNext(std::string_view topic, Entry* e, absl::Time next,
                     absl::Time now) {
-  if (next == e->next) return;
-  if (e->next > now) by_next_.erase({e->next, std::string(topic)});
+  Unindex(topic, e);
   e->next = next;
-  // An entry due now goes when its last task ends (Ended): only one due
-  // later needs Prune.
-  if (next > now) by_next_.emplace(next, std::string(topic));
+  // Only an entry due later needs Prune; one due now goes when its last
+  // task ends (Ended).
+  if (next > now) {
+    by_next_.emplace(next, std::string(topic));
+    e->indexed = true;
+  }
+}
+
+void Pacer::Unindex(std::string_view topic, Entry* e) {
+  if (!e->indexed) return;
+  by_next_.erase({e->next, std::string(topic)});
+  e->indexed = false;
 }
 
 absl::StatusOr<bool> Pacer::MayHandOut(std::string_view topic, absl::Time now) {
@@ -75,8 +80,10 @@ bool Pacer::Ended(std::string_view topic, absl::Time now) {
   const bool was_full =
       e->pacing.max_in_flight != 0 && e->in_flight >= e->pacing.max_in_flight;
   --e->in_flight;
-  if (e->in_flight == 0 && e->next <= now) {
-    by_next_.erase({e->next, it->first});  // If still there.
+  // Forgotten unless its interval runs on (indexed, for Prune). Not
+  // indexed with `next` ahead only if the clock stepped back: forgotten.
+  if (e->in_flight == 0 && !(e->indexed && e->next > now)) {
+    Unindex(it->first, e);
     entries_.erase(it);
   }
   return was_full;
@@ -86,16 +93,20 @@ void Pacer::Prune(absl::Time now) {
   for (auto it = by_next_.begin(); it != by_next_.end() && it->first <= now;) {
     auto e = entries_.find(it->second);
     if (e != entries_.end()) {
-      if (e->second.in_flight > 0) {
-        // Due, but in flight: goes when its last task ends (Ended). Out of
-        // by_next_ meanwhile, so that Prune does not walk it again.
-        e->second.next = absl::InfinitePast();
-      } else {
-        entries_.erase(e);
-      }
+      e->second.indexed = false;
+      // Due, but in flight: goes when its last task ends (Ended).
+      if (e->second.in_flight == 0) entries_.erase(e);
     }
     it = by_next_.erase(it);
   }
+  // Entries made by MayHandOut that no hand-out followed.
+  for (const std::string& topic : fresh_) {
+    auto e = entries_.find(topic);
+    if (e != entries_.end() && e->second.in_flight == 0 && !e->second.indexed) {
+      entries_.erase(e);
+    }
+  }
+  fresh_.clear();
 }
 
 absl::Time Pacer::NextDue(absl::Time now) const {

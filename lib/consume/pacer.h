@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -61,7 +62,9 @@ class Pacer {
   // the topic was at its in-flight limit (a claim may now take it).
   bool Ended(std::string_view topic, absl::Time now);
 
-  // Forgets topics with nothing in flight whose interval is over.
+  // Forgets topics with nothing in flight whose interval is over, and those
+  // MayHandOut looked at that were not handed out. The group calls it at
+  // the start of each claim.
   void Prune(absl::Time now);
   // The earliest time after `now` at which a topic's interval ends
   // (InfiniteFuture if none).
@@ -75,11 +78,13 @@ class Pacer {
     TopicPacing pacing;
     uint32_t in_flight = 0;
     absl::Time next = absl::InfinitePast();  // Due from then.
+    bool indexed = false;                    // In by_next_.
   };
   // The entry of `topic`, created if absent.
   absl::StatusOr<Entry*> Get(std::string_view topic, absl::Time now);
   void SetNext(std::string_view topic, Entry* e, absl::Time next,
                absl::Time now);
+  void Unindex(std::string_view topic, Entry* e);
 
   const Lookup lookup_;
   TopicPacing default_;
@@ -87,9 +92,11 @@ class Pacer {
   absl::Time resume_after_ = absl::InfinitePast();
   absl::Time latest_ = absl::InfinitePast();
   absl::flat_hash_map<std::string, Entry> entries_;
-  // The entries due later than when their `next` was set, by `next`:
-  // Prune walks it from the front. Others go in Ended.
+  // The entries due later than when their `next` was set, by `next`
+  // (Entry::indexed): Prune walks it from the front. Others go in Ended.
   std::set<std::pair<absl::Time, std::string>> by_next_;
+  // Topics whose entry MayHandOut made since the last Prune.
+  std::vector<std::string> fresh_;
 };
 
 }  // namespace hq

@@ -76,6 +76,9 @@ absl::StatusOr<std::unique_ptr<Db>> DbImpl::Open(const std::string& path,
   }
   std::unique_ptr<DbImpl> db(new DbImpl(path, options, std::move(lock_key)));
   HQ_RETURN_IF_ERROR(db->Init());  // ~DbImpl unregisters on failure.
+  // A status file left by a process that died describes nothing now (and
+  // its pid may be this process's: a container's pid 1).
+  db->RemoveStatusFile();
   if (options.ttl_sweep_interval > absl::ZeroDuration() ||
       options.status_interval > absl::ZeroDuration()) {
     db->janitor_ = std::thread([raw = db.get()] { raw->JanitorLoop(); });
