@@ -98,15 +98,19 @@ void CheckTable(leveldb::DB* db, leveldb::Env* env, const std::string& dir,
     }
     return;
   }
-  ++report->tables;
   uint64_t size = 0;
   leveldb::Status s = env->GetFileSize(path, &size);
+  leveldb::RandomAccessFile* raw = nullptr;
+  if (s.ok()) s = env->NewRandomAccessFile(path, &raw);
+  // Gone since FileExists: a compaction finished meanwhile, unless the
+  // MANIFEST still names it.
+  if (!s.ok() && !env->FileExists(path) && !StillLive(db, t.number)) return;
+  ++report->tables;
   if (s.ok() && size != t.size) {
+    delete raw;
     return whole_file(absl::StrCat("truncated or grown: ", size,
                                    " bytes, the MANIFEST says ", t.size));
   }
-  leveldb::RandomAccessFile* raw = nullptr;
-  if (s.ok()) s = env->NewRandomAccessFile(path, &raw);
   if (!s.ok()) return whole_file(StatusMessage(s));
   auto* recording = new RecordingFile(raw);
   std::unique_ptr<leveldb::RandomAccessFile> owned(recording);
