@@ -124,6 +124,30 @@ absl::Status GroupImpl::Complete(std::span<const Task> tasks) {
   return absl::OkStatus();
 }
 
+absl::Status GroupImpl::LetGo(
+    const Task& task, absl::FunctionRef<absl::Status(Lane*, Rec*)> next) {
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  LeaseId cancel = 0;
+  absl::Status s;
+  {
+    MutexLock l(&mu_);
+    HQ_RETURN_IF_ERROR(Usable());
+    Lane* lane;
+    Rec* rec;
+    HQ_RETURN_IF_ERROR(FindHeld(task, /*allow_expired=*/false, &lane, &rec));
+    EndInFlight(lane, rec);
+    if (record_.ordered) KeepAlive(task.consumer);
+    cancel = rec->lease;
+    rec->lease = 0;
+    s = next(lane, rec);
+  }
+  if (cancel != 0) (void)db_->leases()->Cancel(cancel);
+  // A redelivery to take; for ordered groups, the lane after it free.
+  if (s.ok() && waiters_.load() > 0) Wake();
+  return s;
+}
+
 absl::Status GroupImpl::Release(const Task& task, absl::Duration retry_after) {
   if (retry_after < absl::ZeroDuration() ||
       retry_after == absl::InfiniteDuration()) {
@@ -131,58 +155,26 @@ absl::Status GroupImpl::Release(const Task& task, absl::Duration retry_after) {
         "Release: retry_after is ", absl::FormatDuration(retry_after),
         "; it must be finite and not negative"));
   }
-  DbImpl::OpScope op(db_);
-  HQ_RETURN_IF_ERROR(op.status());
-  LeaseId cancel = 0;
-  absl::Status s;
-  {
-    MutexLock l(&mu_);
-    HQ_RETURN_IF_ERROR(Usable());
-    Lane* lane;
-    Rec* rec;
-    HQ_RETURN_IF_ERROR(FindHeld(task, /*allow_expired=*/false, &lane, &rec));
-    EndInFlight(lane, rec);
-    if (record_.ordered) KeepAlive(task.consumer);
-    cancel = rec->lease;
-    rec->lease = 0;
+  // Runs under mu_, which LetGo holds.
+  return LetGo(task, [&](Lane* lane, Rec* rec) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     if (rec->attempts >= options_.max_attempts) {
       MarkDying(lane, task.id, rec, DeadLetterReason::kReleased);
-      s = FlushDying();
-    } else {
-      AddWaiting(lane, task.id, rec, db_->clock()->Now() + retry_after);
-      rec->released = true;
-      leveldb::WriteBatch batch;
-      PutTask(lane, task.id, rec, &batch);
-      s = Write(batch);
+      return FlushDying();
     }
-  }
-  if (cancel != 0) (void)db_->leases()->Cancel(cancel);
-  if (s.ok() && waiters_.load() > 0) Wake();
-  return s;
+    AddWaiting(lane, task.id, rec, db_->clock()->Now() + retry_after);
+    rec->released = true;
+    leveldb::WriteBatch batch;
+    PutTask(lane, task.id, rec, &batch);
+    return Write(batch);
+  });
 }
 
 absl::Status GroupImpl::Reject(const Task& task) {
-  DbImpl::OpScope op(db_);
-  HQ_RETURN_IF_ERROR(op.status());
-  LeaseId cancel = 0;
-  absl::Status s;
-  {
-    MutexLock l(&mu_);
-    HQ_RETURN_IF_ERROR(Usable());
-    Lane* lane;
-    Rec* rec;
-    HQ_RETURN_IF_ERROR(FindHeld(task, /*allow_expired=*/false, &lane, &rec));
-    EndInFlight(lane, rec);
-    if (record_.ordered) KeepAlive(task.consumer);
-    cancel = rec->lease;
-    rec->lease = 0;
+  // Runs under mu_, which LetGo holds.
+  return LetGo(task, [&](Lane* lane, Rec* rec) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     MarkDying(lane, task.id, rec, DeadLetterReason::kRejected);
-    s = FlushDying();
-  }
-  if (cancel != 0) (void)db_->leases()->Cancel(cancel);
-  // Ordered groups: the lane after this task is free to go on.
-  if (s.ok() && waiters_.load() > 0) Wake();
-  return s;
+    return FlushDying();
+  });
 }
 
 absl::Status GroupImpl::Extend(Task* task, absl::Duration lease) {

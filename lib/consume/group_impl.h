@@ -468,6 +468,13 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // If there are dead records but no dead-letter queue (a user dropped
   // it), deletes the records.
   absl::Status ForgetDeadIfQueueGone() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Release and Reject: takes the held `task` out of flight (its lease
+  // cancelled after, its ordered consumer kept alive); `next`, called under
+  // mu_, decides what becomes of it and writes that. Wakes waiting claims
+  // if it succeeded.
+  absl::Status LetGo(const Task& task,
+                     absl::FunctionRef<absl::Status(Lane*, Rec*)> next)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Finds the held task `t`: its lane and record, or FailedPrecondition.
   absl::Status FindHeld(const Task& t, bool allow_expired, Lane** lane,
                         Rec** rec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
