@@ -91,8 +91,8 @@ absl::Status DbImpl::PublishStatus() {
     totals[key] = {g.claimed_total, g.completed_total, s.written};
   }
   status_totals_ = std::move(totals);
-  leveldb::Env* env = options_.env ? options_.env : leveldb::Env::Default();
-  const std::string file = absl::StrCat(path_, "/", kLiveStatusFile);
+  leveldb::Env* env = BaseEnv();
+  const std::string file = StatusFile();
   const std::string tmp = file + ".tmp";
   leveldb::Status ws =
       leveldb::WriteStringToFile(env, EncodeLiveStatus(s), tmp);
@@ -101,11 +101,14 @@ absl::Status DbImpl::PublishStatus() {
                  : file_util::FromIo(ws, "publishing the live status");
 }
 
+std::string DbImpl::StatusFile() const {
+  return absl::StrCat(path_, "/", kLiveStatusFile);
+}
+
 void DbImpl::RemoveStatusFile() {
-  leveldb::Env* env = options_.env ? options_.env : leveldb::Env::Default();
-  const std::string file = absl::StrCat(path_, "/", kLiveStatusFile);
-  (void)env->RemoveFile(file + ".tmp");
-  (void)env->RemoveFile(file);
+  const std::string file = StatusFile();
+  (void)BaseEnv()->RemoveFile(file + ".tmp");
+  (void)BaseEnv()->RemoveFile(file);
 }
 
 }  // namespace hq

@@ -83,8 +83,12 @@ absl::StatusOr<std::unique_ptr<Db>> DbImpl::Open(const std::string& path,
       options.status_interval > absl::ZeroDuration()) {
     db->janitor_ = std::thread([raw = db.get()] { raw->JanitorLoop(); });
   }
-  if (options.ttl_sweep_interval > absl::ZeroDuration()) db->ArmSweepTimer();
-  if (options.status_interval > absl::ZeroDuration()) db->ArmStatusTimer();
+  if (options.ttl_sweep_interval > absl::ZeroDuration()) {
+    db->ArmJanitorTimer(options.ttl_sweep_interval, &DbImpl::sweep_due_);
+  }
+  if (options.status_interval > absl::ZeroDuration()) {
+    db->ArmJanitorTimer(options.status_interval, &DbImpl::status_due_);
+  }
   return std::unique_ptr<Db>(std::move(db));
 }
 
@@ -129,8 +133,7 @@ absl::Status DbImpl::Init() {
 
 leveldb::Options DbImpl::LevelDbOptions() {
   leveldb::Options lo;
-  table_env_ = std::make_unique<TableCheckEnv>(
-      options_.env ? options_.env : leveldb::Env::Default());
+  table_env_ = std::make_unique<TableCheckEnv>(BaseEnv());
   pin_env_ = std::make_unique<FilePinEnv>(table_env_.get());
   env_ = std::make_unique<LogSyncEnv>(pin_env_.get());
   lo.env = env_.get();

@@ -22,6 +22,7 @@
 #include "hq/db.h"
 #include "leveldb/cache.h"
 #include "leveldb/db.h"
+#include "leveldb/env.h"
 #include "leveldb/filter_policy.h"
 #include "leveldb/write_batch.h"
 #include "lib/engine/delivery_pool.h"
@@ -331,13 +332,20 @@ class DbImpl final : public Db {
   // The janitor thread: runs a sweep each time the sweep timer fires, and
   // publishes the live status each time the status timer does.
   void JanitorLoop();
-  void ArmSweepTimer();
-  void ArmStatusTimer();
+  // Sets *due (sweep_due_ or status_due_) and wakes the janitor every
+  // `interval` on the Db's clock.
+  void ArmJanitorTimer(absl::Duration interval, bool DbImpl::*due);
   // Writes the live status file (lib/admin/status_publish.cc). Janitor
   // thread only.
   absl::Status PublishStatus();
-  // Deletes it (at a clean close).
+  // Deletes it (at a clean close, and at Open: one a dead process left).
   void RemoveStatusFile();
+  std::string StatusFile() const;  // Its path.
+  // Options::env, or the default Env: what hq's own files are written
+  // through (LevelDB's go through env_, over it).
+  leveldb::Env* BaseEnv() const {
+    return options_.env ? options_.env : leveldb::Env::Default();
+  }
   leveldb::WriteOptions CatalogWriteOptions() const;
   void TightenReservations() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
 

@@ -220,27 +220,16 @@ absl::Status DbImpl::FlushSweep(const std::string& lane, MessageId last_deleted,
   return absl::OkStatus();
 }
 
-void DbImpl::ArmSweepTimer() {
+void DbImpl::ArmJanitorTimer(absl::Duration interval, bool DbImpl::*due) {
   // The timer re-arms itself when it fires, so intervals do not drift with
-  // the sweeps' duration; sweeps due while one runs coalesce into one.
-  (void)leases_->Create(options_.ttl_sweep_interval, [this] {
+  // the work's duration; work due while it runs coalesces into one run.
+  (void)leases_->Create(interval, [this, interval, due] {
     {
       MutexLock l(&janitor_mu_);
-      sweep_due_ = true;
+      this->*due = true;
       janitor_cv_.Signal();
     }
-    ArmSweepTimer();
-  });
-}
-
-void DbImpl::ArmStatusTimer() {
-  (void)leases_->Create(options_.status_interval, [this] {
-    {
-      MutexLock l(&janitor_mu_);
-      status_due_ = true;
-      janitor_cv_.Signal();
-    }
-    ArmStatusTimer();
+    ArmJanitorTimer(interval, due);
   });
 }
 
