@@ -6,14 +6,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
-#include <system_error>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -55,26 +51,6 @@ ExitCode Create(const Args& args) {
 // ------------------------------------------------------------------ put
 
 namespace {
-
-// Reads the whole file; false with errno set if it cannot (a directory
-// gives EISDIR).
-bool ReadFile(const std::string& path, std::string* out) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    errno = EISDIR;
-    return false;
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
-  if (in.bad()) {
-    errno = EIO;
-    return false;
-  }
-  return true;
-}
 
 // The payloads to put: a file each of `files`, or if there are none a line
 // each of stdin. Reads everything first: a bad file changes nothing.

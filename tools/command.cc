@@ -6,8 +6,10 @@
 #include "tools/command.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -109,11 +111,15 @@ std::string ViewJson() {
 // there is none, it is another process's (stale), or it does not decode
 // (said on stderr: the view then shows the copy alone).
 std::optional<LiveStatus> ReadLiveStatus(const std::string& path, pid_t owner) {
-  std::ifstream in(path + "/" + kLiveStatusFile, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::stringstream data;
-  data << in.rdbuf();
-  absl::StatusOr<LiveStatus> s = DecodeLiveStatus(data.str());
+  std::string data;
+  if (!ReadFile(path + "/" + kLiveStatusFile, &data)) {
+    if (errno != ENOENT) {
+      std::fprintf(stderr, "hq: warning: %s/%s: %s\n", path.c_str(),
+                   kLiveStatusFile, std::strerror(errno));
+    }
+    return std::nullopt;
+  }
+  absl::StatusOr<LiveStatus> s = DecodeLiveStatus(data);
   if (!s.ok()) {
     std::fprintf(stderr, "hq: warning: %s/%s: %s\n", path.c_str(),
                  kLiveStatusFile, std::string(s.status().message()).c_str());
@@ -126,6 +132,24 @@ std::optional<LiveStatus> ReadLiveStatus(const std::string& path, pid_t owner) {
 }  // namespace
 
 void SetReadOnly(bool read_only) { g_read_only = read_only; }
+
+bool ReadFile(const std::string& path, std::string* out) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    errno = EISDIR;
+    return false;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  *out = ss.str();
+  if (in.bad()) {
+    errno = EIO;
+    return false;
+  }
+  return true;
+}
 
 const LiveGroupStatus* LiveGroup(std::string_view queue,
                                  std::string_view group) {

@@ -175,6 +175,10 @@ const LiveSubscriptionStatus* LiveSubscription(std::string_view queue,
 
 // -------------------------------------------------------------- opening
 
+// Reads the whole file; false with errno set if it cannot (a directory
+// gives EISDIR).
+bool ReadFile(const std::string& path, std::string* out);
+
 // Set by main: the subcommand only reads, so a database that another
 // process holds is read from a LiveCopy (tools/live_view.h) instead of
 // failing.
