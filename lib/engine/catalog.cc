@@ -137,7 +137,7 @@ absl::Status DbImpl::DropQueue(std::string_view name) {
       known_lanes_.clear();  // Drops are rare: forget every queue's lanes.
       last_lane_.clear();
       for (uint32_t p = 0; p < q->options().partitions; ++p) {
-        ids_.erase((uint64_t{queue_id} << 16) | p);
+        ids_.erase(PartitionKey(queue_id, p));
       }
       return absl::OkStatus();
     };

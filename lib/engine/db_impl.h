@@ -16,6 +16,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "hq/clock.h"
@@ -219,7 +220,27 @@ class DbImpl final : public Db {
     MessageId last;  // The last id handed out; valid if has_last.
     bool has_last = false;
     uint64_t reserved_ms = 0;  // Persisted: all ids have ms < this.
+
+    // Takes the next id at clock time `now_ms` into *id: now_ms if the
+    // clock passed the last id, else the last id's successor. False if
+    // every id is used (Max() is never handed out: it stays the exclusive
+    // end of every range). Skipped ids (a later message fails) are gaps.
+    bool Take(uint64_t now_ms, MessageId* id) {
+      if (!has_last || now_ms > last.ms) {
+        *id = MessageId{now_ms, 0};
+      } else if (last.Next() < MessageId::Max()) {
+        *id = last.Next();
+      } else {
+        return false;
+      }
+      last = *id;
+      has_last = true;
+      return true;
+    }
   };
+  static uint64_t PartitionKey(uint32_t queue_id, uint32_t partition) {
+    return (uint64_t{queue_id} << 16) | partition;
+  }
 
   DbImpl(std::string path, const Options& options, std::string lock_key);
   // Opens LevelDB under hq's checks and checks (or writes) hq's records.
@@ -270,14 +291,12 @@ class DbImpl final : public Db {
   absl::StatusOr<bool> FindDuplicate(const std::string& dedup,
                                      const MessageId& cutoff, PutResult* result)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
-  // The next id of `partition` of `q` at clock time `now_ms`, taken.
-  absl::StatusOr<MessageId> NextId(QueueImpl* q, uint32_t partition,
-                                   uint64_t now_ms)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // Appends message `m` with its assigned `r` to batch_: the reservation if
   // r.id passes it, the message, its hint, lane entry and dedup record.
+  // `st` holds the ids of r.partition.
   void AppendMessage(QueueImpl* q, const Message& m, const PutResult& r,
-                     absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+                     absl::Time now, PartitionIds* st)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // Appends the directory entry and fence of `lane` (a lane prefix) to
   // batch_ unless they were written since Open.
   void NoteLaneWritten(std::string_view lane)
@@ -417,7 +436,8 @@ class DbImpl final : public Db {
   // later write fails until the Db is reopened.
   absl::Status bg_error_ ABSL_GUARDED_BY(write_mu_);
   // Per (queue id << 16 | partition): loaded on the first write after Open.
-  absl::flat_hash_map<uint64_t, PartitionIds> ids_ ABSL_GUARDED_BY(write_mu_);
+  // A node map: PartitionCache keeps pointers into it.
+  absl::node_hash_map<uint64_t, PartitionIds> ids_ ABSL_GUARDED_BY(write_mu_);
   // Per (queue id << 8 | priority): the next hint seq, loaded at the first
   // write of a topic layout queue's priority after Open.
   absl::flat_hash_map<uint64_t, uint64_t> hint_seq_ ABSL_GUARDED_BY(write_mu_);

@@ -23,14 +23,14 @@ absl::Status QueueImpl::DroppedError() const {
   return absl::NotFoundError(absl::StrCat("queue '", name_, "' was dropped"));
 }
 
-absl::Status QueueImpl::Validate(const Message& m, int64_t index) const {
+absl::Status QueueImpl::ValidateFields(const Message& m, int64_t index) const {
+  const QueueOptions& o = record_.options;
   auto error = [&](const std::string& what) {
     return absl::InvalidArgumentError(
         index < 0
             ? absl::StrCat("queue '", name_, "': ", what)
             : absl::StrCat("queue '", name_, "': message ", index, ": ", what));
   };
-  const QueueOptions& o = record_.options;
   if (m.payload.size() > o.max_payload_bytes) {
     return error(
         absl::StrFormat("payload of %d bytes exceeds max_payload_bytes %d",

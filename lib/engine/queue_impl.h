@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/base/optimization.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "hq/queue.h"
@@ -145,7 +146,25 @@ class QueueImpl final : public Queue {
       const SubscribeOptions& options, format::SubRecord want,
       const std::string& key);
   // OK or InvalidArgument naming message `index` (-1: a single Put).
-  absl::Status Validate(const Message& m, int64_t index) const;
+  absl::Status Validate(const Message& m, int64_t index) const {
+    if (ABSL_PREDICT_TRUE(Plain(m))) return absl::OkStatus();
+    return ValidateFields(m, index);
+  }
+  // True for the common message, which Validate passes: no delay or
+  // not_before, every field in range. Inline: it runs for every message.
+  bool Plain(const Message& m) const {
+    const QueueOptions& o = record_.options;
+    return m.payload.size() <= o.max_payload_bytes &&
+           m.topic.size() <= format::kMaxTopicBytes &&
+           m.dedup_key.size() <= format::kMaxKeyBytes &&
+           m.key.size() <= format::kMaxKeyBytes &&
+           (!m.partition.has_value() || *m.partition < o.partitions) &&
+           m.delay == absl::ZeroDuration() &&
+           m.not_before == absl::InfinitePast() && m.priority >= 0 &&
+           m.priority < o.priorities;
+  }
+  // Validate's checks one by one, each with its message.
+  absl::Status ValidateFields(const Message& m, int64_t index) const;
   uint32_t ChoosePartition(const Message& m);
   bool Sync(const PutOptions& o) const;
 

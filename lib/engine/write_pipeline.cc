@@ -205,7 +205,7 @@ DeliveryPool* DbImpl::delivery_pool() {
 
 absl::StatusOr<DbImpl::PartitionIds*> DbImpl::LoadPartition(
     uint32_t queue_id, uint32_t partition) {
-  const uint64_t k = (uint64_t{queue_id} << 16) | partition;
+  const uint64_t k = PartitionKey(queue_id, partition);
   if (auto it = ids_.find(k); it != ids_.end()) return &it->second;
   std::string value;
   leveldb::Status s =
@@ -252,10 +252,16 @@ absl::Status DbImpl::AddToBatch(Writer* w) {
     for (const std::string& k : dedup_added) dedup_in_batch_.erase(k);
     return s;
   }
+  PartitionIds* st = nullptr;  // Of partition st_partition.
+  uint32_t st_partition = 0;
   for (size_t i = 0; i < w->messages.size(); ++i) {
-    if (!w->results[i].duplicate) {
-      AppendMessage(q, w->messages[i], w->results[i], now);
+    const PutResult& r = w->results[i];
+    if (r.duplicate) continue;
+    if (st == nullptr || r.partition != st_partition) {
+      st = &ids_.find(PartitionKey(q->id(), r.partition))->second;  // Loaded.
+      st_partition = r.partition;
     }
+    AppendMessage(q, w->messages[i], r, now, st);
   }
   if (w->append) w->append(&batch_);
   return absl::OkStatus();
@@ -270,25 +276,38 @@ absl::Status DbImpl::AssignIds(Writer* w, absl::Time now,
           ? 0
           : std::min(static_cast<uint64_t>(clock_ms), MessageId::kMaxMs);
   const MessageId cutoff = q->TtlCutoff(now);
+  const bool has_topic = q->codec().lane_has_topic();
+  PartitionIds* st = nullptr;  // Of partition st_partition.
+  uint32_t st_partition = 0;
+  std::string dedup;
   for (size_t i = 0; i < w->messages.size(); ++i) {
     const Message& m = w->messages[i];
-    std::string dedup;
+    const uint32_t partition = w->partitions[i];
+    dedup.clear();
     if (!m.dedup_key.empty()) {
       dedup = format::DedupKey(q->id(), m.dedup_key);
       HQ_ASSIGN_OR_RETURN(const bool duplicate,
                           FindDuplicate(dedup, cutoff, &w->results[i]));
       if (duplicate) continue;
     }
-    if (q->codec().lane_has_topic()) {
+    if (has_topic) {
       HQ_RETURN_IF_ERROR(LoadHintSeq(q->id(), m.priority).status());
     }
-    HQ_ASSIGN_OR_RETURN(const MessageId id,
-                        NextId(q, w->partitions[i], now_ms));
-    w->results[i] = PutResult{w->partitions[i], id};
+    if (st == nullptr || partition != st_partition) {
+      HQ_ASSIGN_OR_RETURN(st, LoadPartition(q->id(), partition));
+      st_partition = partition;
+    }
+    PutResult& r = w->results[i];
+    r = PutResult{partition, MessageId{}};
+    if (!st->Take(now_ms, &r.id)) {
+      return absl::ResourceExhaustedError(
+          absl::StrFormat("partition %d of queue '%s' has used every MessageId",
+                          partition, q->name()));
+    }
     if (!dedup.empty()) {
       // Check and insert are atomic: only the leader runs them.
-      dedup_in_batch_.emplace(dedup, w->results[i]);
-      dedup_added->push_back(std::move(dedup));
+      dedup_in_batch_.emplace(dedup, r);
+      dedup_added->push_back(dedup);
     }
   }
   return absl::OkStatus();
@@ -317,26 +336,6 @@ absl::StatusOr<bool> DbImpl::FindDuplicate(const std::string& dedup,
   return true;
 }
 
-absl::StatusOr<MessageId> DbImpl::NextId(QueueImpl* q, uint32_t partition,
-                                         uint64_t now_ms) {
-  HQ_ASSIGN_OR_RETURN(PartitionIds * st, LoadPartition(q->id(), partition));
-  MessageId id;
-  if (!st->has_last || now_ms > st->last.ms) {
-    id = MessageId{now_ms, 0};
-  } else if (st->last.Next() < MessageId::Max()) {
-    // Max() is never assigned: it stays the exclusive end of every range.
-    id = st->last.Next();
-  } else {
-    return absl::ResourceExhaustedError(
-        absl::StrFormat("partition %d of queue '%s' has used every MessageId",
-                        partition, q->name()));
-  }
-  // Skipped ids (if a later message fails) are harmless gaps.
-  st->last = id;
-  st->has_last = true;
-  return id;
-}
-
 namespace {
 
 // The stored not-before time of `m` in ms (0: none): only a time in the
@@ -354,15 +353,14 @@ uint64_t NotBeforeMs(const Message& m, absl::Time now) {
 }  // namespace
 
 void DbImpl::AppendMessage(QueueImpl* q, const Message& m, const PutResult& r,
-                           absl::Time now) {
+                           absl::Time now, PartitionIds* st) {
   const uint32_t qid = q->id();
   const LayoutCodec& codec = q->codec();
-  PartitionIds& st = ids_[(uint64_t{qid} << 16) | r.partition];
-  if (r.id.ms >= st.reserved_ms) {
-    st.reserved_ms =
+  if (r.id.ms >= st->reserved_ms) {
+    st->reserved_ms =
         std::min(r.id.ms + kReserveWindowMs, MessageId::kMaxMs + 1);
     value_buf_.clear();
-    coding::PutFixed64(&value_buf_, st.reserved_ms);
+    coding::PutFixed64(&value_buf_, st->reserved_ms);
     batch_.Put(format::ReserveKey(qid, r.partition), value_buf_);
   }
   key_buf_.clear();

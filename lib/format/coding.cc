@@ -4,33 +4,6 @@
 
 namespace hq::coding {
 
-void PutFixed8(std::string* dst, uint8_t v) {
-  dst->push_back(static_cast<char>(v));
-}
-
-void PutFixed16(std::string* dst, uint16_t v) {
-  char buf[2] = {static_cast<char>(v >> 8), static_cast<char>(v)};
-  dst->append(buf, 2);
-}
-
-void PutFixed32(std::string* dst, uint32_t v) {
-  char buf[4];
-  for (int i = 3; i >= 0; --i) {
-    buf[i] = static_cast<char>(v);
-    v >>= 8;
-  }
-  dst->append(buf, 4);
-}
-
-void PutFixed64(std::string* dst, uint64_t v) {
-  char buf[8];
-  for (int i = 7; i >= 0; --i) {
-    buf[i] = static_cast<char>(v);
-    v >>= 8;
-  }
-  dst->append(buf, 8);
-}
-
 void PutVarint64(std::string* dst, uint64_t v) {
   char buf[10];
   int n = 0;

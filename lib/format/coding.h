@@ -17,10 +17,41 @@
 
 namespace hq::coding {
 
-void PutFixed8(std::string* dst, uint8_t v);
-void PutFixed16(std::string* dst, uint16_t v);
-void PutFixed32(std::string* dst, uint32_t v);
-void PutFixed64(std::string* dst, uint64_t v);
+// Writes a big-endian integer to the first bytes of `p` (no checks).
+inline void EncodeFixed16(char* p, uint16_t v) {
+  p[0] = static_cast<char>(v >> 8);
+  p[1] = static_cast<char>(v);
+}
+inline void EncodeFixed32(char* p, uint32_t v) {
+  p[0] = static_cast<char>(v >> 24);
+  p[1] = static_cast<char>(v >> 16);
+  p[2] = static_cast<char>(v >> 8);
+  p[3] = static_cast<char>(v);
+}
+inline void EncodeFixed64(char* p, uint64_t v) {
+  EncodeFixed32(p, static_cast<uint32_t>(v >> 32));
+  EncodeFixed32(p + 4, static_cast<uint32_t>(v));
+}
+
+// Inline: they are on the write path of every message.
+inline void PutFixed8(std::string* dst, uint8_t v) {
+  dst->push_back(static_cast<char>(v));
+}
+inline void PutFixed16(std::string* dst, uint16_t v) {
+  char buf[2];
+  EncodeFixed16(buf, v);
+  dst->append(buf, 2);
+}
+inline void PutFixed32(std::string* dst, uint32_t v) {
+  char buf[4];
+  EncodeFixed32(buf, v);
+  dst->append(buf, 4);
+}
+inline void PutFixed64(std::string* dst, uint64_t v) {
+  char buf[8];
+  EncodeFixed64(buf, v);
+  dst->append(buf, 8);
+}
 void PutVarint32(std::string* dst, uint32_t v);
 void PutVarint64(std::string* dst, uint64_t v);
 // varint32 length, then the bytes.

@@ -565,12 +565,13 @@ absl::Status DecodeQueueRecord(std::string_view in, QueueRecord* r) {
 void AppendMessageValue(std::string* dst, std::string_view key,
                         std::string_view payload, uint64_t not_before_ms,
                         std::string_view dedup) {
-  coding::PutFixed8(dst, kMessageValueVersion);
   uint8_t flags = 0;
   if (!key.empty()) flags |= kFlagHasKey;
   if (not_before_ms != 0) flags |= kFlagNotBefore;
   if (!dedup.empty()) flags |= kFlagDedup;
-  coding::PutFixed8(dst, flags);
+  const char head[2] = {static_cast<char>(kMessageValueVersion),
+                        static_cast<char>(flags)};
+  dst->append(head, 2);
   if (!key.empty()) coding::PutLengthPrefixed(dst, key);
   if (!dedup.empty()) coding::PutLengthPrefixed(dst, dedup);
   if (not_before_ms != 0) coding::PutVarint64(dst, not_before_ms);

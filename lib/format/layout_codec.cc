@@ -19,6 +19,16 @@
 namespace hq {
 namespace {
 
+// Writes head (LayoutCodec::kHeadSize bytes) to `p`.
+void EncodeHead(char* p, uint32_t queue_id, uint32_t partition, int priority) {
+  p[0] = format::kMessageTag;
+  coding::EncodeFixed32(p + 1, queue_id);
+  coding::EncodeFixed16(p + 5, static_cast<uint16_t>(partition));
+  p[7] = static_cast<char>(255 - priority);
+}
+
+uint64_t EncodedId(MessageId id) { return (id.ms << 16) | id.seq; }
+
 // Checks tag, queue and the fixed part; fills partition and priority.
 bool DecodeHead(std::string_view key, uint32_t queue_id, DecodedKey* out) {
   if (key.size() < LayoutCodec::kHeadSize + LayoutCodec::kMessageIdSize ||
@@ -45,8 +55,10 @@ class TimeCodec final : public LayoutCodec {
   void AppendMessageKey(std::string* dst, uint32_t queue_id, uint32_t partition,
                         int priority, std::string_view topic,
                         MessageId id) const override {
-    AppendHead(dst, queue_id, partition, priority);
-    AppendMessageId(dst, id);
+    char buf[kHeadSize + kMessageIdSize];
+    EncodeHead(buf, queue_id, partition, priority);
+    coding::EncodeFixed64(buf + kHeadSize, EncodedId(id));
+    dst->append(buf, sizeof(buf));
     dst->append(topic);
   }
 
@@ -71,8 +83,10 @@ class TopicCodec final : public LayoutCodec {
 
   void AppendLanePrefix(std::string* dst, uint32_t queue_id, uint32_t partition,
                         int priority, std::string_view topic) const override {
-    AppendHead(dst, queue_id, partition, priority);
-    coding::PutFixed16(dst, static_cast<uint16_t>(topic.size()));
+    char buf[kHeadSize + 2];
+    EncodeHead(buf, queue_id, partition, priority);
+    coding::EncodeFixed16(buf + kHeadSize, static_cast<uint16_t>(topic.size()));
+    dst->append(buf, sizeof(buf));
     dst->append(topic);
   }
 
@@ -115,14 +129,13 @@ const LayoutCodec& LayoutCodec::For(Layout layout) {
 
 void LayoutCodec::AppendHead(std::string* dst, uint32_t queue_id,
                              uint32_t partition, int priority) {
-  coding::PutFixed8(dst, format::kMessageTag);
-  coding::PutFixed32(dst, queue_id);
-  coding::PutFixed16(dst, static_cast<uint16_t>(partition));
-  coding::PutFixed8(dst, static_cast<uint8_t>(255 - priority));
+  char buf[kHeadSize];
+  EncodeHead(buf, queue_id, partition, priority);
+  dst->append(buf, kHeadSize);
 }
 
 void LayoutCodec::AppendMessageId(std::string* dst, MessageId id) {
-  coding::PutFixed64(dst, (id.ms << 16) | id.seq);
+  coding::PutFixed64(dst, EncodedId(id));
 }
 
 void LayoutCodec::AppendLaneFence(std::string* dst,
