@@ -150,16 +150,19 @@ absl::StatusOr<Result> Context::TimedPuts(const PutShape& shape,
   std::vector<int64_t> dups(static_cast<size_t>(threads), 0);
   std::vector<absl::Status> status(static_cast<size_t>(threads));
   const SteadyClock::time_point start = SteadyClock::now();
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      const size_t k = static_cast<size_t>(t);
-      status[k] =
-          PutRange(shape, num * t / threads, num * (t + 1) / threads,
-                   hist != nullptr ? &hists[k] : nullptr, dedup, &dups[k]);
-    });
+  auto put_share = [&](int t) {
+    const size_t k = static_cast<size_t>(t);
+    status[k] =
+        PutRange(shape, num * t / threads, num * (t + 1) / threads,
+                 hist != nullptr ? &hists[k] : nullptr, dedup, &dups[k]);
+  };
+  if (threads == 1) {
+    put_share(0);  // On this thread, as fillseq_leveldb writes.
+  } else {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) pool.emplace_back(put_share, t);
+    for (std::thread& t : pool) t.join();
   }
-  for (std::thread& t : pool) t.join();
   const double seconds = MicrosSince(start) / 1e6;
   for (const absl::Status& s : status) HQ_RETURN_IF_ERROR(s);
   if (duplicates != nullptr) {
