@@ -9,8 +9,7 @@
 namespace hq {
 
 // A log file as LevelDB sees it. Close() and the destructor hand the file
-// over to the Env's background thread; Sync() first waits for the logs
-// handed over before.
+// over to the Env's closed logs; Sync() first syncs the logs closed before.
 class LogSyncEnv::LogFile final : public leveldb::WritableFile {
  public:
   LogFile(leveldb::WritableFile* f, std::string name, LogSyncEnv* env)
@@ -36,7 +35,7 @@ class LogSyncEnv::LogFile final : public leveldb::WritableFile {
   }
   leveldb::Status Sync() override {
     if (f_ == nullptr) return Closed();
-    leveldb::Status s = env_->WaitForClosedLogs();
+    leveldb::Status s = env_->SyncClosedLogs();
     if (!s.ok()) return s;
     return f_->Sync();
   }
@@ -52,14 +51,12 @@ class LogSyncEnv::LogFile final : public leveldb::WritableFile {
 };
 
 LogSyncEnv::~LogSyncEnv() {
-  std::thread thread;
-  {
-    MutexLock l(&mu_);
-    stop_ = true;
-    cv_.SignalAll();
-    thread = std::move(thread_);
+  MutexLock l(&mu_);
+  while (!closed_.empty()) {
+    Closed c = std::move(closed_.front());
+    closed_.pop_front();
+    SyncAndClose(c);
   }
-  if (thread.joinable()) thread.join();
 }
 
 leveldb::Status LogSyncEnv::NewWritableFile(const std::string& name,
@@ -71,39 +68,46 @@ leveldb::Status LogSyncEnv::NewWritableFile(const std::string& name,
   return s;
 }
 
+leveldb::Status LogSyncEnv::RemoveFile(const std::string& name) {
+  std::unique_ptr<leveldb::WritableFile> obsolete;
+  {
+    MutexLock l(&mu_);
+    for (auto it = closed_.begin(); it != closed_.end(); ++it) {
+      if (it->name == name) {
+        obsolete = std::move(it->file);
+        closed_.erase(it);
+        cv_.SignalAll();
+        break;
+      }
+    }
+  }
+  // LevelDB removes a log only once its memtable is in a synced table
+  // named by a synced MANIFEST: nothing in it needs a sync.
+  if (obsolete != nullptr) obsolete->Close();  // Its status is moot.
+  obsolete.reset();
+  return target()->RemoveFile(name);
+}
+
 void LogSyncEnv::HandOver(std::unique_ptr<leveldb::WritableFile> file,
                           const std::string& name) {
   MutexLock l(&mu_);
   closed_.push_back({std::move(file), name});
-  if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
   cv_.SignalAll();
 }
 
-void LogSyncEnv::Loop() {
-  mu_.Lock();
-  while (true) {
-    // Stopping overrides a test's hold: the Env's end syncs everything.
-    while (!(stop_ && closed_.empty()) &&
-           (closed_.empty() || (hold_ && !stop_))) {
-      cv_.Wait(&mu_);
-    }
-    if (closed_.empty()) break;  // Stopped, and nothing left.
-    Closed c = std::move(closed_.front());
-    closed_.pop_front();
-    ++syncing_;
-    mu_.Unlock();
-    leveldb::Status s = c.file->Sync();
-    if (s.ok()) s = c.file->Close();
-    c.file.reset();
-    mu_.Lock();
-    --syncing_;
-    if (!s.ok() && error_.empty()) {
-      error_ = absl::StrCat(c.name, ": ", s.ToString());
-      failed_.store(true, std::memory_order_release);
-    }
-    cv_.SignalAll();
-  }
+void LogSyncEnv::SyncAndClose(Closed& c) {
+  ++syncing_;
   mu_.Unlock();
+  leveldb::Status s = c.file->Sync();
+  if (s.ok()) s = c.file->Close();
+  c.file.reset();
+  mu_.Lock();
+  --syncing_;
+  if (!s.ok() && error_.empty()) {
+    error_ = absl::StrCat(c.name, ": ", s.ToString());
+    failed_.store(true, std::memory_order_release);
+  }
+  cv_.SignalAll();
 }
 
 leveldb::Status LogSyncEnv::Failed() {
@@ -117,11 +121,21 @@ leveldb::Status LogSyncEnv::FailedLocked() const {
       error_);
 }
 
-leveldb::Status LogSyncEnv::WaitForClosedLogs() {
+leveldb::Status LogSyncEnv::SyncClosedLogs() {
   MutexLock l(&mu_);
   ++waiting_;
   cv_.SignalAll();
-  while (!closed_.empty() || syncing_ > 0) cv_.Wait(&mu_);
+  while (true) {
+    if (!closed_.empty() && !hold_ && error_.empty()) {
+      Closed c = std::move(closed_.front());
+      closed_.pop_front();
+      SyncAndClose(c);
+    } else if ((closed_.empty() || !error_.empty()) && syncing_ == 0) {
+      break;  // Every log closed before this call is synced (or failed).
+    } else {
+      cv_.Wait(&mu_);  // Held, or another thread syncs one.
+    }
+  }
   --waiting_;
   cv_.SignalAll();
   return error_.empty() ? leveldb::Status::OK() : FailedLocked();
