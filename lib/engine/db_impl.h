@@ -298,7 +298,8 @@ class DbImpl final : public Db {
                      absl::Time now, PartitionIds* st)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // Appends the directory entry and fence of `lane` (a lane prefix) to
-  // batch_ unless they were written since Open.
+  // batch_ unless they were written since Open. REQUIRES: lane differs from
+  // last_lane_ (the lane of the previous message), which it becomes.
   void NoteLaneWritten(std::string_view lane)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   absl::StatusOr<PartitionIds*> LoadPartition(uint32_t queue_id,

@@ -368,7 +368,7 @@ void DbImpl::AppendMessage(QueueImpl* q, const Message& m, const PutResult& r,
                          r.id);
   const std::string_view lane(key_buf_.data(), codec.LanePrefixSize(key_buf_));
   if (codec.lane_has_topic()) AppendHint(qid, m.priority, lane);
-  NoteLaneWritten(lane);
+  if (lane != last_lane_) NoteLaneWritten(lane);  // Else a stream to it.
   value_buf_.clear();
   format::AppendMessageValue(&value_buf_, m.key, m.payload, NotBeforeMs(m, now),
                              m.dedup_key);
@@ -382,7 +382,6 @@ void DbImpl::AppendMessage(QueueImpl* q, const Message& m, const PutResult& r,
 void DbImpl::NoteLaneWritten(std::string_view lane) {
   // A lane's first write since Open also writes (idempotently) its
   // directory entry and its fence (format.h, layout_codec.h).
-  if (lane == last_lane_) return;  // The common case: a stream to one lane.
   last_lane_.assign(lane);
   dir_buf_.clear();
   format::AppendLaneDirKey(&dir_buf_, lane);
