@@ -771,8 +771,9 @@ TEST_CASE(
     HQ_REQUIRE_OK(q->PutBatch(batch, nullptr));
     f.clock().Advance(absl::Milliseconds(1));
   }
-  // Delete every message (not the lanes' fences), as a TTL sweep would,
-  // and push the tombstones into table files with more writes elsewhere.
+  // Delete every message as a TTL sweep does, with each lane's head (its
+  // watermark) in the same batch, and push the tombstones into table files
+  // with more writes elsewhere. No lane has a fence (format.md).
   leveldb::DB* ldb = static_cast<DbImpl*>(f.db())->leveldb();
   auto* impl = static_cast<QueueImpl*>(q);
   const std::string prefix = format::MessagePrefix(impl->id());
@@ -780,16 +781,24 @@ TEST_CASE(
     std::unique_ptr<leveldb::Iterator> it(ldb->NewIterator({}));
     leveldb::WriteBatch b;
     int deleted = 0;
+    std::map<std::string, MessageId> heads;  // Lane prefix -> watermark.
     for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
          it->Next()) {
       DecodedKey k;
       const std::string_view key(it->key().data(), it->key().size());
       REQUIRE(impl->codec().DecodeMessageKey(key, impl->id(), &k));
-      if (k.id == MessageId::Max()) continue;  // A fence.
+      REQUIRE(k.id != MessageId::Max());  // No fence.
       b.Delete(it->key());
+      heads[std::string(key.substr(0, k.lane_prefix_size))] = k.id.Next();
       ++deleted;
     }
     REQUIRE(deleted == 50000);
+    REQUIRE(heads.size() == (layout == Layout::kTopic ? 4 : 2));
+    for (const auto& [lane, watermark] : heads) {
+      std::string v;
+      LayoutCodec::AppendMessageId(&v, watermark);
+      b.Put(lane, v);
+    }
     REQUIRE(ldb->Write({}, &b).ok());
   }
   Queue* other = ValueOrDie(f.db()->CreateQueue("other", {}));

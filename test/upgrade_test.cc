@@ -10,10 +10,12 @@
 #include "catch2/catch.hpp"
 #include "hq/hq.h"
 #include "leveldb/db.h"
+#include "leveldb/write_batch.h"
 #include "lib/engine/db_impl.h"
 #include "lib/engine/queue_impl.h"
 #include "lib/format/coding.h"
 #include "lib/format/format.h"
+#include "lib/format/layout_codec.h"
 #include "test/test_util.h"
 
 namespace hq {
@@ -113,16 +115,19 @@ TEST_CASE("a Db of a format version newer than this hq is refused") {
 }
 
 // Format 3 added group start positions (a group record flag), format 4 the
-// dead letter reason "rejected"; a format 2 or 3 Db is upgraded by
-// rewriting its format record, and keeps its groups.
-TEST_CASE("a format 2 or 3 Db is upgraded to the current version on Open") {
-  const uint32_t old_version = GENERATE(2u, 3u);
+// dead letter reason "rejected", format 5 dropped lane fences; a format 2
+// to 4 Db is upgraded by rewriting its format record, and keeps its groups
+// and the fences it has (which Verify still checks and readers skip).
+TEST_CASE("a format 2, 3 or 4 Db is upgraded to the current version on Open") {
+  const uint32_t old_version = GENERATE(2u, 3u, 4u);
   CAPTURE(old_version);
   test::TempDir dir;
   const std::string path = dir.Sub("db");
+  uint32_t qid;
   {
     auto db = test::ValueOrDie(Db::Open(path));
     Queue* q = test::ValueOrDie(db->CreateQueue("q", {}));
+    qid = static_cast<QueueImpl*>(q)->id();
     HQ_REQUIRE_OK(q->Put({.payload = "a"}).status());
     test::ValueOrDie(q->Group("g"));
   }
@@ -131,15 +136,25 @@ TEST_CASE("a format 2 or 3 Db is upgraded to the current version on Open") {
     REQUIRE(leveldb::DB::Open(leveldb::Options(), path, &raw).ok());
     std::string v;
     coding::PutFixed32(&v, old_version);
-    REQUIRE(
-        raw->Put(leveldb::WriteOptions(), format::MetaKey("format"), v).ok());
+    leveldb::WriteBatch b;
+    b.Put(format::MetaKey("format"), v);
+    // The fence a version 4 Db has at the end of the lane.
+    std::string lane, fence;
+    LayoutCodec::For(Layout::kTime).AppendLanePrefix(&lane, qid, 0, 0, "");
+    LayoutCodec::AppendLaneFence(&fence, lane);
+    b.Put(fence, "");
+    REQUIRE(raw->Write(leveldb::WriteOptions(), &b).ok());
     delete raw;
   }
   auto db = test::ValueOrDie(Db::Open(path));
-  CHECK(FormatVersion(db.get()) == 4);
-  CHECK(format::kFormatVersion == 4);
+  CHECK(FormatVersion(db.get()) == 5);
+  CHECK(format::kFormatVersion == 5);
   Queue* q = test::ValueOrDie(db->OpenQueue("q"));
-  CHECK(Drain(test::ValueOrDie(q->Group("g"))).size() == 1);
+  HQ_REQUIRE_OK(q->Put({.payload = "b"}).status());
+  CHECK(test::ScanAll(q).size() == 2);
+  CHECK(Drain(test::ValueOrDie(q->Group("g"))).size() == 2);
+  const VerifyReport report = test::ValueOrDie(db->Verify());
+  for (const VerifyProblem& p : report.problems) FAIL_CHECK(p.description);
 }
 
 }  // namespace

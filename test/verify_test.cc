@@ -282,12 +282,6 @@ std::vector<Damage> AllDamage() {
     LayoutCodec::AppendLaneFence(&k, ids.q_lane);
     return Put(b, k, "x");
   });
-  add("lane fence missing", [](const Ids& ids, auto* b) {
-    std::string k;
-    LayoutCodec::AppendLaneFence(&k, ids.q_lane);
-    b->Delete(k);
-    return k;
-  });
   return d;
 }
 

@@ -551,7 +551,6 @@ void RecordWalker::CheckMessageRecord(const WalkQueue& q, uint32_t partition,
       return (void)Reject("malformed lane fence",
                           "malformed lane fence (a topic after it)");
     }
-    lane_has_fence_ = true;
     if (!value_.empty()) {
       Rewrite("malformed lane fence", "",
               "malformed lane fence (a value): emptied");
@@ -694,7 +693,6 @@ bool RecordWalker::MessageLane(const WalkQueue& q, size_t* lane_size) {
 bool RecordWalker::EnterLane(std::string_view lane) {
   EndLane();
   lane_.assign(lane);
-  lane_has_fence_ = false;
   std::string dir;
   format::AppendLaneDirKey(&dir, lane);
   std::string unused;
@@ -714,17 +712,9 @@ bool RecordWalker::EnterLane(std::string_view lane) {
   return true;
 }
 
-// The lane the walk is in ends: a lane with keys has a fence (every lane
-// ever written has one: layout_codec.h).
-void RecordWalker::EndLane() {
-  if (lane_.empty()) return;
-  if (!lane_has_fence_) {
-    std::string fence;
-    LayoutCodec::AppendLaneFence(&fence, lane_);
-    Add(fence, "lane fence missing", fence, "", "lane fence missing: added");
-  }
-  lane_.clear();
-}
+// The lane the walk is in ends. (A lane need not have a fence: format
+// version 5 writes none, layout_codec.h.)
+void RecordWalker::EndLane() { lane_.clear(); }
 
 // The id after the last message of `lane` (or its TTL watermark, if
 // higher); Min() for an empty lane.

@@ -201,7 +201,6 @@ class RecordWalker {
   absl::flat_hash_set<uint32_t> dropping_;   // Queues being dropped.
   absl::flat_hash_set<uint32_t> group_ids_;  // Groups and subscriptions.
   std::string lane_;  // The message lane the walk is in ("": none).
-  bool lane_has_fence_ = false;
 };
 
 }  // namespace hq

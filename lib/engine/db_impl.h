@@ -297,8 +297,8 @@ class DbImpl final : public Db {
   void AppendMessage(QueueImpl* q, const Message& m, const PutResult& r,
                      absl::Time now, PartitionIds* st)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
-  // Appends the directory entry and fence of `lane` (a lane prefix) to
-  // batch_ unless they were written since Open. REQUIRES: lane differs from
+  // Appends the directory entry of `lane` (a lane prefix) to
+  // batch_ unless it was written since Open. REQUIRES: lane differs from
   // last_lane_ (the lane of the previous message), which it becomes.
   void NoteLaneWritten(std::string_view lane)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
@@ -446,7 +446,7 @@ class DbImpl final : public Db {
   absl::flat_hash_set<std::string> hinted_in_batch_ ABSL_GUARDED_BY(write_mu_);
   std::string last_hinted_ ABSL_GUARDED_BY(write_mu_);
   // Lane directory keys written since Open, so a lane's directory entry
-  // and fence are written with its first message and not again. Bounded:
+  // is written with its first message and not again. Bounded:
   // cleared when it reaches kMaxKnownLanes (rewriting an entry is harmless).
   absl::flat_hash_set<std::string> known_lanes_ ABSL_GUARDED_BY(write_mu_);
   static constexpr size_t kMaxKnownLanes = size_t{1} << 16;
@@ -456,11 +456,10 @@ class DbImpl final : public Db {
   std::string key_buf_;
   std::string value_buf_;
   std::string dir_buf_;
-  std::string fence_buf_;
   // Dedup keys (format::DedupKey) written by the batch being built.
   absl::flat_hash_map<std::string, PutResult> dedup_in_batch_;
-  // The lane of the last message appended; its directory entry and fence
-  // are in known_lanes_ (cleared with it).
+  // The lane of the last message appended; its directory entry is
+  // in known_lanes_ (cleared with it).
   std::string last_lane_ ABSL_GUARDED_BY(write_mu_);
 };
 

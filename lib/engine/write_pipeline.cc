@@ -381,16 +381,15 @@ void DbImpl::AppendMessage(QueueImpl* q, const Message& m, const PutResult& r,
 
 void DbImpl::NoteLaneWritten(std::string_view lane) {
   // A lane's first write since Open also writes (idempotently) its
-  // directory entry and its fence (format.h, layout_codec.h).
+  // directory entry (format.h). No fence (layout_codec.h): a key ahead of
+  // the lane's newest message would make every later table overlap the
+  // table holding it, so that none is moved down a level untouched.
   last_lane_.assign(lane);
   dir_buf_.clear();
   format::AppendLaneDirKey(&dir_buf_, lane);
   if (known_lanes_.contains(Av(dir_buf_))) return;
   if (known_lanes_.size() >= kMaxKnownLanes) known_lanes_.clear();
   batch_.Put(dir_buf_, leveldb::Slice());
-  fence_buf_.clear();
-  LayoutCodec::AppendLaneFence(&fence_buf_, lane);
-  batch_.Put(fence_buf_, leveldb::Slice());
   known_lanes_.insert(dir_buf_);
 }
 

@@ -20,18 +20,21 @@
 // Its keys all start with its lane prefix, and the key at which id X starts
 // within the lane is lane_prefix + message_id(X).
 //
-// Every lane that was ever written ends with a fence:
+// A lane swept for TTL starts with its head, the bare lane prefix, holding
+// the sweep's watermark (format.h). The sweep writes it in the batch of its
+// first deletions, so the rows TTL deletes at a lane's start always follow a
+// live key: a seek that runs out of one lane stops at the next lane's head
+// or first message and never walks deleted rows.
+//
+// A Db written before format version 5 may also end lanes with a fence:
 //
 //   lane fence := lane_prefix message_id(MessageId::Max())   -> ""
 //
-// (and a lane swept for TTL starts with its head, the bare lane prefix,
-// holding the sweep's watermark: format.h).
-//
-// Max() is never assigned to a message, so the fence sorts after all of the
-// lane's messages and a seek anywhere into the lane lands inside it: it never
-// runs on into the next lane (whose head may be rows deleted by TTL, which an
-// LSM store walks one by one). Readers stop at it because every range ends
-// at or before Max().
+// Max() is never assigned to a message, so readers stop before it (every
+// range ends at or before Max()). No fence is written any more: a key
+// ahead of a lane's newest message made every later table of the lane
+// overlap the table that held it, which cost sustained ingest a merge of
+// every byte (doc/guide.md, "Ingesting fast").
 
 #ifndef HQ_LIB_FORMAT_LAYOUT_CODEC_H_
 #define HQ_LIB_FORMAT_LAYOUT_CODEC_H_
@@ -93,7 +96,8 @@ class LayoutCodec {
                          uint32_t partition, int priority);
 
   static void AppendMessageId(std::string* dst, MessageId id);
-  // Appends the fence of the lane whose prefix is `lane_prefix`.
+  // Appends the fence of the lane whose prefix is `lane_prefix` (written by
+  // format versions before 5 only; a seek target for a lane's end).
   static void AppendLaneFence(std::string* dst, std::string_view lane_prefix);
   static MessageId DecodeMessageId(const char* p);
   // Takes a lane prefix apart (head, and the topic with `has_topic`).
