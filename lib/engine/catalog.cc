@@ -139,6 +139,7 @@ absl::Status DbImpl::DropQueue(std::string_view name) {
       for (uint32_t p = 0; p < q->options().partitions; ++p) {
         ids_.erase(PartitionKey(queue_id, p));
       }
+      last_ids_key_ = kNoPartition;
       return absl::OkStatus();
     };
     HQ_RETURN_IF_ERROR(RunWriter(&w));

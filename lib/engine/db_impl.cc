@@ -362,6 +362,7 @@ absl::Status DbImpl::BrokenError() const {
 void DbImpl::RecordWriteError(const absl::Status& s) {
   if (bg_error_.ok()) bg_error_ = s;
   ids_.clear();
+  last_ids_key_ = kNoPartition;
   known_lanes_.clear();
   last_lane_.clear();
 }

@@ -439,6 +439,11 @@ class DbImpl final : public Db {
   // Per (queue id << 16 | partition): loaded on the first write after Open.
   // A node map: PartitionCache keeps pointers into it.
   absl::node_hash_map<uint64_t, PartitionIds> ids_ ABSL_GUARDED_BY(write_mu_);
+  // The entry of ids_ LoadPartition found last (kNoPartition: none): a
+  // stream of writes to one partition looks it up once.
+  static constexpr uint64_t kNoPartition = UINT64_MAX;
+  uint64_t last_ids_key_ ABSL_GUARDED_BY(write_mu_) = kNoPartition;
+  PartitionIds* last_ids_ ABSL_GUARDED_BY(write_mu_) = nullptr;
   // Per (queue id << 8 | priority): the next hint seq, loaded at the first
   // write of a topic layout queue's priority after Open.
   absl::flat_hash_map<uint64_t, uint64_t> hint_seq_ ABSL_GUARDED_BY(write_mu_);

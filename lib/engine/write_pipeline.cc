@@ -206,7 +206,12 @@ DeliveryPool* DbImpl::delivery_pool() {
 absl::StatusOr<DbImpl::PartitionIds*> DbImpl::LoadPartition(
     uint32_t queue_id, uint32_t partition) {
   const uint64_t k = PartitionKey(queue_id, partition);
-  if (auto it = ids_.find(k); it != ids_.end()) return &it->second;
+  if (k == last_ids_key_) return last_ids_;  // One partition's stream.
+  if (auto it = ids_.find(k); it != ids_.end()) {
+    last_ids_key_ = k;
+    last_ids_ = &it->second;
+    return last_ids_;
+  }
   std::string value;
   leveldb::Status s =
       CheckedGet(db_.get(), CheckedReadOptions(),
@@ -229,7 +234,9 @@ absl::StatusOr<DbImpl::PartitionIds*> DbImpl::LoadPartition(
   } else if (!s.IsNotFound()) {
     return FromLevelDb(s, "reading an id reservation");
   }
-  return &ids_.emplace(k, ids).first->second;
+  last_ids_key_ = k;
+  last_ids_ = &ids_.emplace(k, ids).first->second;
+  return last_ids_;
 }
 
 absl::Status DbImpl::AddToBatch(Writer* w) {
