@@ -580,6 +580,7 @@ TEST_CASE("issue18: a failed sync of an old log refuses later writes") {
   FaultDb f(storage, o);
   Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
   LogSyncEnv* logs = f.impl()->TEST_LogSyncEnv();
+  f.latch().Arm();  // The old log stays needed: LevelDB cannot remove it.
   logs->TEST_HoldSyncs(true);
   std::vector<MessageId> acked = PutUntilSwitch(f, q);
   // Non-sync puts make no log sync: the next one is the held one.
@@ -599,6 +600,7 @@ TEST_CASE("issue18: a failed sync of an old log refuses later writes") {
   RequireRefusesWrites(q->Put({.payload = "y"}, {.sync = false}).status());
   RequireRefusesWrites(q->Put({.payload = "z"}, {.sync = true}).status());
   CHECK(ScanAll(q).size() == acked.size());  // Reads go on.
+  f.latch().Release();
   f.env().ClearFaults();
   f.Reopen();
   q = ValueOrDie(f.db()->OpenQueue("q"));

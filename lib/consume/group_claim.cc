@@ -82,7 +82,7 @@ absl::StatusOr<bool> GroupImpl::ReadLane(
   }
   for (it->Seek(seek); it->Valid(); it->Next()) {
     const std::string_view key = View(it->key());
-    // Past the lane's last message (its fence): nothing left to read.
+    // Past the lane's last message: nothing left to read.
     if (!LayoutCodec::LaneMessage(key, lane->prefix, &id)) return contiguous;
     if (handed == want) return false;
     const std::string_view topic =

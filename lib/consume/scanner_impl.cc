@@ -6,10 +6,10 @@
 // directory). The lanes in scope come from the lane directory (format.h),
 // which lists every lane ever written; with the topic layout and a topic
 // filter, from the filter, each looked up in the directory. Each lane is
-// sought straight at lane_prefix + from and ends with a fence
-// (layout_codec.h), so a seek never walks a lane from its first key nor
-// runs on into the next lane: the rows TTL deletes at lane heads, which an
-// LSM store skips one by one, are never visited.
+// sought straight at lane_prefix + from, so a seek never walks a lane from
+// its first key; one that runs out of a lane stops at the next lane's head
+// or first message (layout_codec.h): the rows TTL deletes at lane heads,
+// which an LSM store skips one by one, are never visited.
 //
 // Each lane keeps a small buffer of copied entries and the key to resume
 // from. A lane refills by seeking its resume key, unless the iterator is
@@ -486,8 +486,7 @@ class ScannerImpl final : public Scanner {
   // nullptr when there is none (or on error). Candidate lanes come from the
   // lane directory, or with the topic layout and a topic filter from the
   // filter (each checked in the directory); either way only lanes that were
-  // written are sought, each at `from`, and each ends with a fence, so no
-  // seek runs on into another lane.
+  // written are sought, each at `from`.
   std::unique_ptr<Lane> NextLane() {
     while (status_.ok() && pi_ < parts_.size()) {
       const uint32_t p = parts_[pi_];

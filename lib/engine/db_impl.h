@@ -376,8 +376,9 @@ class DbImpl final : public Db {
   Clock* const clock_;
   std::unique_ptr<leveldb::Cache> cache_;
   std::unique_ptr<const leveldb::FilterPolicy> filter_;
-  // LevelDB's Env: env_ (syncs the logs LevelDB closes, in the background;
-  // lib/engine/log_sync_env.h) over pin_env_ over table_env_ (checks every
+  // LevelDB's Env: env_ (keeps the logs LevelDB closes until a sync write
+  // syncs them or LevelDB removes them; lib/engine/log_sync_env.h) over
+  // pin_env_ over table_env_ (checks every
   // table block read) over Options::env. Each outlives db_.
   RecoveryReport recovery_;  // Set by Init.
   std::unique_ptr<leveldb::Env> table_env_;

@@ -237,6 +237,10 @@ absl::Status RecoverLocked(leveldb::Env* env, const std::string& dir,
 
 absl::Status CutAllLogs(leveldb::Env* env, const std::string& dir,
                         RecoveryReport* report) {
+  std::vector<LogFile> needed;
+  if (LogsToReplay(env, dir, &needed)) {
+    return CutLocked(env, dir, needed, Options::Recovery::kPointInTime, report);
+  }
   std::vector<std::string> children;
   leveldb::Status s = env->GetChildren(dir, &children);
   if (!s.ok()) return Io(s, absl::StrCat("listing ", dir));

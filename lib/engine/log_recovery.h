@@ -53,9 +53,13 @@ absl::Status CheckNotOrphaned(leveldb::Env* env, const std::string& dir);
 absl::Status RecoverLogs(leveldb::Env* env, const std::string& dir,
                          Options::Recovery mode, RecoveryReport* report);
 
-// Db::Repair's cut: RecoverLogs' kPointInTime cut applied to every log in
-// `dir`, in number order, whatever the MANIFEST says (Repair converts them
-// all into tables). REQUIRES: the caller holds the directory's LOCK.
+// Db::Repair's cut: RecoverLogs' kPointInTime cut applied, in number order,
+// to the logs the MANIFEST still needs if it can be read, else to every log
+// in `dir` (Repair converts them all into tables). A log the MANIFEST no
+// longer needs is one LevelDB removed after flushing it, which a power cut
+// can bring back unsynced and cut short (lib/engine/log_sync_env.h): it is
+// never taken as a hole before the later logs. REQUIRES: the caller holds
+// the directory's LOCK.
 absl::Status CutAllLogs(leveldb::Env* env, const std::string& dir,
                         RecoveryReport* report);
 

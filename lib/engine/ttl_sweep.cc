@@ -149,7 +149,7 @@ absl::StatusOr<uint64_t> DbImpl::SweepLane(
           absl::StrCat("undecodable message key '", Printable(key), "'"));
     }
     ++stats->examined;
-    if (k.id >= sweep.cutoff) break;  // Live (or the lane's fence).
+    if (k.id >= sweep.cutoff) break;  // Live (or a format 4 lane fence).
     std::string_view mkey, payload, dedup;
     if (!format::DecodeMessageValue(View(it->value()), &mkey, &payload, nullptr,
                                     &dedup)) {
