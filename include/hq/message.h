@@ -51,7 +51,11 @@ struct HQ_EXPORT MessageId {
   }
 
   // The id that follows this one; Max().Next() == Max().
-  MessageId Next() const;
+  MessageId Next() const {
+    if (seq < 0xffff) return MessageId{ms, static_cast<uint16_t>(seq + 1)};
+    if (ms < kMaxMs) return MessageId{ms + 1, 0};
+    return *this;
+  }
 
   // "ms-seq", for example "1767225600000-3". Parse accepts exactly that.
   std::string ToString() const;

@@ -228,10 +228,9 @@ class DbImpl final : public Db {
     bool Take(uint64_t now_ms, MessageId* id) {
       if (!has_last || now_ms > last.ms) {
         *id = MessageId{now_ms, 0};
-      } else if (last.Next() < MessageId::Max()) {
-        *id = last.Next();
       } else {
-        return false;
+        *id = last.Next();
+        if (!(*id < MessageId::Max())) return false;
       }
       last = *id;
       has_last = true;
@@ -293,9 +292,10 @@ class DbImpl final : public Db {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // Appends message `m` with its assigned `r` to batch_: the reservation if
   // r.id passes it, the message, its hint, lane entry and dedup record.
-  // `st` holds the ids of r.partition.
-  void AppendMessage(QueueImpl* q, const Message& m, const PutResult& r,
-                     absl::Time now, PartitionIds* st)
+  // `st` holds the ids of r.partition; `has_topic` is q's codec's
+  // lane_has_topic().
+  void AppendMessage(QueueImpl* q, bool has_topic, const Message& m,
+                     const PutResult& r, absl::Time now, PartitionIds* st)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // Appends the directory entry of `lane` (a lane prefix) to
   // batch_ unless it was written since Open. REQUIRES: lane differs from

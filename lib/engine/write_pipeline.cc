@@ -259,6 +259,7 @@ absl::Status DbImpl::AddToBatch(Writer* w) {
     for (const std::string& k : dedup_added) dedup_in_batch_.erase(k);
     return s;
   }
+  const bool has_topic = q->codec().lane_has_topic();
   PartitionIds* st = nullptr;  // Of partition st_partition.
   uint32_t st_partition = 0;
   for (size_t i = 0; i < w->messages.size(); ++i) {
@@ -268,7 +269,7 @@ absl::Status DbImpl::AddToBatch(Writer* w) {
       st = &ids_.find(PartitionKey(q->id(), r.partition))->second;  // Loaded.
       st_partition = r.partition;
     }
-    AppendMessage(q, w->messages[i], r, now, st);
+    AppendMessage(q, has_topic, w->messages[i], r, now, st);
   }
   if (w->append) w->append(&batch_);
   return absl::OkStatus();
@@ -359,10 +360,10 @@ uint64_t NotBeforeMs(const Message& m, absl::Time now) {
 
 }  // namespace
 
-void DbImpl::AppendMessage(QueueImpl* q, const Message& m, const PutResult& r,
-                           absl::Time now, PartitionIds* st) {
+void DbImpl::AppendMessage(QueueImpl* q, bool has_topic, const Message& m,
+                           const PutResult& r, absl::Time now,
+                           PartitionIds* st) {
   const uint32_t qid = q->id();
-  const LayoutCodec& codec = q->codec();
   if (r.id.ms >= st->reserved_ms) {
     st->reserved_ms =
         std::min(r.id.ms + kReserveWindowMs, MessageId::kMaxMs + 1);
@@ -371,10 +372,10 @@ void DbImpl::AppendMessage(QueueImpl* q, const Message& m, const PutResult& r,
     batch_.Put(format::ReserveKey(qid, r.partition), value_buf_);
   }
   key_buf_.clear();
-  codec.AppendMessageKey(&key_buf_, qid, r.partition, m.priority, m.topic,
-                         r.id);
-  const std::string_view lane(key_buf_.data(), codec.LanePrefixSize(key_buf_));
-  if (codec.lane_has_topic()) AppendHint(qid, m.priority, lane);
+  const size_t lane_size = q->codec().AppendMessageKey(
+      &key_buf_, qid, r.partition, m.priority, m.topic, r.id);
+  const std::string_view lane(key_buf_.data(), lane_size);
+  if (has_topic) AppendHint(qid, m.priority, lane);
   if (lane != last_lane_) NoteLaneWritten(lane);  // Else a stream to it.
   value_buf_.clear();
   format::AppendMessageValue(&value_buf_, m.key, m.payload, NotBeforeMs(m, now),

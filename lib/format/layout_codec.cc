@@ -52,14 +52,15 @@ class TimeCodec final : public LayoutCodec {
     AppendHead(dst, queue_id, partition, priority);
   }
 
-  void AppendMessageKey(std::string* dst, uint32_t queue_id, uint32_t partition,
-                        int priority, std::string_view topic,
-                        MessageId id) const override {
+  size_t AppendMessageKey(std::string* dst, uint32_t queue_id,
+                          uint32_t partition, int priority,
+                          std::string_view topic, MessageId id) const override {
     char buf[kHeadSize + kMessageIdSize];
     EncodeHead(buf, queue_id, partition, priority);
     coding::EncodeFixed64(buf + kHeadSize, EncodedId(id));
     dst->append(buf, sizeof(buf));
     dst->append(topic);
+    return kHeadSize;
   }
 
   size_t LanePrefixSize(std::string_view /*key*/) const override {
@@ -90,11 +91,12 @@ class TopicCodec final : public LayoutCodec {
     dst->append(topic);
   }
 
-  void AppendMessageKey(std::string* dst, uint32_t queue_id, uint32_t partition,
-                        int priority, std::string_view topic,
-                        MessageId id) const override {
+  size_t AppendMessageKey(std::string* dst, uint32_t queue_id,
+                          uint32_t partition, int priority,
+                          std::string_view topic, MessageId id) const override {
     AppendLanePrefix(dst, queue_id, partition, priority, topic);
     AppendMessageId(dst, id);
+    return kHeadSize + 2 + topic.size();
   }
 
   size_t LanePrefixSize(std::string_view key) const override {

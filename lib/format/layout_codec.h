@@ -76,10 +76,12 @@ class LayoutCodec {
                                 uint32_t partition, int priority,
                                 std::string_view topic) const = 0;
 
-  // Appends the full key of a message.
-  virtual void AppendMessageKey(std::string* dst, uint32_t queue_id,
-                                uint32_t partition, int priority,
-                                std::string_view topic, MessageId id) const = 0;
+  // Appends the full key of a message; returns the size of its lane prefix
+  // (what LanePrefixSize would say of it).
+  virtual size_t AppendMessageKey(std::string* dst, uint32_t queue_id,
+                                  uint32_t partition, int priority,
+                                  std::string_view topic,
+                                  MessageId id) const = 0;
 
   // The length of the lane prefix of `key`, a key this codec encoded.
   virtual size_t LanePrefixSize(std::string_view key) const = 0;

@@ -19,12 +19,6 @@ MessageId MessageId::AtTime(absl::Time t) {
   return MessageId{up, 0};
 }
 
-MessageId MessageId::Next() const {
-  if (seq < 0xffff) return MessageId{ms, static_cast<uint16_t>(seq + 1)};
-  if (ms < kMaxMs) return MessageId{ms + 1, 0};
-  return *this;
-}
-
 std::string MessageId::ToString() const { return absl::StrCat(ms, "-", seq); }
 
 std::optional<MessageId> MessageId::Parse(std::string_view text) {
