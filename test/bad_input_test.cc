@@ -392,6 +392,20 @@ TEST_CASE("bad input to groups, subscriptions, leases and inspection") {
          return q->Subscribe({.name = "s2", .topics = {big_topic}}, &listener)
              .status();
        }},
+      {"subscribe no active lanes", C::kInvalidArgument, "max_active_lanes",
+       [&] {
+         return q->Subscribe({.name = "s2", .max_active_lanes = 0}, &listener)
+             .status();
+       }},
+      {"subscribe too many active lanes", C::kInvalidArgument,
+       "max_active_lanes",
+       [&] {
+         return q
+             ->Subscribe(
+                 {.name = "s2", .max_active_lanes = (size_t{1} << 24) + 1},
+                 &listener)
+             .status();
+       }},
       {"subscribe checkpoint_messages 0", C::kInvalidArgument,
        "checkpoint_messages",
        [&] {

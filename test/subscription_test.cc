@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "hq/hq.h"
+#include "lib/consume/subscription_impl.h"
 #include "lib/engine/queue_impl.h"
 #include "lib/format/format.h"
 #include "lib/util/sync.h"
@@ -639,6 +640,190 @@ TEST_CASE("kill -9: delivery resumes at the last written checkpoint") {
   for (uint32_t p = 0; p < kPartitions; ++p) {
     CHECK(delivered[p].size() == all[p].size());
   }
+}
+
+// ------------------------------------------------------ paged subscriptions
+// Subscriptions of topic layout queues keep at most max_active_lanes lanes
+// to read in memory (doc/massive_topics.md).
+
+SubscriptionImpl* Paged(Subscription* s) {
+  return static_cast<SubscriptionImpl*>(s);
+}
+
+// Puts one message to each topic "site<i>", i in [from, to), payload the
+// topic, a thousand a batch.
+void PutSites(Queue* q, int from, int to) {
+  for (int i = from; i < to; i += 1000) {
+    std::vector<std::string> names;
+    for (int j = i; j < std::min(to, i + 1000); ++j) {
+      names.push_back(absl::StrCat("site", j));
+    }
+    std::vector<Message> batch;
+    for (const std::string& n : names) {
+      batch.push_back({.topic = n, .payload = n});
+    }
+    HQ_REQUIRE_OK(q->PutBatch(batch, nullptr));
+  }
+}
+
+// Counts deliveries by payload and, at each, the subscription's resident
+// lanes (the listener runs outside the subscription's lock).
+class ResidentSampler : public MessageListener {
+ public:
+  absl::Status OnMessage(const MessageView& m) override {
+    const size_t resident =
+        sub_ == nullptr ? 0 : Paged(sub_)->TEST_ResidentLanes();
+    MutexLock l(&mu_);
+    max_resident_ = std::max(max_resident_, resident);
+    ++got_[std::string(m.payload)];
+    return absl::OkStatus();
+  }
+  void Watch(Subscription* s) { sub_.store(s); }
+  std::map<std::string, int> got() {
+    MutexLock l(&mu_);
+    return got_;
+  }
+  size_t max_resident() {
+    MutexLock l(&mu_);
+    return max_resident_;
+  }
+
+ private:
+  std::atomic<Subscription*> sub_{nullptr};
+  Mutex mu_;
+  std::map<std::string, int> got_;
+  size_t max_resident_ = 0;
+};
+
+TEST_CASE(
+    "issue17: a subscription over 100000 topics keeps its resident lanes "
+    "under the cap") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(
+      f.db()->CreateQueue("q", {.partitions = 4, .layout = Layout::kTopic}));
+  constexpr int kTopics = 100000;
+  constexpr size_t kCap = 64, kBuffer = 100, kCheckpoint = 100;
+  const SubscribeOptions o{.name = "s",
+                           .checkpoint_messages = kCheckpoint,
+                           .buffer_messages = kBuffer,
+                           .max_active_lanes = kCap};
+  // Half the topics get messages before the subscription exists (the
+  // directory walk), half after (the lane index).
+  PutSites(q, 0, kTopics / 2);
+  ResidentSampler c;
+  Subscription* s = ValueOrDie(q->Subscribe(o, &c));
+  c.Watch(s);
+  PutSites(q, kTopics / 2, kTopics);
+  Eventually([&] {
+    return c.got().size() == static_cast<size_t>(kTopics) &&
+           ValueOrDie(s->Stats()).lag == 0;
+  });
+  for (const auto& [payload, n] : c.got()) {
+    INFO(payload);
+    CHECK(n == 1);
+  }
+  // Active lanes, lanes with buffered messages, lanes whose checkpoints
+  // are not yet written: each bounded by its option.
+  CHECK(c.max_resident() <= kCap + kBuffer + kCheckpoint);
+  CHECK(Paged(s)->TEST_ActiveLanes() <= kCap);
+  // Written, the lanes leave memory.
+  Eventually([&] {
+    CHECK(s->Checkpoint().ok());
+    return Paged(s)->TEST_ResidentLanes() == 0;
+  });
+  // Restarted, a subscription whose topics are drained loads nothing and
+  // delivers nothing.
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  ResidentSampler again;
+  s = ValueOrDie(q->Subscribe(o, &again));
+  CHECK(Paged(s)->TEST_ResidentLanes() == 0);
+  PutSites(q, 0, 1);
+  Eventually([&] { return again.got().size() == 1; });
+  CHECK(again.got().begin()->first == "site0");
+}
+
+TEST_CASE("a paged subscription resumes where it was, whatever its cap") {
+  const size_t cap = GENERATE(1, 2, 1000);
+  INFO("max_active_lanes " << cap);
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue(
+      "q", {.partitions = 3, .priorities = 2, .layout = Layout::kTopic}));
+  constexpr int kTopics = 20, kEach = 5;
+  auto put = [&](const std::string& prefix, int each) {
+    for (int m = 0; m < each; ++m) {
+      for (int t = 0; t < kTopics; ++t) {
+        HQ_REQUIRE_OK(q->Put({.topic = absl::StrCat("t", t),
+                              .payload = absl::StrCat(prefix, t, "/", m),
+                              .priority = t % 2})
+                          .status());
+      }
+    }
+  };
+  put("a", kEach);
+  const SubscribeOptions o{.name = "s",
+                           .checkpoint_messages = 7,
+                           .checkpoint_interval = absl::Hours(1),
+                           .buffer_messages = 3,
+                           .max_active_lanes = cap};
+  {
+    Collector c;
+    Subscription* s = ValueOrDie(q->Subscribe(o, &c));
+    c.WaitFor(kTopics * kEach);
+    Eventually([&] { return ValueOrDie(s->Stats()).lag == 0; });
+    // In order within each topic.
+    std::map<std::string, MessageId> last;
+    for (const Got& g : c.got()) {
+      auto [it, fresh] = last.emplace(g.topic, g.id);
+      if (!fresh) CHECK(it->second < g.id);
+      it->second = g.id;
+    }
+    CHECK(last.size() == static_cast<size_t>(kTopics));
+    f.Close();  // Writes the checkpoints and the source position.
+  }
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  put("b", 1);
+  Collector c;
+  Subscription* s = ValueOrDie(q->Subscribe(o, &c));
+  c.WaitFor(kTopics);
+  Eventually([&] { return ValueOrDie(s->Stats()).lag == 0; });
+  std::set<std::string> got;
+  for (const Got& g : c.got()) {
+    CHECK(g.payload[0] == 'b');
+    got.insert(g.payload);
+  }
+  CHECK(got.size() == static_cast<size_t>(kTopics));
+  HQ_REQUIRE_OK(s->Checkpoint());
+  const SubscriptionStats st = ValueOrDie(s->Stats());
+  CHECK(st.lanes.size() == static_cast<size_t>(kTopics));
+  for (const LaneCheckpoint& lc : st.lanes) CHECK(lc.next == lc.written);
+}
+
+TEST_CASE("a paged subscription's stats count the lanes waiting on disk") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(
+      f.db()->CreateQueue("q", {.partitions = 2, .layout = Layout::kTopic}));
+  Collector c;
+  c.Close();  // Every delivery waits: lanes stay on disk.
+  Subscription* s = ValueOrDie(q->Subscribe(
+      {.name = "s", .buffer_messages = 1, .max_active_lanes = 1}, &c));
+  for (int t = 0; t < 10; ++t) {
+    PutN(q, 3, absl::StrCat("t", t, "-"), t % 2, 0, absl::StrCat("t", t));
+  }
+  Eventually([&] { return c.calls() >= 1; });
+  // 30 messages: one in the listener's hands (buffered), the rest on disk
+  // in the active lane or in lanes waiting in the source.
+  const SubscriptionStats st = ValueOrDie(s->Stats());
+  CHECK(st.lag == 30);
+  CHECK(st.lag_exact);
+  CHECK(st.lanes.size() == 10);
+  c.Open();
+  c.WaitFor(30);
+  Eventually([&] { return ValueOrDie(s->Stats()).lag == 0; });
+  // Unsubscribe deletes its source position with the rest.
+  HQ_REQUIRE_OK(q->Unsubscribe("s"));
+  CHECK(ValueOrDie(f.db()->Verify()).ok());
 }
 
 }  // namespace

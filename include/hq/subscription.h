@@ -111,6 +111,17 @@ struct SubscribeOptions {
   // Limits: 1 ms..1 h, base <= cap.
   absl::Duration retry_base = absl::Milliseconds(100);
   absl::Duration retry_cap = absl::Seconds(30);
+
+  // Topic layout queues: at most this many lanes with messages to read are
+  // kept in memory (a few hundred bytes each, so the default is about
+  // 64 MiB), whatever the number of topics. The others wait in the queue's
+  // lane activity index, on disk, and are read in turn (a lane that had
+  // its turn and still has messages goes behind the lanes waiting on
+  // disk). Besides them, memory holds the lanes with buffered messages,
+  // checkpoints not yet written, or a listener's retry pending (one message
+  // each). Time layout queues have partitions x priorities lanes and are
+  // not capped. Default: 131072. Limits: 1..2^24.
+  size_t max_active_lanes = 131072;
 };
 
 // One lane's checkpoint.

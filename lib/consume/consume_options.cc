@@ -2,8 +2,11 @@
 
 #include "lib/consume/consume_options.h"
 
+#include <atomic>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "lib/consume/group_test_hooks.h"
 #include "lib/format/format.h"
 #include "lib/util/status_macros.h"
 #include "lib/util/strings.h"
@@ -122,6 +125,17 @@ absl::Status ValidateGroupOptions(const GroupOptions& o) {
   return absl::OkStatus();
 }
 
+namespace {
+std::atomic<size_t> test_max_active_lanes{0};
+}  // namespace
+
+void TEST_SetMaxActiveLanes(size_t n) { test_max_active_lanes.store(n); }
+
+size_t MaxActiveLanes(size_t configured) {
+  const size_t test = test_max_active_lanes.load();
+  return test != 0 ? test : configured;
+}
+
 absl::Status ValidateSubscribeOptions(const SubscribeOptions& o) {
   HQ_RETURN_IF_ERROR(format::ValidateSubscriptionName(o.name));
   if (o.topics.size() > 1024) {
@@ -161,6 +175,11 @@ absl::Status ValidateSubscribeOptions(const SubscribeOptions& o) {
         "SubscribeOptions::retry_base is ", absl::FormatDuration(o.retry_base),
         " and retry_cap is ", absl::FormatDuration(o.retry_cap),
         "; they must be in 1ms..1h with base <= cap"));
+  }
+  if (o.max_active_lanes < 1 || o.max_active_lanes > (size_t{1} << 24)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "SubscribeOptions::max_active_lanes is %d; it must be in 1..16777216",
+        o.max_active_lanes));
   }
   return absl::OkStatus();
 }

@@ -29,6 +29,9 @@ absl::Status ValidateTopicPacing(std::string_view field,
 // The checks of SubscribeOptions that need no queue (partition ranges are
 // checked by the queue).
 absl::Status ValidateSubscribeOptions(const SubscribeOptions& options);
+// A consumer's working-set cap: `configured`, unless a test replaced every
+// consumer's (lib/consume/group_test_hooks.h).
+size_t MaxActiveLanes(size_t configured);
 // The checks of ClaimOptions that need only the queue's partition count
 // (an ordered group checks its own on top).
 absl::Status ValidateClaimOptions(const ClaimOptions& options,

@@ -9,7 +9,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "lib/consume/group_test_hooks.h"
+#include "lib/consume/consume_options.h"
 #include "lib/engine/checked_read.h"
 #include "lib/engine/db_impl.h"
 #include "lib/engine/queue_impl.h"
@@ -24,11 +24,7 @@ namespace {
 // Stats counts the backlog key by key up to this many keys.
 constexpr uint64_t kStatsCountLimit = 100000;
 
-std::atomic<size_t> test_max_active_lanes{0};
-
 }  // namespace
-
-void TEST_SetMaxActiveLanes(size_t n) { test_max_active_lanes.store(n); }
 
 size_t GroupImpl::TEST_ResidentLanes() {
   MutexLock l(&mu_);
@@ -41,8 +37,7 @@ size_t GroupImpl::TEST_ActiveLanes() {
 }
 
 size_t GroupImpl::MaxActive() const {
-  const size_t test = test_max_active_lanes.load();
-  return test != 0 ? test : options_.max_active_lanes;
+  return MaxActiveLanes(options_.max_active_lanes);
 }
 
 uint64_t GroupImpl::ToMs(absl::Time t) {

@@ -10,8 +10,9 @@
 
 namespace hq {
 
-// Replaces every group's GroupOptions::max_active_lanes (0: do not), so that
-// a whole test program runs with a tiny working set.
+// Replaces every group's GroupOptions::max_active_lanes and every
+// subscription's SubscribeOptions::max_active_lanes (0: do not), so that a
+// whole test program runs with a tiny working set.
 void TEST_SetMaxActiveLanes(size_t n);
 
 }  // namespace hq

@@ -231,6 +231,10 @@ format::SourceValue LaneSource::Position() const {
   return v;
 }
 
+bool LaneSource::Moved() const {
+  return format::EncodeSource(Position()) != written_;
+}
+
 void LaneSource::AppendRecord(leveldb::WriteBatch* batch) {
   std::string value = format::EncodeSource(Position());
   if (value == written_) return;

@@ -81,6 +81,8 @@ class LaneSource {
   // Appends the source record to `batch` if the position moved since it
   // was last appended.
   void AppendRecord(leveldb::WriteBatch* batch);
+  // Whether the position moved since the record was last appended.
+  bool Moved() const;
 
  private:
   // Per priority.

@@ -282,7 +282,8 @@ absl::Status QueueImpl::Unsubscribe(std::string_view name) {
     MutexLock l(&status_mu_);  // Not while CollectLiveStatus reads it.
     sub.reset();
   }
-  // Delete its records: the subscription record and its checkpoints.
+  // Delete its records: the subscription record, its lane source position
+  // and its checkpoints.
   const std::string key = format::SubKey(record_.id, name);
   std::string value;
   format::SubRecord record;
@@ -299,6 +300,7 @@ absl::Status QueueImpl::Unsubscribe(std::string_view name) {
   if (s.ok()) {
     leveldb::WriteBatch b;
     b.Delete(key);
+    b.Delete(format::SourceKey(record_.id, record.id));
     const std::string prefix = format::GroupRecordPrefix(format::kCheckpointTag,
                                                          record_.id, record.id);
     std::unique_ptr<leveldb::Iterator> it(

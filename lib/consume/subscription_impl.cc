@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "lib/consume/consume_options.h"
 #include "lib/engine/checked_read.h"
 #include "lib/engine/db_impl.h"
 #include "lib/format/coding.h"
@@ -23,6 +24,12 @@ constexpr uint64_t kLagCountLimit = 100000;
 // at (a time-layout lane with a topic filter reads past other topics).
 constexpr size_t kReadChunk = 128;
 constexpr size_t kScanChunk = 8 * kReadChunk;
+// Lanes taken from the source by one slice (a directory walk over drained
+// lanes, or stale hints, must not hold the lock for long: the slice is run
+// again).
+constexpr size_t kPageInBudget = 256;
+// Stats counts the lag of at most this many lanes waiting in the source.
+constexpr size_t kPeekLanes = 1024;
 
 }  // namespace
 
@@ -39,7 +46,10 @@ SubscriptionImpl::SubscriptionImpl(DbImpl* db, QueueImpl* queue,
       topic_set_(record.topics.begin(), record.topics.end()),
       notes_(queue->codec().lane_has_topic()),
       options_(options),
-      listeners_{listener} {
+      listeners_{listener},
+      source_(queue->codec().lane_has_topic()
+                  ? std::make_unique<LaneSource>(db, queue, record.id)
+                  : nullptr) {
   if (!record_.partitions.empty()) {
     partition_set_.assign(queue_->options().partitions, false);
     for (uint32_t p : record_.partitions) partition_set_[p] = true;
@@ -122,17 +132,99 @@ absl::StatusOr<SubscriptionImpl::Lane*> SubscriptionImpl::GetLane(
 }
 
 void SubscriptionImpl::Activate(Lane* lane) {
+  if (lane->blocked) {  // Read again after its head is delivered.
+    lane->reread = true;
+    return;
+  }
+  lane->rehint = false;
   if (lane->active) return;
   lane->active = true;
   active_.push_back(lane);
 }
 
+size_t SubscriptionImpl::TEST_ResidentLanes() {
+  MutexLock l(&mu_);
+  return lanes_.size();
+}
+
+size_t SubscriptionImpl::TEST_ActiveLanes() {
+  MutexLock l(&mu_);
+  return active_.size();
+}
+
+size_t SubscriptionImpl::MaxActive() const {
+  return MaxActiveLanes(options_.max_active_lanes);
+}
+
+bool SubscriptionImpl::Idle(const Lane& lane) {
+  return !lane.active && !lane.ready && !lane.blocked && lane.buf.empty();
+}
+
 void SubscriptionImpl::NoteLaneWritten(std::string_view lane_prefix) {
-  notes_.Note(lane_prefix);
+  if (paged()) {
+    paged_notes_.store(true);
+  } else {
+    notes_.Note(lane_prefix);
+  }
   pool_->Schedule(this);
 }
 
+bool SubscriptionImpl::SourcePending() const {
+  for (int p = 0; paged() && p < queue_->options().priorities; ++p) {
+    if (source_->pending(p)) return true;
+  }
+  return false;
+}
+
+bool SubscriptionImpl::SourceWaiting() const {
+  return active_.size() >= MaxActive() && SourcePending();
+}
+
+bool SubscriptionImpl::SourceHasMore() const {
+  return active_.size() < MaxActive() && !Full() && SourcePending();
+}
+
+absl::Status SubscriptionImpl::Admit(LaneSource::Taken* t) {
+  uint32_t partition;
+  int priority;
+  std::string_view topic;
+  if (!LayoutCodec::ParseLanePrefix(t->prefix, true, &partition, &priority,
+                                    &topic)) {
+    return absl::DataLossError(absl::StrCat(
+        "subscription '", name_, "': the lane index names a malformed lane"));
+  }
+  if (!InScope(partition, topic)) {
+    source_->Release(t->hold);
+    return absl::OkStatus();
+  }
+  HQ_ASSIGN_OR_RETURN(Lane * lane, GetLane(t->prefix));
+  if (lane->hold.held()) {
+    source_->Release(t->hold);  // Already held back by an earlier one.
+  } else {
+    lane->hold = std::move(t->hold);
+  }
+  Activate(lane);
+  return absl::OkStatus();
+}
+
+absl::Status SubscriptionImpl::PageIn(leveldb::Iterator* it) {
+  if (paged_notes_.exchange(false)) source_->NoteWritten();
+  size_t budget = kPageInBudget;
+  for (int p = queue_->options().priorities - 1; p >= 0; --p) {
+    while (budget > 0 && active_.size() < MaxActive() && source_->pending(p)) {
+      std::vector<LaneSource::Taken> lanes;
+      HQ_RETURN_IF_ERROR(source_->Next(
+          p, std::min(budget, MaxActive() - active_.size()), it, &lanes));
+      if (lanes.empty()) break;
+      budget -= lanes.size();
+      for (LaneSource::Taken& t : lanes) HQ_RETURN_IF_ERROR(Admit(&t));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status SubscriptionImpl::TakeNotes() {
+  if (paged()) return absl::OkStatus();  // PageIn reads the source.
   const bool has_topic = queue_->codec().lane_has_topic();
   // Runs under mu_, which the caller of TakeNotes holds.
   auto activate = [&](const NotedLane& noted)
@@ -154,6 +246,7 @@ absl::Status SubscriptionImpl::TakeNotes() {
 
 absl::Status SubscriptionImpl::Load() {
   MutexLock l(&mu_);
+  if (paged()) return source_->Load();
   // The lane directory joined with the checkpoints; each lane in scope is
   // sought at its checkpoint.
   const bool has_topic = queue_->codec().lane_has_topic();
@@ -207,18 +300,23 @@ bool SubscriptionImpl::Full() const {
 }
 
 absl::Status SubscriptionImpl::Fill() {
-  if (active_.empty() || Full()) return absl::OkStatus();
+  if (Full()) return absl::OkStatus();
   const bool has_topic = queue_->codec().lane_has_topic();
   const MessageId cutoff = queue_->TtlCutoff(db_->clock()->Now());
   std::unique_ptr<leveldb::Iterator> it(
       NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
+  if (paged()) HQ_RETURN_IF_ERROR(PageIn(it.get()));
+  // Paged, with lanes waiting on disk: a lane that had its turn and still
+  // has messages goes behind them.
+  const bool behind = SourceWaiting();
   std::string seek;
   const size_t lanes = active_.size();
   for (size_t k = 0; k < lanes && !Full(); ++k) {
     Lane* lane = active_.front();
     active_.pop_front();
-    if (lane->blocked) {  // Waiting for a retry: read on after it.
-      active_.push_back(lane);
+    if (lane->blocked) {  // Waiting for a retry: read again after it.
+      lane->active = false;
+      lane->reread = true;
       continue;
     }
     if (lane->read < cutoff) lane->read = cutoff;  // Expired: skipped.
@@ -264,14 +362,22 @@ absl::Status SubscriptionImpl::Fill() {
       ++taken;
     }
     HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading a lane"));
-    if (drained) {
+    if (drained || behind) {
       lane->active = false;
+      lane->rehint = !drained;
+      if (lane->rehint && lane->buf.empty()) rotated_idle_ = true;
     } else {
       active_.push_back(lane);
     }
     if (!lane->buf.empty() && !lane->ready) {
       lane->ready = true;
       ready_.push_back(lane);
+    }
+    if (paged() && drained && Idle(*lane) && !Dirty(*lane)) {
+      // Nothing new (a stale hint, or a lane the walk found drained): its
+      // checkpoint is as written, so it lets the position go at once.
+      source_->Release(lane->hold);
+      lanes_.erase(lanes_.find(lane->prefix));
     }
   }
   return absl::OkStatus();
@@ -328,8 +434,9 @@ size_t SubscriptionImpl::Deliver(
             buffered_bytes_ -= lane->buf.back().payload.size();
             lane->buf.pop_back();
           }
-          Activate(lane);
+          lane->reread = true;
         }
+        if (lane->active) lane->reread = true;  // Fill takes it out.
         lane->blocked = true;
         blocked_ += 1;
         blocked_bytes_ += b->payload.size();
@@ -340,6 +447,10 @@ size_t SubscriptionImpl::Deliver(
       lane->blocked = false;
       blocked_ -= 1;
       blocked_bytes_ -= b->payload.size();
+      if (lane->reread) {
+        lane->reread = false;
+        Activate(lane);
+      }
     }
     buffered_ -= 1;
     buffered_bytes_ -= b->payload.size();
@@ -419,17 +530,23 @@ bool SubscriptionImpl::RunSlice() {
     Lane* lane = todo[k];
     if (lane->buf.empty()) {
       lane->ready = false;
+      if (lane->rehint) rotated_idle_ = true;
     } else {
       ready_.push_back(lane);
       if (lane->retry_at <= now) more = true;  // Its turn was cut short.
     }
   }
-  if (since_checkpoint_ >= options_.checkpoint_messages) {
+  if (since_checkpoint_ >= options_.checkpoint_messages || rotated_idle_) {
+    // Lanes that left the active ones with messages to read go behind the
+    // lanes waiting on disk now: with their new hints.
+    if (rotated_idle_) more = true;
     if (!Fail(WriteCheckpoints()).ok()) return false;
-  } else if (since_checkpoint_ > 0 && !checkpoint_timer_) {
+  } else if ((since_checkpoint_ > 0 || (paged() && source_->Moved())) &&
+             !checkpoint_timer_) {
     ArmTimer(options_.checkpoint_interval, /*checkpoint=*/true);
   }
   if (!active_.empty() && !Full()) more = true;
+  if (SourceHasMore()) more = true;
   return more;
 }
 
@@ -442,14 +559,34 @@ bool SubscriptionImpl::Dirty(const Lane& lane) const {
 
 absl::Status SubscriptionImpl::WriteCheckpoints() {
   checkpoint_due_ = false;
+  rotated_idle_ = false;
   leveldb::WriteBatch batch;
   std::vector<Lane*> wrote;
+  // Paged: idle lanes let the position go in this batch, with a new hint
+  // if they left the active lanes with messages to read.
+  std::vector<std::string> rehint;
   for (auto& [prefix, lane] : lanes_) {
-    if (!Dirty(*lane)) continue;
-    batch.Put(CheckpointKey(prefix), format::EncodeCheckpoint(lane->next()));
-    wrote.push_back(lane.get());
+    if (Dirty(*lane)) {
+      batch.Put(CheckpointKey(prefix), format::EncodeCheckpoint(lane->next()));
+      wrote.push_back(lane.get());
+    }
+    if (paged() && Idle(*lane) && lane->hold.held()) {
+      source_->Release(lane->hold);
+      lane->hold = LaneSource::Hold();
+      if (lane->rehint) rehint.push_back(prefix);
+    }
   }
-  if (!wrote.empty()) {
+  const bool moved = paged() && source_->Moved();
+  if (moved) source_->AppendRecord(&batch);
+  if (!rehint.empty()) {
+    HQ_RETURN_IF_ERROR(db_->WriteWithHints(
+        queue_, db_->default_sync(),
+        [&](DbImpl::HintWriter* hints, leveldb::WriteBatch* b) {
+          b->Append(batch);
+          for (const std::string& lane : rehint) hints->Append(lane);
+        }));
+    source_->NoteWritten();  // The new hints are to be read.
+  } else if (!wrote.empty() || moved) {
     HQ_RETURN_IF_ERROR(db_->WriteRecords(queue_, batch, db_->default_sync()));
   }
   for (Lane* lane : wrote) {
@@ -460,7 +597,7 @@ absl::Status SubscriptionImpl::WriteCheckpoints() {
   // Idle lanes, their checkpoints on disk: forgotten.
   for (auto it = lanes_.begin(); it != lanes_.end();) {
     const Lane& lane = *it->second;
-    if (!lane.active && !lane.ready && lane.buf.empty() && !Dirty(lane)) {
+    if (Idle(lane) && !Dirty(lane) && !lane.hold.held()) {
       lanes_.erase(it++);
     } else {
       ++it;
@@ -497,6 +634,72 @@ absl::Status SubscriptionImpl::Stop(bool checkpoint) {
 }
 
 // ------------------------------------------------------------------ stats
+
+absl::Status SubscriptionImpl::CountLag(std::string_view lane_prefix,
+                                        MessageId from, leveldb::Iterator* it,
+                                        SubscriptionStats* st) const {
+  if (!st->lag_exact) return absl::OkStatus();
+  const bool has_topic = queue_->codec().lane_has_topic();
+  const size_t n = lane_prefix.size();
+  std::string seek(lane_prefix);
+  LayoutCodec::AppendMessageId(&seek, from);
+  MessageId id;
+  for (it->Seek(seek); it->Valid(); it->Next()) {
+    const std::string_view key = View(it->key());
+    if (!LayoutCodec::LaneMessage(key, lane_prefix, &id)) break;
+    if (!has_topic && !topic_set_.empty() &&
+        !topic_set_.contains(Av(key.substr(n + LayoutCodec::kMessageIdSize)))) {
+      continue;
+    }
+    if (st->lag >= kLagCountLimit) {
+      st->lag_exact = false;
+      break;
+    }
+    ++st->lag;
+  }
+  return FromLevelDb(it->status(), "counting the lag");
+}
+
+absl::Status SubscriptionImpl::CountWaiting(MessageId cutoff,
+                                            leveldb::Iterator* it,
+                                            SubscriptionStats* st) {
+  // Lanes waiting in the source, peeked (not taken: Stats changes nothing).
+  std::vector<std::string> waiting;
+  bool all;
+  HQ_RETURN_IF_ERROR(source_->Peek(kPeekLanes, it, &waiting, &all));
+  if (!all) st->lag_exact = false;
+  absl::flat_hash_set<std::string> seen;
+  for (const std::string& prefix : waiting) {
+    if (lanes_.contains(prefix) || !seen.insert(prefix).second) continue;
+    LaneCheckpoint c;
+    std::string_view topic;
+    if (!LayoutCodec::ParseLanePrefix(prefix, true, &c.partition, &c.priority,
+                                      &topic)) {
+      return absl::DataLossError(absl::StrCat(
+          "subscription '", name_, "': the lane index names a malformed lane"));
+    }
+    if (!InScope(c.partition, topic)) continue;
+    std::string value;
+    leveldb::Status s = CheckedGet(db_->leveldb(), CheckedReadOptions(),
+                                   CheckpointKey(prefix), &value);
+    c.next = record_.start;
+    if (s.ok()) {
+      if (!format::DecodeCheckpoint(value, &c.next)) {
+        return absl::DataLossError(absl::StrCat(
+            "subscription '", name_, "': malformed checkpoint record"));
+      }
+    } else if (s.IsNotFound()) {
+      // Not listed by the checkpoint records: listed here.
+      c.topic.assign(topic);
+      c.written = c.next;
+      st->lanes.push_back(c);
+    } else {
+      return FromLevelDb(s, "reading a subscription checkpoint");
+    }
+    HQ_RETURN_IF_ERROR(CountLag(prefix, std::max(c.next, cutoff), it, st));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<SubscriptionStats> SubscriptionImpl::Stats() {
   DbImpl::OpScope op(db_);
@@ -541,7 +744,6 @@ absl::StatusOr<SubscriptionStats> SubscriptionImpl::Stats() {
   const MessageId cutoff = queue_->TtlCutoff(db_->clock()->Now());
   std::unique_ptr<leveldb::Iterator> it(
       NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
-  std::string seek;
   for (const Lane* lane : lanes) {
     LaneCheckpoint c;
     c.partition = lane->partition;
@@ -551,27 +753,13 @@ absl::StatusOr<SubscriptionStats> SubscriptionImpl::Stats() {
     c.written = lane->written_exists ? lane->written : record_.start;
     st.lanes.push_back(std::move(c));
     st.lag += lane->buf.size();
-    if (!lane->active || !st.lag_exact) continue;
-    const size_t n = lane->prefix.size();
-    seek = lane->prefix;
-    LayoutCodec::AppendMessageId(&seek, std::max(lane->read, cutoff));
-    MessageId id;
-    for (it->Seek(seek); it->Valid(); it->Next()) {
-      const std::string_view key = View(it->key());
-      if (!LayoutCodec::LaneMessage(key, lane->prefix, &id)) break;
-      if (!has_topic && !topic_set_.empty() &&
-          !topic_set_.contains(
-              Av(key.substr(n + LayoutCodec::kMessageIdSize)))) {
-        continue;
-      }
-      if (st.lag >= kLagCountLimit) {
-        st.lag_exact = false;
-        break;
-      }
-      ++st.lag;
+    // Read to its end unless it is to be read again.
+    if (lane->active || lane->reread || lane->rehint) {
+      HQ_RETURN_IF_ERROR(
+          CountLag(lane->prefix, std::max(lane->read, cutoff), it.get(), &st));
     }
-    HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "counting the lag"));
   }
+  if (paged()) HQ_RETURN_IF_ERROR(CountWaiting(cutoff, it.get(), &st));
   // Lane order: partition, priority from the highest, topic.
   std::sort(st.lanes.begin(), st.lanes.end(),
             [](const LaneCheckpoint& a, const LaneCheckpoint& b) {

@@ -3,15 +3,19 @@
 // The subscription engine (hq/subscription.h).
 //
 // A subscription is a DeliveryPool job. Each run (RunSlice) takes the lanes
-// the write path noted, reads new messages of its active lanes into the
-// per-lane buffers while the total stays under the buffer limits (the
-// MessageScanner half), then calls the listeners for up to
+// with new messages (time layout: the lanes the write path noted; topic
+// layout: lanes paged in from a LaneSource while fewer than
+// max_active_lanes are active, doc/massive_topics.md), reads new messages of
+// its active lanes into the per-lane buffers while the total stays under the
+// buffer limits (the MessageScanner half), then calls the listeners for up to
 // kMessagesPerSlice buffered messages, lane by lane (the MessageSender
 // half), outside the subscription's lock, and writes the checkpoints when
 // checkpoint_messages deliveries have piled up or the checkpoint timer
 // fired. A lane whose listener failed waits for its retry time (a timer
 // schedules the job again). Only lanes with work, buffered messages or
-// checkpoints not yet written are held in memory.
+// checkpoints not yet written are held in memory. A paged lane holds its
+// source's position back until its checkpoint at its end, or a new hint
+// for it, is written with the position.
 //
 // Threads: RunSlice runs on one pool thread at a time. The lane buffers are
 // changed under mu_, and only by the running slice, which also reads the
@@ -20,6 +24,7 @@
 #ifndef HQ_LIB_CONSUME_SUBSCRIPTION_IMPL_H_
 #define HQ_LIB_CONSUME_SUBSCRIPTION_IMPL_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -34,6 +39,7 @@
 #include "leveldb/db.h"
 #include "leveldb/write_batch.h"
 #include "lib/consume/lane_notes.h"
+#include "lib/consume/lane_source.h"
 #include "lib/engine/delivery_pool.h"
 #include "lib/engine/queue_impl.h"
 #include "lib/format/format.h"
@@ -52,8 +58,9 @@ class SubscriptionImpl final : public Subscription,
                    const SubscribeOptions& options, MessageListener* listener);
   ~SubscriptionImpl();
 
-  // Finds the lanes with messages past their checkpoints (one pass over
-  // the queue's lane directory). Called once, before Start.
+  // Finds the lanes with messages past their checkpoints: time layout, one
+  // pass over the queue's lane directory; topic layout, reads the source
+  // position (nothing per topic). Called once, before Start.
   absl::Status Load();
   // Starts delivery.
   void Start();
@@ -80,6 +87,10 @@ class SubscriptionImpl final : public Subscription,
 
   static constexpr size_t kMessagesPerSlice = 256;
 
+  // Lanes in memory, and lanes active (to be read).
+  size_t TEST_ResidentLanes() ABSL_LOCKS_EXCLUDED(mu_);
+  size_t TEST_ActiveLanes() ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   struct Buffered {
     MessageId id;
@@ -99,8 +110,15 @@ class SubscriptionImpl final : public Subscription,
     bool ready = false;   // In ready_: buf is not empty.
     size_t resume = 0;    // The listener to call next for buf.front().
     uint32_t failures = 0;
-    // Waiting for a retry: buf holds only the head (counted in blocked_).
+    // Waiting for a retry: buf holds only the head (counted in blocked_),
+    // and the lane is not in active_ (reread: it goes back after the head).
     bool blocked = false;
+    bool reread = false;
+    // Paged: what holds the source's position back for this lane, and
+    // whether it left the active lanes with messages to read (it needs a
+    // new hint when it leaves memory).
+    LaneSource::Hold hold;
+    bool rehint = false;
     absl::Time retry_at = absl::InfinitePast();
     // The checkpoint: every message below it was delivered (or skipped).
     MessageId next() const { return buf.empty() ? read : buf.front().id; }
@@ -112,6 +130,30 @@ class SubscriptionImpl final : public Subscription,
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Activate(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status TakeNotes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool paged() const { return source_ != nullptr; }
+  size_t MaxActive() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Paged: takes lanes from the source, highest priority first, while
+  // fewer than MaxActive are active (at most kPageInBudget a call).
+  absl::Status PageIn(leveldb::Iterator* it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Admit(LaneSource::Taken* t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Paged: the source may have lanes not yet taken...
+  bool SourcePending() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ...and they wait for a place among the active lanes...
+  bool SourceWaiting() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ...or the next slice can page them in.
+  bool SourceHasMore() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds to st->lag the messages of the lane from `from` in scope (up to
+  // the limit of the count).
+  absl::Status CountLag(std::string_view lane_prefix, MessageId from,
+                        leveldb::Iterator* it, SubscriptionStats* st) const;
+  // Paged: adds the lag of up to kPeekLanes lanes waiting in the source
+  // (and lists those without a checkpoint record); the lag is a lower
+  // bound if more wait.
+  absl::Status CountWaiting(MessageId cutoff, leveldb::Iterator* it,
+                            SubscriptionStats* st)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `lane` can leave memory once its checkpoint is written.
+  static bool Idle(const Lane& lane);
   bool Full() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reads new messages into the buffers while there is room.
   absl::Status Fill() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -138,13 +180,17 @@ class SubscriptionImpl final : public Subscription,
   std::vector<bool> partition_set_;  // Empty: all.
   absl::flat_hash_set<std::string> topic_set_;
 
-  LaneNotes notes_;  // Lanes written since TakeNotes.
+  LaneNotes notes_;  // Lanes written since TakeNotes (time layout).
+  // Topic layout: set by the write path, taken by TakeNotes.
+  std::atomic<bool> paged_notes_{true};
 
   Mutex mu_;
   SubscribeOptions options_ ABSL_GUARDED_BY(mu_);
   std::vector<MessageListener*> listeners_ ABSL_GUARDED_BY(mu_);
   absl::Status broken_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  // Topic layout: where lanes with new messages are found.
+  const std::unique_ptr<LaneSource> source_ ABSL_PT_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::unique_ptr<Lane>> lanes_
       ABSL_GUARDED_BY(mu_);
   std::deque<Lane*> active_ ABSL_GUARDED_BY(mu_);
@@ -157,6 +203,9 @@ class SubscriptionImpl final : public Subscription,
   uint64_t since_checkpoint_ ABSL_GUARDED_BY(mu_) = 0;
   bool checkpoint_due_ ABSL_GUARDED_BY(mu_) = false;
   bool checkpoint_timer_ ABSL_GUARDED_BY(mu_) = false;
+  // A lane that left the active ones with messages to read has nothing
+  // buffered: WriteCheckpoints gives it a new hint.
+  bool rotated_idle_ ABSL_GUARDED_BY(mu_) = false;
   // Lanes waiting for a retry, and their head messages' payload bytes.
   uint64_t blocked_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t blocked_bytes_ ABSL_GUARDED_BY(mu_) = 0;

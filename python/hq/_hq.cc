@@ -1260,7 +1260,8 @@ PYBIND11_MODULE(_hq, m) {
              std::vector<uint32_t> partitions, const py::iterable& topics,
              py::object start, uint32_t checkpoint_messages,
              double checkpoint_interval, uint32_t buffer_messages,
-             uint64_t buffer_bytes, double retry_base, double retry_cap) {
+             uint64_t buffer_bytes, double retry_base, double retry_cap,
+             size_t max_active_lanes) {
             hq::SubscribeOptions o;
             o.name = name;
             o.partitions = std::move(partitions);
@@ -1273,6 +1274,7 @@ PYBIND11_MODULE(_hq, m) {
             o.buffer_bytes = buffer_bytes;
             o.retry_base = ToDuration(retry_base, "retry_base");
             o.retry_cap = ToDuration(retry_cap, "retry_cap");
+            o.max_active_lanes = max_active_lanes;
             auto l = std::make_unique<PyListener>(listener, name);
             Use use(*q.h);
             absl::StatusOr<hq::Subscription*> sub;
@@ -1296,6 +1298,7 @@ PYBIND11_MODULE(_hq, m) {
           py::arg("buffer_messages") = 1024,
           py::arg("buffer_bytes") = uint64_t{4} << 20,
           py::arg("retry_base") = 0.1, py::arg("retry_cap") = 30.0,
+          py::arg("max_active_lanes") = hq::SubscribeOptions().max_active_lanes,
           "Delivers the queue's messages to `listener` on a delivery thread, "
           "in order per lane, at least once; resumes from its checkpoints.")
       .def(

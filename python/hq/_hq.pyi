@@ -252,7 +252,8 @@ class Queue:
                   checkpoint_interval: float = 1.0,
                   buffer_messages: int = 1024,
                   buffer_bytes: int = 4 << 20, retry_base: float = 0.1,
-                  retry_cap: float = 30.0) -> Subscription:
+                  retry_cap: float = 30.0,
+                  max_active_lanes: int = 131072) -> Subscription:
         """Delivers the queue's messages to `listener`, in order per lane,
         at least once, on a delivery thread. If the listener raises, the
         exception goes to sys.unraisablehook and the same message comes

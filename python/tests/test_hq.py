@@ -699,6 +699,20 @@ def test_subscription_resumes_after_reopen(tmp_path):
     assert got == [b"1", b"2"]
 
 
+def test_subscription_max_active_lanes_pages_topics(db):
+    q = db.create_queue("q", layout="topic")
+    for i in range(50):
+        q.put(b"m%d" % i, topic="site%d" % i)
+    got = []
+    sub = q.subscribe("s", lambda m: got.append(m.payload),
+                      max_active_lanes=2)
+    wait_for(lambda: sub.stats().delivered == 50, "50 messages delivered")
+    assert sorted(got) == sorted(b"m%d" % i for i in range(50))
+    assert sub.stats().lag == 0
+    with pytest.raises(hq.InvalidArgument):
+        q.subscribe("t", print, max_active_lanes=0)
+
+
 def test_listener_exception_is_reported_and_retried(db, monkeypatch):
     reported = []
     monkeypatch.setattr(sys, "unraisablehook", reported.append)
