@@ -3,14 +3,17 @@
 // The child process of test/crash_loop_test.cc: a busy user of one Db,
 // meant to be killed with SIGKILL at a random moment.
 //
-//   crash_child DIR RUN SEED
+//   crash_child DIR RUN SEED [time|topic]
 //
 // Opens DIR (sync_writes off; some writes ask for sync; in half the runs
 // with a clock up to 2 s behind the wall clock), creates queue "q"
-// (kQueueOptions below) if missing, then, until it is killed:
+// (3 partitions, 2 priorities, the layout named, default time) if missing,
+// then, until it is killed:
 //   - 3 producer threads write Puts (sync and not) and PutBatches of 1..6
 //     messages, to explicit, key-hashed and round-robin partitions, with
-//     priorities 0..1 and topics "", "a", "b";
+//     priorities 0..1 and topics "", "a", "b" (topic layout: "" and "a" to
+//     "k", and every consumer's working set capped at 2 lanes, so that
+//     lanes are paged in and out all the time);
 //   - 2 consumer threads claim from group "g" (lease 100..300 ms) and
 //     complete some tasks, release some (at once, or after 20 ms) and keep
 //     the others until their lease expires;
@@ -27,8 +30,8 @@
 //                             be completed if the child dies before "D")
 //   D <partition> <id>        the Complete returned OK
 //   R <partition> <id>        a Release returned OK
-//   M <partition> <priority> <id>  the listener took this message (prints,
-//                             then returns OK)
+//   M <partition> <priority> <id> <topic|->  the listener took this
+//                             message (prints, then returns OK)
 //   ERROR <status>            an unexpected error; the child exits 1
 // Claims, Completes and Releases are made and reported under one lock, so
 // the report's order of C, D and R lines is the order of the calls. RUN goes
@@ -48,6 +51,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "hq/hq.h"
+#include "lib/consume/group_test_hooks.h"
 
 namespace {
 
@@ -74,9 +78,12 @@ void WriteLine(const std::string& line) {
 
 std::string Id(const hq::MessageId& id) { return id.ToString(); }
 
-void Produce(hq::Queue* q, int run, int thread, uint64_t seed) {
+void Produce(hq::Queue* q, int run, int thread, uint64_t seed,
+             bool topic_layout) {
   std::mt19937_64 rng(seed);
-  const char* topics[] = {"", "a", "b"};
+  const char* topics[] = {"",  "a", "b", "c", "d", "e",
+                          "f", "g", "h", "i", "j", "k"};
+  const uint64_t n_topics = topic_layout ? 12 : 3;
   uint64_t count = 0;
   for (;;) {
     const int kind = static_cast<int>(rng() % 10);
@@ -90,7 +97,7 @@ void Produce(hq::Queue* q, int run, int thread, uint64_t seed) {
       payloads.push_back(absl::StrCat("r", run, "t", thread, "n", count++,
                                       std::string(rng() % 40, 'x')));
       keys.push_back(absl::StrCat("k", rng() % 1000));
-      hq::Message m{.topic = topics[rng() % 3],
+      hq::Message m{.topic = topics[rng() % n_topics],
                     .payload = payloads.back(),
                     .priority = static_cast<int>(rng() % kPriorities)};
       switch (rng() % 3) {
@@ -209,7 +216,8 @@ class Reporter : public hq::MessageListener {
   absl::Status OnMessage(const hq::MessageView& m) override {
     // Never called concurrently for one subscription: rng_ needs no lock.
     if (rng_() % 50 == 0) return absl::UnavailableError("try again");
-    WriteLine(absl::StrCat("M ", m.partition, " ", m.priority, " ", Id(m.id)));
+    WriteLine(absl::StrCat("M ", m.partition, " ", m.priority, " ", Id(m.id),
+                           " ", m.topic.empty() ? "-" : std::string(m.topic)));
     // Now and then a slow message, so that the buffer fills behind it and a
     // checkpoint is written while messages wait in it.
     if (rng_() % 50 == 0) {
@@ -225,10 +233,12 @@ class Reporter : public hq::MessageListener {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: crash_child DIR RUN SEED\n");
+  if (argc != 4 && argc != 5) {
+    std::fprintf(stderr, "usage: crash_child DIR RUN SEED [time|topic]\n");
     return 2;
   }
+  const bool topic_layout = argc == 5 && std::string(argv[4]) == "topic";
+  if (topic_layout) hq::TEST_SetMaxActiveLanes(2);
   const std::string dir = argv[1];
   const int run = std::atoi(argv[2]);
   const uint64_t seed = std::strtoull(argv[3], nullptr, 10);
@@ -245,7 +255,9 @@ int main(int argc, char** argv) {
     q = *opened;
   } else if (opened.status().code() == absl::StatusCode::kNotFound) {
     auto created = (*db)->CreateQueue(
-        "q", {.partitions = kPartitions, .priorities = kPriorities});
+        "q", {.partitions = kPartitions,
+              .priorities = kPriorities,
+              .layout = topic_layout ? hq::Layout::kTopic : hq::Layout::kTime});
     if (!created.ok()) Fail("CreateQueue", created.status());
     q = *created;
   } else {
@@ -272,7 +284,7 @@ int main(int argc, char** argv) {
   std::mutex group_mu;
   std::vector<std::thread> threads;
   for (int t = 0; t < 3; ++t) {
-    threads.emplace_back(Produce, q, run, t, rng());
+    threads.emplace_back(Produce, q, run, t, rng(), topic_layout);
   }
   for (int t = 0; t < 2; ++t) {
     threads.emplace_back(Consume, *g, &group_mu, rng());

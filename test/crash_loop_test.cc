@@ -26,6 +26,11 @@
 //     lane order without gaps; checkpoints never move back and never pass
 //     an undelivered message; a drain delivers, in order, everything from
 //     the checkpoints on.
+// The loop runs twice: with the `time` layout, and with the `topic` layout
+// over 12 topics with every consumer's working set (the child's and the
+// checker's drains) capped at 2 lanes, so that paging, eviction and the
+// lane source positions are crashed into all the time (the second run
+// makes half the kills).
 // Kills: 16 by default (10 under ASan, 5 under TSan), or $HQ_CRASH_KILLS. The
 // seed: $HQ_CRASH_SEED, else Catch's --rng-seed, else a fixed one; it is
 // printed and reproduces the kill times and the child's choices (not its
@@ -48,12 +53,14 @@
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "lib/consume/group_test_hooks.h"
 #include "test/test_util.h"
 
 namespace hq {
@@ -85,8 +92,14 @@ constexpr uint32_t kPartitions = 3;
 
 // A message within its queue: (partition, id).
 using Key = std::pair<uint32_t, MessageId>;
-// A lane of the `time` layout: (partition, priority).
-using Lane = std::pair<uint32_t, int>;
+// A lane: (partition, priority, topic), the topic empty in the `time`
+// layout.
+using Lane = std::tuple<uint32_t, int, std::string>;
+
+std::string LaneString(const Lane& lane) {
+  return absl::StrCat(std::get<0>(lane), "/", std::get<1>(lane), "/",
+                      std::get<2>(lane));
+}
 
 std::string KeyString(const Key& k) {
   return absl::StrCat(k.first, " ", k.second.ToString());
@@ -101,6 +114,10 @@ struct Stored {
 
 // What the child acknowledged (its lines), over all runs.
 struct Model {
+  bool topic_layout = false;
+  Lane LaneOf(uint32_t partition, int priority, std::string_view topic) const {
+    return {partition, priority, topic_layout ? std::string(topic) : ""};
+  }
   std::map<Key, Stored> acked;  // P lines.
   int64_t acked_sync = 0;
   std::map<Key, Stored> stored;          // At the last check.
@@ -148,7 +165,8 @@ uint32_t ParseU32(std::string_view s) {
 // every line it printed. Fails the test if it exited by itself.
 std::vector<std::string> RunAndKill(const std::string& child,
                                     const std::string& dir, int run,
-                                    uint64_t seed, absl::Duration delay) {
+                                    uint64_t seed, const char* layout,
+                                    absl::Duration delay) {
   int out[2];
   REQUIRE(pipe(out) == 0);
   const std::string run_s = std::to_string(run), seed_s = std::to_string(seed);
@@ -159,7 +177,7 @@ std::vector<std::string> RunAndKill(const std::string& child,
     close(out[0]);
     close(out[1]);
     execl(child.c_str(), child.c_str(), dir.c_str(), run_s.c_str(),
-          seed_s.c_str(), static_cast<char*>(nullptr));
+          seed_s.c_str(), layout, static_cast<char*>(nullptr));
     _exit(127);
   }
   close(out[1]);
@@ -251,8 +269,10 @@ std::map<Lane, std::vector<MessageId>> TakeLines(
         ++m->releases;
       }
     } else if (f[0] == "M") {
-      MODEL_REQUIRE(f.size() == 4, "child line: " << line);
-      const Lane lane{ParseU32(f[1]), static_cast<int>(ParseU32(f[2]))};
+      MODEL_REQUIRE(f.size() == 5, "child line: " << line);
+      const Lane lane =
+          m->LaneOf(ParseU32(f[1]), static_cast<int>(ParseU32(f[2])),
+                    f[4] == "-" ? "" : f[4]);
       delivered[lane].push_back(ParseId(f[3]));
       ++m->deliveries;
     } else {
@@ -276,9 +296,10 @@ void RequireVerified(Db* db) {
 
 class Collector : public MessageListener {
  public:
+  explicit Collector(const Model* m) : model_(m) {}
   absl::Status OnMessage(const MessageView& m) override {
     std::lock_guard<std::mutex> l(mu_);
-    got_[{m.partition, m.priority}].push_back(m.id);
+    got_[model_->LaneOf(m.partition, m.priority, m.topic)].push_back(m.id);
     ++count_;
     return absl::OkStatus();
   }
@@ -292,6 +313,7 @@ class Collector : public MessageListener {
   }
 
  private:
+  const Model* const model_;
   std::mutex mu_;
   std::map<Lane, std::vector<MessageId>> got_;
   size_t count_ = 0;
@@ -327,7 +349,7 @@ void CheckCopy(const std::string& path,
         "stored message " << KeyString(k) << " " << s.payload);
     MODEL_REQUIRE(payloads.insert(s.payload).second,  // Written once.
                   "stored message " << KeyString(k) << " " << s.payload);
-    lanes[{s.partition, s.priority}].push_back(s.id);
+    lanes[m->LaneOf(s.partition, s.priority, s.topic)].push_back(s.id);
   }
   for (auto& [lane, ids] : lanes) {
     REQUIRE(std::is_sorted(ids.begin(), ids.end()));
@@ -357,7 +379,7 @@ void CheckCopy(const std::string& path,
     return it == lanes.end() ? kNone : it->second;
   };
   for (const auto& [lane, ids] : run_delivered) {
-    INFO("lane " << lane.first << "/" << lane.second);
+    INFO("lane " << LaneString(lane));
     const std::vector<MessageId>& all = lane_of(lane);
     const MessageId cp =
         m->checkpoints.contains(lane) ? m->checkpoints[lane] : MessageId::Min();
@@ -366,7 +388,7 @@ void CheckCopy(const std::string& path,
         std::lower_bound(all.begin(), all.end(), cp) - all.begin();
     // ...which is at or before the first one not yet delivered: no gap.
     for (size_t i = 0; i < start; ++i) {
-      MODEL_REQUIRE(m->delivered.contains({lane.first, all[i]}),
+      MODEL_REQUIRE(m->delivered.contains({std::get<0>(lane), all[i]}),
                     "below the checkpoint " << all[i].ToString());
     }
     for (size_t i = 0; i < ids.size(); ++i) {
@@ -375,15 +397,17 @@ void CheckCopy(const std::string& path,
       MODEL_REQUIRE(ids[i] == all[start + i],
                     "delivery " << i << " of the run: " << ids[i].ToString());
     }
-    for (const MessageId& id : ids) m->delivered.insert({lane.first, id});
+    for (const MessageId& id : ids) {
+      m->delivered.insert({std::get<0>(lane), id});
+    }
   }
 
   // ---- The subscription's written checkpoints, then a drain.
   std::map<Lane, MessageId> checkpoints;
   if (auto info = q->InspectSubscription("s"); info.ok()) {
     for (const LaneCheckpoint& c : info->lanes) {
-      const Lane lane{c.partition, c.priority};
-      INFO("checkpoint of lane " << lane.first << "/" << lane.second << ": "
+      const Lane lane = m->LaneOf(c.partition, c.priority, c.topic);
+      INFO("checkpoint of lane " << LaneString(lane) << ": "
                                  << c.written.ToString());
       checkpoints[lane] = c.written;
       if (m->checkpoints.contains(lane)) {
@@ -391,7 +415,7 @@ void CheckCopy(const std::string& path,
       }
       for (const MessageId& id : lane_of(lane)) {
         if (id >= c.written) break;
-        MODEL_REQUIRE(m->delivered.contains({lane.first, id}),
+        MODEL_REQUIRE(m->delivered.contains({std::get<0>(lane), id}),
                       "undelivered " << id.ToString());
       }
     }
@@ -406,7 +430,7 @@ void CheckCopy(const std::string& path,
           checkpoints.contains(lane) ? checkpoints[lane] : MessageId::Min();
       want += ids.end() - std::lower_bound(ids.begin(), ids.end(), cp);
     }
-    Collector c;
+    Collector c(m);
     Subscription* s = ValueOrDie(q->Subscribe({.name = "s"}, &c));
     const absl::Time give_up = absl::Now() + absl::Seconds(120);
     while (c.count() < want) {
@@ -418,7 +442,7 @@ void CheckCopy(const std::string& path,
     REQUIRE(ValueOrDie(s->Stats()).lag == 0);
     std::map<Lane, std::vector<MessageId>> got = c.got();
     for (const auto& [lane, ids] : lanes) {
-      INFO("drained lane " << lane.first << "/" << lane.second);
+      INFO("drained lane " << LaneString(lane));
       const MessageId cp =
           checkpoints.contains(lane) ? checkpoints[lane] : MessageId::Min();
       const std::vector<MessageId> expect(
@@ -434,10 +458,9 @@ void CheckCopy(const std::string& path,
   std::map<Lane, std::pair<MessageId, MessageId>> cursors;
   if (auto info = q->InspectGroup("g"); info.ok()) {
     for (const GroupInfo::LaneCursor& c : info->cursors) {
-      const Lane lane{c.partition, c.priority};
-      INFO("cursors of lane " << lane.first << "/" << lane.second << ": "
-                              << c.scan.ToString() << " "
-                              << c.completion.ToString());
+      const Lane lane = m->LaneOf(c.partition, c.priority, c.topic);
+      INFO("cursors of lane " << LaneString(lane) << ": " << c.scan.ToString()
+                              << " " << c.completion.ToString());
       REQUIRE(c.completion <= c.scan);
       cursors[lane] = {c.scan, c.completion};
       if (m->cursors.contains(lane)) {  // Never backwards.
@@ -446,7 +469,7 @@ void CheckCopy(const std::string& path,
       }
       for (const MessageId& id : lane_of(lane)) {
         if (id >= c.completion) break;
-        const Key k{lane.first, id};
+        const Key k{std::get<0>(lane), id};
         MODEL_REQUIRE(
             (m->completed.contains(k) || m->maybe_completed.contains(k)),
             "below the completion cursor: " << id.ToString());
@@ -520,15 +543,15 @@ void CheckCopy(const std::string& path,
   m->cursors = std::move(cursors);
 }
 
-TEST_CASE("crash loop: kill -9 at random moments loses nothing acknowledged") {
+// The loop: `kills` runs of the child, each killed and checked.
+void CrashLoop(bool topic_layout, int kills) {
   const std::string child = test::PathFromEnv("HQ_CRASH_CHILD");
   const uint64_t seed = EnvNumber("HQ_CRASH_SEED", test::Seed(9));
-  const int kills =
-      static_cast<int>(EnvNumber("HQ_CRASH_KILLS", kDefaultKills));
+  const char* layout = topic_layout ? "topic" : "time";
   std::printf(
-      "crash loop: %d kills, seed %llu (HQ_CRASH_SEED=%llu HQ_CRASH_KILLS=%d "
-      "reproduces the run)\n",
-      kills, static_cast<unsigned long long>(seed),
+      "crash loop, %s layout: %d kills, seed %llu (HQ_CRASH_SEED=%llu "
+      "HQ_CRASH_KILLS=%d reproduces the run)\n",
+      layout, kills, static_cast<unsigned long long>(seed),
       static_cast<unsigned long long>(seed), kills);
   std::fflush(stdout);
   INFO("HQ_CRASH_SEED=" << seed);
@@ -536,6 +559,7 @@ TEST_CASE("crash loop: kill -9 at random moments loses nothing acknowledged") {
   test::TempDir dir;
   const std::string path = dir.Sub("db"), copy = dir.Sub("copy");
   Model m;
+  m.topic_layout = topic_layout;
   const absl::Time start = absl::Now();
   for (int run = 0; run < kills; ++run) {
     INFO("kill " << run + 1 << " of " << kills);
@@ -547,7 +571,7 @@ TEST_CASE("crash loop: kill -9 at random moments loses nothing acknowledged") {
         (kSanitized ? 3 : 1);
     INFO("after " << absl::FormatDuration(delay));
     const std::vector<std::string> lines =
-        RunAndKill(child, path, run, rng(), delay);
+        RunAndKill(child, path, run, rng(), layout, delay);
     const auto delivered = TakeLines(lines, &m);
     std::filesystem::remove_all(copy);
     // A child killed before its Open made the directory leaves none.
@@ -577,6 +601,21 @@ TEST_CASE("crash loop: kill -9 at random moments loses nothing acknowledged") {
   // The loop did what it is for (not a timing check: a run this short
   // with no acknowledged Put would make every check above vacuous).
   CHECK(!m.acked.empty());
+}
+
+int Kills() {
+  return static_cast<int>(EnvNumber("HQ_CRASH_KILLS", kDefaultKills));
+}
+
+TEST_CASE("crash loop: kill -9 at random moments loses nothing acknowledged") {
+  CrashLoop(/*topic_layout=*/false, Kills());
+}
+
+TEST_CASE("crash loop: the topic layout, working sets of 2 lanes") {
+  // Also the checker's drains page (hq::TEST_SetMaxActiveLanes).
+  TEST_SetMaxActiveLanes(2);
+  CrashLoop(/*topic_layout=*/true, std::max(1, Kills() / 2));
+  TEST_SetMaxActiveLanes(0);
 }
 
 }  // namespace
