@@ -174,10 +174,15 @@
 //                    many_topics_read_topic[L], whole-topic scans of
 //                    random topics (one op = one topic read; up to 1000 or
 //                    5 s); many_topics_claim[L], one consumer draining the
-//                    queue (one op = one message); `many_topics heap_kb[L]`,
-//                    heap growth after the put, the group load, the first
-//                    claim and the claims. Then the ratios
-//                    topic/time of put, read_topic and claim.
+//                    queue (one op = one message); many_topics_sub_load[L],
+//                    a new subscription's Subscribe call, and
+//                    many_topics_subscribe[L], its delivery of every
+//                    message (one op = one message; the topic layout's
+//                    walks the lane directory, as one created over existing
+//                    data does); `many_topics heap_kb[L]`, heap growth
+//                    after the put, the group load, the first claim, the
+//                    claims and the subscription. Then the ratios
+//                    topic/time of put, read_topic, claim and subscribe.
 //   layout_lab       The rowkey-layout lab (bench/layout_lab.h): --num
 //                    messages in segments of --lab_segment_size, stored
 //                    under each layout of --lab_layouts in raw LevelDB and

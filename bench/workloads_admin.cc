@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <random>
 #include <span>
@@ -41,6 +42,7 @@
 #include "lib/engine/db_impl.h"
 #include "lib/format/layout_codec.h"
 #include "lib/util/status_macros.h"
+#include "lib/util/sync.h"
 
 namespace hq::bench {
 namespace {
@@ -344,13 +346,67 @@ absl::StatusOr<Result> ManyTopicsRead(Context& c, Queue* q) {
   return Result{MicrosSince(start) / 1e6, reads, 0};
 }
 
+// Counts a subscription's deliveries; Wait returns once `n` came.
+class CountingListener : public MessageListener {
+ public:
+  absl::Status OnMessage(const MessageView&) override {
+    MutexLock l(&mu_);
+    if (++got_ == want_) cv_.SignalAll();
+    return absl::OkStatus();
+  }
+  // False if no delivery came for a minute (a liveness bound).
+  bool Wait(int64_t n) {
+    MutexLock l(&mu_);
+    want_ = n;
+    int64_t last = got_;
+    while (got_ < n) {
+      if (cv_.WaitWithTimeout(&mu_, absl::Minutes(1))) {
+        if (got_ == last) return false;
+        last = got_;
+      }
+    }
+    return true;
+  }
+
+ private:
+  Mutex mu_;
+  CondVar cv_;
+  int64_t got_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t want_ ABSL_GUARDED_BY(mu_) = -1;
+};
+
+// many_topics' subscription: a new one, created after the reopen, delivers
+// every message (the topic layout's walks the lane directory, as one
+// created over existing data does). Prints its load (the Subscribe call)
+// and delivery lines.
+absl::StatusOr<Result> ManyTopicsSubscribe(
+    Context& c, Queue* q, const std::function<std::string(const char*)>& line) {
+  CountingListener listener;
+  SteadyClock::time_point start = SteadyClock::now();
+  HQ_ASSIGN_OR_RETURN(Subscription * sub,
+                      q->Subscribe({.name = "s"}, &listener));
+  PrintLine(line("sub_load"), Result{MicrosSince(start) / 1e6, 1, 0});
+  if (!listener.Wait(c.config.num)) {
+    return absl::DeadlineExceededError(
+        "the subscription delivered nothing for a minute");
+  }
+  const Result r = c.Payloads(MicrosSince(start) / 1e6, c.config.num);
+  HQ_ASSIGN_OR_RETURN(const SubscriptionStats st, sub->Stats());
+  if (st.delivered != static_cast<uint64_t>(c.config.num)) {
+    return absl::DataLossError(absl::StrFormat(
+        "the subscription delivered %d of %d", st.delivered, c.config.num));
+  }
+  PrintLine(line("subscribe"), r);
+  return r;
+}
+
 // many_topics for one layout, in a fresh Db: prints its lines and adds
 // its put, read and claim Results to `results` (keyed "put<layout>", ...).
 absl::Status ManyTopicsLayout(
     Context& c, Layout layout,
     absl::flat_hash_map<std::string, Result>& results) {
   const std::string ln(LayoutName(layout));
-  auto line = [&ln](const char* what) {
+  const std::function<std::string(const char*)> line = [&ln](const char* what) {
     return absl::StrCat("many_topics_", what, "[", ln, "]");
   };
   const std::string path = c.root + "/many-" + ln;
@@ -401,11 +457,16 @@ absl::Status ManyTopicsLayout(
   }
   PrintLine(line("claim"), claim);
   results[absl::StrCat("claim", ln)] = claim;
+  const int64_t heap_claim = HeapKb() - heap_before;
+
+  HQ_ASSIGN_OR_RETURN(const Result sub, ManyTopicsSubscribe(c, q, line));
+  results[absl::StrCat("subscribe", ln)] = sub;
   std::printf(
       "many_topics heap_kb[%s] : after put %lld; after group load %lld; "
-      "after first claim %lld; after claim %lld\n",
+      "after first claim %lld; after claim %lld; after subscribe %lld\n",
       ln.c_str(), static_cast<long long>(heap_put),
       static_cast<long long>(heap_load), static_cast<long long>(heap_first),
+      static_cast<long long>(heap_claim),
       static_cast<long long>(HeapKb() - heap_before));
   std::fflush(stdout);
   return absl::OkStatus();
@@ -417,7 +478,7 @@ ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ManyTopics(Context& c,
   for (const Layout layout : {Layout::kTopic, Layout::kTime}) {
     HQ_RETURN_IF_ERROR(ManyTopicsLayout(c, layout, results));
   }
-  for (const char* what : {"put", "read", "claim"}) {
+  for (const char* what : {"put", "read", "claim", "subscribe"}) {
     PrintRatio(absl::StrCat("many_topics_", what,
                             std::string_view(what) == "read" ? "_topic" : "",
                             "[topic]/[time]"),
