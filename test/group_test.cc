@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "hq/hq.h"
 #include "lib/consume/group_impl.h"
+#include "lib/engine/db_impl.h"
 #include "lib/engine/queue_impl.h"
 #include "lib/format/coding.h"
 #include "lib/format/format.h"
@@ -1874,6 +1875,71 @@ TEST_CASE("paged groups hand out again what was in flight at a restart") {
   }
   CHECK(completed.size() == static_cast<size_t>(kTopics * kEach));
   CHECK(again == 10);
+}
+
+// The lane activity index's records of queue `q` (all priorities).
+size_t HintCount(Db* db, Queue* q) {
+  const std::string prefix =
+      format::QueuePrefix(format::kHintTag, static_cast<QueueImpl*>(q)->id());
+  std::unique_ptr<leveldb::Iterator> it(
+      static_cast<DbImpl*>(db)->leveldb()->NewIterator({}));
+  size_t n = 0;
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
+       it->Next()) {
+    ++n;
+  }
+  return n;
+}
+
+TEST_CASE("issue17: a sweep trims the lane index below every consumer") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue(
+      "q", {.partitions = 2, .priorities = 2, .layout = Layout::kTopic}));
+  // No consumer: every hint but the newest of each priority goes.
+  for (int i = 0; i < 10; ++i) {
+    HQ_REQUIRE_OK(
+        q->Put(
+             {.topic = absl::StrCat("t", i), .payload = "x", .priority = i % 2})
+            .status());
+  }
+  CHECK(HintCount(f.db(), q) == 10);
+  CHECK(ValueOrDie(f.db()->CompactExpired()).hints_trimmed == 8);
+  CHECK(HintCount(f.db(), q) == 2);
+  // A group and a subscription hold the index back until they read past.
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  ConsumerGroup* lazy = ValueOrDie(q->Group("lazy"));
+  (void)ValueOrDie(lazy->Claim({.max = 1}));  // Its position is written.
+  for (int i = 10; i < 30; ++i) {
+    HQ_REQUIRE_OK(
+        q->Put(
+             {.topic = absl::StrCat("t", i), .payload = "y", .priority = i % 2})
+            .status());
+  }
+  std::vector<Task> all = ValueOrDie(g->Claim({.max = 100}));
+  CHECK(all.size() == 30);
+  HQ_REQUIRE_OK(g->Complete(all));
+  // Only the two kept as the newest before, which both groups' positions
+  // (taken at the index's tail) are past.
+  CHECK(ValueOrDie(f.db()->CompactExpired()).hints_trimmed == 2);
+  CHECK(HintCount(f.db(), q) == 20);
+  // `lazy` catches up: now they go, but for the newest ones.
+  for (;;) {
+    std::vector<Task> tasks = ValueOrDie(lazy->Claim({.max = 7}));
+    if (tasks.empty()) break;
+    HQ_REQUIRE_OK(lazy->Complete(tasks));
+  }
+  CHECK(ValueOrDie(f.db()->CompactExpired()).hints_trimmed == 18);
+  CHECK(HintCount(f.db(), q) == 2);
+  // After a trim, new puts go on with new seqs, a group created now walks
+  // the directory, and the old groups see only the new messages.
+  HQ_REQUIRE_OK(q->Put({.topic = "t0", .payload = "z"}).status());
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  HQ_REQUIRE_OK(q->Put({.topic = "t1", .payload = "z"}).status());
+  CHECK(ValueOrDie(ValueOrDie(q->Group("g"))->Claim({.max = 100})).size() == 2);
+  CHECK(ValueOrDie(ValueOrDie(q->Group("late"))->Claim({.max = 100})).size() ==
+        32);
+  CHECK(ValueOrDie(f.db()->Verify()).ok());
 }
 
 // Issue 17: Stats counts the backlog without the group's lock (claims go on

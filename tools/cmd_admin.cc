@@ -32,14 +32,16 @@ ExitCode Compact(const Args& args) {
     Json j;
     j.BeginObject().Key("queues_with_ttl").Int(st.queues);
     j.Key("lanes").Int(st.lanes).Key("expired_deleted").Int(st.deleted);
-    j.Key("keys_examined").Int(st.examined).EndObject();
+    j.Key("keys_examined").Int(st.examined);
+    j.Key("lane_index_trimmed").Int(st.hints_trimmed).EndObject();
     PrintJson(j);
   } else {
     std::printf(
         "TTL sweep: %lld expired messages deleted (%lld queues with a TTL, "
-        "%lld lanes); database compacted\n",
+        "%lld lanes); %lld lane index records trimmed; database compacted\n",
         static_cast<long long>(st.deleted), static_cast<long long>(st.queues),
-        static_cast<long long>(st.lanes));
+        static_cast<long long>(st.lanes),
+        static_cast<long long>(st.hints_trimmed));
   }
   return kExitOk;
 }

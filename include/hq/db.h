@@ -28,6 +28,9 @@ struct SweepStats {
   int64_t deleted = 0;   // Expired messages deleted.
   int64_t examined = 0;  // Keys read: the deleted ones, plus at most one
                          // more per lane (the first one kept).
+  // Records of the lane activity index (topic layout queues) that every
+  // consumer has read past, deleted.
+  int64_t hints_trimmed = 0;
 };
 
 // One problem Db::Verify found.
@@ -304,7 +307,10 @@ class HQ_EXPORT Db {
   // Options::ttl_sweep_batch, then compacts each lane's deleted range (when
   // it holds at least a batch; smaller ones are left to LevelDB's own
   // compactions) so the disk space returns. Expired messages are already
-  // invisible to readers; this reclaims their space. Also runs every
+  // invisible to readers; this reclaims their space. In every queue with
+  // the topic layout (TTL or not) it also deletes the lane activity index's
+  // records that every consumer group and subscription has read past
+  // (doc/format.md, "Lane activity index"). Also runs every
   // Options::ttl_sweep_interval in the background. Sweeps never run
   // concurrently (this waits for one in progress). Errors: FailedPrecondition
   // (closing, or refusing writes after a failed one), Internal / DataLoss

@@ -318,6 +318,16 @@ class DbImpl final : public Db {
   void StopSubscriptions();
   // The queues held in memory, live and dropped.
   std::vector<QueueImpl*> CachedQueues();
+  // Trims the lane activity index below every consumer's source position
+  // (lib/engine/hint_trim.cc); part of each sweep.
+  absl::Status TrimHints(SweepStats* stats);
+  // Per priority, the lowest next_seq of the source positions of
+  // `queue_id` (UINT64_MAX where none).
+  absl::StatusOr<std::vector<uint64_t>> LowestSourcePositions(
+      uint32_t queue_id, leveldb::Iterator* it);
+  // The seq of the newest hint under `prefix` (which has one).
+  absl::StatusOr<uint64_t> NewestHint(const std::string& prefix,
+                                      leveldb::Iterator* it);
   // Sweeps one queue with a TTL (see CompactExpired).
   absl::Status SweepQueue(uint32_t queue_id, std::string_view name,
                           absl::Time now, SweepStats* stats);

@@ -54,6 +54,7 @@ absl::StatusOr<SweepStats> DbImpl::CompactExpired() {
     if (IsClosing()) break;
     HQ_RETURN_IF_ERROR(SweepQueue(id, name, now, &stats));
   }
+  if (!IsClosing()) HQ_RETURN_IF_ERROR(TrimHints(&stats));
   ++sweeps_;
   return stats;
 }

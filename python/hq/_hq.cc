@@ -466,7 +466,8 @@ py::object QueueOptionsToPy(const hq::QueueOptions& o) {
 py::object SweepToPy(const hq::SweepStats& s) {
   return Make("SweepStats", py::arg("queues") = s.queues,
               py::arg("lanes") = s.lanes, py::arg("deleted") = s.deleted,
-              py::arg("examined") = s.examined);
+              py::arg("examined") = s.examined,
+              py::arg("hints_trimmed") = s.hints_trimmed);
 }
 
 py::object SubscriptionStatsToPy(const hq::SubscriptionStats& s) {

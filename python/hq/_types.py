@@ -252,6 +252,7 @@ class SweepStats:
     lanes: int
     deleted: int
     examined: int
+    hints_trimmed: int
 
 
 @_record

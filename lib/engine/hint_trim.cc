@@ -1,0 +1,127 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// DbImpl (lib/engine/db_impl.h): trimming the lane activity index
+// (doc/format.md, "Lane activity index"). A hint below every consumer's
+// source position was taken in by all of them; a consumer created later
+// starts at the index's tail and walks the lane directory. So the hints of
+// a (queue, priority) below the lowest position of the queue's consumers
+// are deleted, except the newest one, which keeps `seq` from going back.
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "leveldb/write_batch.h"
+#include "lib/engine/checked_read.h"
+#include "lib/engine/db_impl.h"
+#include "lib/format/coding.h"
+#include "lib/format/format.h"
+#include "lib/util/status_macros.h"
+#include "lib/util/strings.h"
+
+namespace hq {
+
+absl::StatusOr<std::vector<uint64_t>> DbImpl::LowestSourcePositions(
+    uint32_t queue_id, leveldb::Iterator* it) {
+  // Per priority; max: no consumer has a position (there are at most 256
+  // priorities).
+  std::vector<uint64_t> lowest(256, std::numeric_limits<uint64_t>::max());
+  const std::string prefix = format::QueuePrefix(format::kSourceTag, queue_id);
+  for (it->Seek(prefix); it->Valid() && View(it->key()).starts_with(prefix);
+       it->Next()) {
+    format::SourceValue v;
+    if (!format::DecodeSource(View(it->value()), &v) ||
+        v.priorities.size() > lowest.size()) {
+      return absl::DataLossError(absl::StrCat(
+          "malformed lane source position '", Printable(View(it->key())),
+          "': the lane activity index is not trimmed"));
+    }
+    for (size_t p = 0; p < v.priorities.size(); ++p) {
+      lowest[p] = std::min(lowest[p], v.priorities[p].next_seq);
+    }
+  }
+  HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading source positions"));
+  return lowest;
+}
+
+absl::StatusOr<uint64_t> DbImpl::NewestHint(const std::string& prefix,
+                                            leveldb::Iterator* it) {
+  it->Seek(coding::PrefixSuccessor(prefix));
+  if (it->Valid()) {
+    it->Prev();
+  } else {
+    HQ_RETURN_IF_ERROR(
+        FromLevelDb(it->status(), "reading the lane activity index"));
+    it->SeekToLast();
+  }
+  uint64_t seq;
+  if (!it->Valid() || !View(it->key()).starts_with(prefix) ||
+      !format::DecodeHintSeq(View(it->key()), &seq)) {
+    HQ_RETURN_IF_ERROR(
+        FromLevelDb(it->status(), "reading the lane activity index"));
+    return absl::DataLossError("the lane activity index changed under a trim");
+  }
+  return seq;
+}
+
+absl::Status DbImpl::TrimHints(SweepStats* stats) {
+  std::unique_ptr<leveldb::Iterator> it(
+      NewCheckedIterator(db_.get(), CheckedReadOptions()));
+  std::unique_ptr<leveldb::Iterator> src(
+      NewCheckedIterator(db_.get(), CheckedReadOptions()));
+  const std::string index(1, format::kHintTag);
+  uint32_t queue_id = 0;
+  std::vector<uint64_t> lowest;
+  leveldb::WriteBatch batch;
+  size_t in_batch = 0;
+  it->Seek(index);
+  while (it->Valid() && View(it->key()).starts_with(index) && !IsClosing()) {
+    // The (queue, priority) of this hint, and its newest hint.
+    std::string_view key = View(it->key());
+    uint64_t seq;
+    if (key.size() < 6 || !format::DecodeHintSeq(key, &seq)) {
+      return absl::DataLossError(absl::StrCat(
+          "malformed lane activity index key '", Printable(key), "'"));
+    }
+    const uint32_t qid = coding::DecodeFixed32(key.data() + 1);
+    const int priority = 255 - static_cast<unsigned char>(key[5]);
+    const std::string prefix = format::HintPrefix(qid, priority);
+    if (lowest.empty() || qid != queue_id) {
+      HQ_ASSIGN_OR_RETURN(lowest, LowestSourcePositions(qid, src.get()));
+      queue_id = qid;
+    }
+    HQ_ASSIGN_OR_RETURN(const uint64_t newest, NewestHint(prefix, src.get()));
+    // Below every position, and not the newest.
+    const uint64_t below = std::min(lowest[priority], newest);
+    for (; it->Valid() && View(it->key()).starts_with(prefix); it->Next()) {
+      if (!format::DecodeHintSeq(View(it->key()), &seq)) {
+        return absl::DataLossError(
+            absl::StrCat("malformed lane activity index key '",
+                         Printable(View(it->key())), "'"));
+      }
+      if (seq >= below) break;
+      batch.Delete(it->key());
+      ++stats->hints_trimmed;
+      if (++in_batch == static_cast<size_t>(options_.ttl_sweep_batch)) {
+        HQ_RETURN_IF_ERROR(WriteOther(leveldb::WriteOptions(), &batch,
+                                      "trimming the lane activity index"));
+        batch.Clear();
+        in_batch = 0;
+      }
+    }
+    HQ_RETURN_IF_ERROR(
+        FromLevelDb(it->status(), "reading the lane activity index"));
+    it->Seek(coding::PrefixSuccessor(prefix));  // The next priority or queue.
+  }
+  HQ_RETURN_IF_ERROR(
+      FromLevelDb(it->status(), "reading the lane activity index"));
+  if (in_batch > 0) {
+    HQ_RETURN_IF_ERROR(WriteOther(leveldb::WriteOptions(), &batch,
+                                  "trimming the lane activity index"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace hq
