@@ -2,11 +2,16 @@
 //
 // Opening a Db written by an older format version (test/data/README.md).
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "catch2/catch.hpp"
 #include "hq/hq.h"
 #include "leveldb/db.h"
@@ -16,6 +21,7 @@
 #include "lib/format/coding.h"
 #include "lib/format/format.h"
 #include "lib/format/layout_codec.h"
+#include "lib/util/sync.h"
 #include "test/test_util.h"
 
 namespace hq {
@@ -118,8 +124,8 @@ TEST_CASE("a Db of a format version newer than this hq is refused") {
 // dead letter reason "rejected", format 5 dropped lane fences; a format 2
 // to 4 Db is upgraded by rewriting its format record, and keeps its groups
 // and the fences it has (which Verify still checks and readers skip).
-TEST_CASE("a format 2, 3 or 4 Db is upgraded to the current version on Open") {
-  const uint32_t old_version = GENERATE(2u, 3u, 4u);
+TEST_CASE("a format 2 to 5 Db is upgraded to the current version on Open") {
+  const uint32_t old_version = GENERATE(2u, 3u, 4u, 5u);
   CAPTURE(old_version);
   test::TempDir dir;
   const std::string path = dir.Sub("db");
@@ -147,12 +153,111 @@ TEST_CASE("a format 2, 3 or 4 Db is upgraded to the current version on Open") {
     delete raw;
   }
   auto db = test::ValueOrDie(Db::Open(path));
-  CHECK(FormatVersion(db.get()) == 5);
-  CHECK(format::kFormatVersion == 5);
+  CHECK(FormatVersion(db.get()) == 6);
+  CHECK(format::kFormatVersion == 6);
   Queue* q = test::ValueOrDie(db->OpenQueue("q"));
   HQ_REQUIRE_OK(q->Put({.payload = "b"}).status());
   CHECK(test::ScanAll(q).size() == 2);
   CHECK(Drain(test::ValueOrDie(q->Group("g"))).size() == 2);
+  const VerifyReport report = test::ValueOrDie(db->Verify());
+  for (const VerifyProblem& p : report.problems) FAIL_CHECK(p.description);
+}
+
+// Records every delivered payload.
+class Payloads : public MessageListener {
+ public:
+  absl::Status OnMessage(const MessageView& m) override {
+    MutexLock l(&mu_);
+    got_.emplace_back(m.payload);
+    return absl::OkStatus();
+  }
+  std::vector<std::string> Wait(size_t n) {
+    const absl::Time give_up = absl::Now() + absl::Seconds(60);
+    for (;;) {
+      {
+        MutexLock l(&mu_);
+        if (got_.size() >= n) return got_;
+      }
+      REQUIRE(absl::Now() < give_up);  // A liveness bound.
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+  }
+
+ private:
+  Mutex mu_;
+  std::vector<std::string> got_;
+};
+
+std::set<std::string> PayloadSet(const std::vector<Task>& tasks) {
+  std::set<std::string> out;
+  for (const Task& t : tasks) out.insert(t.payload);
+  return out;
+}
+
+std::set<std::string> Range(int from, int to) {
+  std::set<std::string> out;
+  for (int i = from; i < to; ++i) out.insert(absl::StrCat("p", i));
+  return out;
+}
+
+TEST_CASE("a format 5 Db (single-lane hints) is upgraded and keeps its state") {
+  test::TempDir dir;
+  const std::string path = CopyTestData(dir, "format5_db");
+  {
+    // As written: version 5, single-lane hints only.
+    leveldb::DB* raw;
+    REQUIRE(leveldb::DB::Open(leveldb::Options(), path, &raw).ok());
+    std::string v;
+    REQUIRE(raw->Get({}, format::MetaKey("format"), &v).ok());
+    std::string_view in = v;
+    uint32_t version = 0;
+    REQUIRE(coding::GetFixed32(&in, &version));
+    CHECK(version == 5);
+    std::unique_ptr<leveldb::Iterator> it(raw->NewIterator({}));
+    size_t single = 0, other = 0;
+    const std::string index(1, format::kHintTag);
+    for (it->Seek(index); it->Valid() && it->key().starts_with(index);
+         it->Next()) {
+      ++(it->key().size() == 1 + 4 + 1 + 8 ? single : other);
+    }
+    CHECK(single > 0);
+    CHECK(other == 0);
+    it.reset();
+    delete raw;
+  }
+  auto db = test::ValueOrDie(Db::Open(path));
+  CHECK(FormatVersion(db.get()) == format::kFormatVersion);
+  CHECK(format::kFormatVersion == 6);
+  // Verify reads both kinds of hint.
+  {
+    const VerifyReport report = test::ValueOrDie(db->Verify());
+    for (const VerifyProblem& p : report.problems) FAIL_CHECK(p.description);
+  }
+  Queue* q = test::ValueOrDie(db->OpenQueue("topics"));
+  // New messages after the upgrade get list hints.
+  for (int i = 40; i < 44; ++i) {
+    HQ_REQUIRE_OK(q->Put({.topic = absl::StrCat("t", i % 12),
+                          .payload = absl::StrCat("p", i),
+                          .priority = (i % 12) % 2})
+                      .status());
+  }
+  // "g" completed 5 of p0..p29 and had 3 in flight: those 3 come again
+  // (attempt 2), then everything else, once each.
+  std::vector<Task> g = Drain(test::ValueOrDie(q->Group("g")));
+  CHECK(g.size() == 44 - 5);
+  CHECK(PayloadSet(g).size() == g.size());
+  CHECK(std::count_if(g.begin(), g.end(),
+                      [](const Task& t) { return t.attempt == 2; }) == 3);
+  std::set<std::string> want = Range(0, 44);
+  // "idle" never claimed: all 44.
+  CHECK(PayloadSet(Drain(test::ValueOrDie(q->Group("idle")))) == want);
+  // "s" delivered p0..p29: it gets p30..p43.
+  Payloads listener;
+  test::ValueOrDie(q->Subscribe({.name = "s"}, &listener));
+  const std::vector<std::string> got = listener.Wait(14);
+  CHECK(std::set<std::string>(got.begin(), got.end()) == Range(30, 44));
+  // Every consumer read past the old hints: a sweep trims them.
+  CHECK(test::ValueOrDie(db->CompactExpired()).hints_trimmed > 0);
   const VerifyReport report = test::ValueOrDie(db->Verify());
   for (const VerifyProblem& p : report.problems) FAIL_CHECK(p.description);
 }

@@ -472,10 +472,16 @@ void RecordWalker::CheckHint() {
         absl::StrCat("malformed lane index key (queue '", q->name, "')"),
         "malformed lane index key");
   }
-  const std::string lane = LanePrefix(q->record.id, value_);
-  if (!Lane("lane index", *q, lane, nullptr)) return;
-  if (lane[LayoutCodec::kHeadSize - 1] != key_[5]) {
-    Reject("lane index value: its priority is not its key's");
+  std::vector<std::string_view> lanes;
+  if (!format::DecodeHintLanes(
+          key_, value_, 255 - static_cast<unsigned char>(key_[5]), &lanes)) {
+    return (void)Reject(
+        "malformed lane index value (or a lane of another priority)");
+  }
+  for (std::string_view rest : lanes) {
+    if (!Lane("lane index", *q, LanePrefix(q->record.id, rest), nullptr)) {
+      return;
+    }
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include "lib/consume/lane_source.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -92,28 +93,33 @@ absl::Status LaneSource::NextHints(int priority, size_t max,
   const std::string prefix = format::HintPrefix(queue_->id(), priority);
   const std::string message_prefix = format::MessagePrefix(queue_->id());
   size_t n = 0;
+  std::vector<std::string_view> lanes;
   for (it->Seek(format::HintKey(queue_->id(), priority, st.read_next));
        it->Valid() && View(it->key()).starts_with(prefix); it->Next()) {
     if (n == max) return absl::OkStatus();  // More may follow.
     uint64_t seq;
-    const std::string_view rest = View(it->value());
-    if (!format::DecodeHintSeq(View(it->key()), &seq) || rest.size() < 3 ||
-        static_cast<unsigned char>(rest[2]) != 255 - priority) {
+    if (!format::DecodeHintSeq(View(it->key()), &seq) ||
+        !format::DecodeHintLanes(View(it->key()), View(it->value()), priority,
+                                 &lanes)) {
       return absl::DataLossError(absl::StrCat(
           "queue '", queue_->name(), "': malformed lane index record"));
     }
-    Taken t;
-    t.prefix = message_prefix;
-    t.prefix.append(rest);
-    t.hold.priority = priority;
-    t.hold.seq = seq;
-    st.holds.insert(seq);
-    out->push_back(std::move(t));
-    st.read_next = seq + 1;
-    ++n;
+    // Lanes of this hint taken by an earlier call are skipped.
+    size_t k = seq == st.read_next ? st.read_skip : 0;
+    for (; k < lanes.size() && n < max; ++k, ++n) {
+      Taken t;
+      t.prefix = message_prefix;
+      t.prefix.append(lanes[k]);
+      t.hold.priority = priority;
+      t.hold.seq = seq;
+      ++st.holds[seq];
+      out->push_back(std::move(t));
+    }
+    st.read_next = k < lanes.size() ? seq : seq + 1;
+    st.read_skip = k < lanes.size() ? k : 0;
   }
   HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading the lane index"));
-  st.more = false;
+  if (n < max) st.more = false;
   return absl::OkStatus();
 }
 
@@ -196,9 +202,20 @@ absl::Status LaneSource::Peek(size_t max, leveldb::Iterator* it,
       }
     }
     const std::string prefix = format::HintPrefix(queue_->id(), p);
+    std::vector<std::string_view> lanes;
     for (it->Seek(format::HintKey(queue_->id(), p, st.read_next));
          it->Valid() && View(it->key()).starts_with(prefix); it->Next()) {
-      if (!take(View(it->value()))) return absl::OkStatus();
+      uint64_t seq;
+      if (!format::DecodeHintSeq(View(it->key()), &seq) ||
+          !format::DecodeHintLanes(View(it->key()), View(it->value()), p,
+                                   &lanes)) {
+        return absl::DataLossError(absl::StrCat(
+            "queue '", queue_->name(), "': malformed lane index record"));
+      }
+      for (size_t k = seq == st.read_next ? st.read_skip : 0; k < lanes.size();
+           ++k) {
+        if (!take(lanes[k])) return absl::OkStatus();
+      }
     }
     HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading the lane index"));
   }
@@ -209,7 +226,8 @@ absl::Status LaneSource::Peek(size_t max, leveldb::Iterator* it,
 void LaneSource::Release(const Hold& hold) {
   State& st = state_[hold.priority];
   if (hold.seq > 0) {
-    st.holds.erase(hold.seq);
+    auto it = st.holds.find(hold.seq);
+    if (it != st.holds.end() && --it->second == 0) st.holds.erase(it);
   } else if (!hold.walk_key.empty()) {
     st.walk_holds.erase(hold.walk_key);
   }
@@ -221,7 +239,9 @@ format::SourceValue LaneSource::Position() const {
   for (int p = 0; p < priorities_; ++p) {
     const State& st = state_[p];
     format::SourcePosition& pos = v.priorities[p];
-    pos.next_seq = st.holds.empty() ? st.read_next : *st.holds.begin();
+    pos.next_seq = st.holds.empty()
+                       ? st.read_next
+                       : std::min(st.read_next, st.holds.begin()->first);
     pos.walking = st.walking && !(st.walk_at_end && st.walk_holds.empty());
     if (pos.walking) {
       pos.walk_from =

@@ -19,6 +19,7 @@
 #define HQ_LIB_CONSUME_LANE_SOURCE_H_
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -87,9 +88,11 @@ class LaneSource {
  private:
   // Per priority.
   struct State {
-    uint64_t read_next = 1;            // The next hint to read.
-    bool more = true;                  // Hints may be unread.
-    std::set<uint64_t> holds;          // Seqs of held hints.
+    uint64_t read_next = 1;  // The next hint to read...
+    size_t read_skip = 0;    // ...past its first read_skip lanes.
+    bool more = true;        // Hints may be unread.
+    // Seqs of held hints: how many of each hint's lanes are held.
+    std::map<uint64_t, uint32_t> holds;
     bool walking = false;              // As durable: the walk is not finished.
     bool walk_at_end = false;          // The walk passed the last partition.
     std::string walk_next;             // Seek key of the next directory lane.

@@ -257,10 +257,14 @@ class DbImpl final : public Db {
   // first use by one seek to its last hint.
   absl::StatusOr<uint64_t*> LoadHintSeq(uint32_t queue_id, int priority)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
-  // Leader only. Appends to batch_ a hint for `lane` (a topic layout lane
-  // prefix) unless this batch has one. REQUIRES: its seq is loaded.
+  // Leader only. Adds `lane` (a topic layout lane prefix) to the batch's
+  // hint of its (queue, priority) unless it is there. REQUIRES: its seq is
+  // loaded.
   void AppendHint(uint32_t queue_id, int priority, std::string_view lane)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // Leader only. Appends to batch_ the batch's hints, one per (queue,
+  // priority), each with the next seq.
+  void FlushHints() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   class LeaderHints;
 
   // Writes `b` outside the write pipeline (catalog changes, drops), unless
@@ -458,9 +462,15 @@ class DbImpl final : public Db {
   // Per (queue id << 8 | priority): the next hint seq, loaded at the first
   // write of a topic layout queue's priority after Open.
   absl::flat_hash_map<uint64_t, uint64_t> hint_seq_ ABSL_GUARDED_BY(write_mu_);
-  // Lane prefixes hinted by the batch being built (one hint per lane).
+  // Lane prefixes hinted by the batch being built (once each), and the
+  // batch's hints: per (queue id << 8 | priority), the list hint's value.
   absl::flat_hash_set<std::string> hinted_in_batch_ ABSL_GUARDED_BY(write_mu_);
   std::string last_hinted_ ABSL_GUARDED_BY(write_mu_);
+  struct PendingHint {
+    uint64_t key;
+    std::string lanes;
+  };
+  std::vector<PendingHint> pending_hints_ ABSL_GUARDED_BY(write_mu_);
   // Lane directory keys written since Open, so a lane's directory entry
   // is written with its first message and not again. Bounded:
   // cleared when it reaches kMaxKnownLanes (rewriting an entry is harmless).

@@ -129,10 +129,27 @@ void DbImpl::AppendHint(uint32_t queue_id, int priority,
   if (lane == last_hinted_) return;  // A stream to one lane.
   last_hinted_.assign(lane);
   if (!hinted_in_batch_.emplace(lane).second) return;
-  uint64_t& next = hint_seq_[(uint64_t{queue_id} << 8) | priority];
-  batch_.Put(format::HintKey(queue_id, priority, next),
-             format::EncodeHint(lane));
-  ++next;
+  const uint64_t key = (uint64_t{queue_id} << 8) | priority;
+  // A batch holds few (queue, priority)s: the last one first.
+  auto hint =
+      std::find_if(pending_hints_.rbegin(), pending_hints_.rend(),
+                   [key](const PendingHint& h) { return h.key == key; });
+  if (hint == pending_hints_.rend()) {
+    pending_hints_.push_back({key, std::string()});
+    hint = pending_hints_.rbegin();
+  }
+  format::AppendHintLane(&hint->lanes, lane);
+}
+
+void DbImpl::FlushHints() {
+  for (PendingHint& h : pending_hints_) {
+    uint64_t& next = hint_seq_[h.key];
+    batch_.Put(format::ListHintKey(static_cast<uint32_t>(h.key >> 8),
+                                   static_cast<int>(h.key & 0xff), next),
+               h.lanes);
+    ++next;
+  }
+  pending_hints_.clear();
 }
 
 absl::Status DbImpl::CreateGroupRecord(QueueImpl* queue, std::string_view key,
@@ -435,6 +452,7 @@ absl::Status DbImpl::RunWriterLocked(Writer* w) {
     dedup_in_batch_.clear();
     hinted_in_batch_.clear();
     last_hinted_.clear();
+    pending_hints_.clear();
     const bool sync = w->sync;
     bool any = false;
     for (Writer* x : writers_) {
@@ -448,6 +466,7 @@ absl::Status DbImpl::RunWriterLocked(Writer* w) {
       any = any || x->in_batch;
       last = x;
     }
+    FlushHints();
     if (any) {
       leveldb::WriteOptions wo;
       wo.sync = sync;

@@ -221,20 +221,51 @@ std::string HintPrefix(uint32_t queue_id, int priority) {
   coding::PutFixed8(&s, static_cast<uint8_t>(255 - priority));
   return s;
 }
+namespace {
+constexpr size_t kSingleHintKeySize = 1 + 4 + 1 + 8;
+constexpr char kListHint = 0x01;  // The suffix of a list hint's key.
+}  // namespace
+
 std::string HintKey(uint32_t queue_id, int priority, uint64_t seq) {
   std::string s = HintPrefix(queue_id, priority);
   coding::PutFixed64(&s, seq);
   return s;
 }
+std::string ListHintKey(uint32_t queue_id, int priority, uint64_t seq) {
+  std::string s = HintKey(queue_id, priority, seq);
+  s.push_back(kListHint);
+  return s;
+}
 bool DecodeHintSeq(std::string_view key, uint64_t* seq) {
-  if (key.size() != 1 + 4 + 1 + 8) return false;
+  if (key.size() != kSingleHintKeySize &&
+      !(key.size() == kSingleHintKeySize + 1 && key.back() == kListHint)) {
+    return false;
+  }
   *seq = coding::DecodeFixed64(key.data() + 6);
   return true;
 }
-std::string EncodeHint(std::string_view lane_prefix) {
-  std::string s;
-  AppendLaneRest(&s, lane_prefix);
-  return s;
+void AppendHintLane(std::string* value, std::string_view lane_prefix) {
+  coding::PutLengthPrefixed(value, lane_prefix.substr(5));
+}
+bool DecodeHintLanes(std::string_view key, std::string_view value, int priority,
+                     std::vector<std::string_view>* lanes) {
+  lanes->clear();
+  auto valid = [priority](std::string_view rest) {
+    return rest.size() >= 3 &&
+           static_cast<unsigned char>(rest[2]) == 255 - priority;
+  };
+  if (key.size() == kSingleHintKeySize) {
+    lanes->push_back(value);
+    return valid(value);
+  }
+  while (!value.empty()) {
+    std::string_view rest;
+    if (!coding::GetLengthPrefixed(&value, &rest) || !valid(rest)) {
+      return false;
+    }
+    lanes->push_back(rest);
+  }
+  return !lanes->empty();
 }
 
 std::string PaceClockKey(uint32_t queue_id, uint32_t group_id) {

@@ -44,7 +44,7 @@ inline constexpr char kPaceTag = 0x0f;
 inline constexpr char kMessageTag = 0x10;
 
 // Bumped when a change makes old code unable to read new data.
-inline constexpr uint32_t kFormatVersion = 5;
+inline constexpr uint32_t kFormatVersion = 6;
 // The oldest version Open upgrades (doc/format.md, "Db metadata").
 inline constexpr uint32_t kOldestFormatVersion = 1;
 
@@ -130,11 +130,20 @@ bool DecodeCheckpoint(std::string_view in, MessageId* next);
 // doc/format.md, "Lane activity index".
 // tag queue_id (255 - priority): the start of a priority's hints.
 std::string HintPrefix(uint32_t queue_id, int priority);
+// The key of a single-lane hint (formats 2 to 5), which sorts at or before
+// every hint of `seq`: Seek to it to read from `seq` on.
 std::string HintKey(uint32_t queue_id, int priority, uint64_t seq);
-// The seq of a hint key that starts with HintPrefix; false if malformed.
+// The key of a hint written since format 6 (a list of lanes).
+std::string ListHintKey(uint32_t queue_id, int priority, uint64_t seq);
+// The seq of a hint key (either kind) that starts with HintPrefix; false if
+// malformed.
 bool DecodeHintSeq(std::string_view key, uint64_t* seq);
-// Its value, from a topic layout lane prefix.
-std::string EncodeHint(std::string_view lane_prefix);
+// Appends a topic layout lane to a list hint's value.
+void AppendHintLane(std::string* value, std::string_view lane_prefix);
+// The lane_rests a hint (either kind) names, each of `priority`; false if
+// malformed (or empty).
+bool DecodeHintLanes(std::string_view key, std::string_view value, int priority,
+                     std::vector<std::string_view>* lanes);
 
 // doc/format.md, "Topic pacing".
 // A group's latest paced hand-out: fixed64 unix ms.
