@@ -769,6 +769,52 @@ TEST_CASE("issue15: a second Repair keeps what the first put in lost/") {
   CHECK(data != "earlier");
 }
 
+// Issue 17: a consumer of a topic layout queue finds lanes with work
+// through the lane activity index from its source position. A hint that
+// Repair moves aside would hide its lanes from every consumer behind it,
+// so the queue's source positions go aside with it.
+TEST_CASE("issue17: Repair moving a lane index record aside loses no work") {
+  DbFixture f(Storage::kDisk, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(
+      f.db()->CreateQueue("q", {.partitions = 2, .layout = Layout::kTopic}));
+  ValueOrDie(ValueOrDie(q->Group("g"))->Claim({}));  // Its position: written.
+  for (int i = 0; i < 3; ++i) {                      // A hint each.
+    HQ_REQUIRE_OK(
+        q->Put({.topic = absl::StrCat("t", i), .payload = absl::StrCat("p", i)})
+            .status());
+  }
+  f.Close();
+  std::string hint;  // The second hint, damaged.
+  {
+    leveldb::DB* raw = nullptr;
+    REQUIRE(leveldb::DB::Open(leveldb::Options(), f.path(), &raw).ok());
+    std::unique_ptr<leveldb::DB> owned(raw);
+    std::unique_ptr<leveldb::Iterator> it(raw->NewIterator({}));
+    const std::string index(1, format::kHintTag);
+    int n = 0;
+    for (it->Seek(index); it->Valid() && it->key().starts_with(index);
+         it->Next()) {
+      if (++n == 2) hint = it->key().ToString();
+    }
+    REQUIRE(n == 3);
+    it.reset();
+    REQUIRE(raw->Put({}, hint, "\xff").ok());
+  }
+  RepairReport r = ValueOrDie(Db::Repair(f.path(), f.options()));
+  PrintReport(r);
+  CHECK(r.clean());
+  CHECK(r.moved_aside == 2);  // The hint and g's source position.
+  f.Reopen();
+  CHECK(ValueOrDie(f.db()->Verify()).ok());
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  std::set<std::string> got;
+  for (const Task& t :
+       ValueOrDie(ValueOrDie(q->Group("g"))->Claim({.max = 10}))) {
+    got.insert(t.payload);
+  }
+  CHECK(got == std::set<std::string>{"p0", "p1", "p2"});
+}
+
 TEST_CASE("issue15: Repair refuses what it must not touch") {
   SECTION("a Db open in this process") {
     DbFixture f(Storage::kDisk, NoBackgroundSweeps());

@@ -465,21 +465,30 @@ void RecordWalker::CheckCheckpoint() {
 void RecordWalker::CheckHint() {
   WalkQueue* q = QueueOf("lane index", 5);
   if (q == nullptr) return;
+  // A hint that goes takes its lanes out of the index: the queue's
+  // source positions go too (CheckSource).
+  const uint32_t qid = q->record.id;
   uint64_t seq;
   if (!format::DecodeHintSeq(key_, &seq) ||
       q->record.options.layout != Layout::kTopic) {
-    return (void)Reject(
-        absl::StrCat("malformed lane index key (queue '", q->name, "')"),
-        "malformed lane index key");
+    if (!Reject(
+            absl::StrCat("malformed lane index key (queue '", q->name, "')"),
+            "malformed lane index key")) {
+      hints_lost_.insert(qid);
+    }
+    return;
   }
   std::vector<std::string_view> lanes;
   if (!format::DecodeHintLanes(
           key_, value_, 255 - static_cast<unsigned char>(key_[5]), &lanes)) {
-    return (void)Reject(
-        "malformed lane index value (or a lane of another priority)");
+    if (!Reject("malformed lane index value (or a lane of another priority)")) {
+      hints_lost_.insert(qid);
+    }
+    return;
   }
   for (std::string_view rest : lanes) {
-    if (!Lane("lane index", *q, LanePrefix(q->record.id, rest), nullptr)) {
+    if (!Lane("lane index", *q, LanePrefix(qid, rest), nullptr)) {
+      hints_lost_.insert(qid);
       return;
     }
   }
@@ -490,6 +499,17 @@ void RecordWalker::CheckSource() {
       QueueOf("lane source position", format::kGroupRecordPrefixSize);
   if (q == nullptr) return;
   const uint32_t id = coding::DecodeFixed32(key_.data() + 5);
+  if (options_.keys_lost || hints_lost_.contains(q->record.id)) {
+    // A lane the index no longer names may have work: without a position
+    // the consumer walks the lane directory again (as a new one does).
+    return (void)Reject(
+        options_.keys_lost
+            ? "lane source position of a Db that lost keys to damage"
+            : "lane source position of a queue whose lane index lost "
+              "records",
+        "lane source position moved aside: its consumer walks the lane "
+        "directory again");
+  }
   if (!q->groups.contains(id) && !q->subs.contains(id)) {
     return (void)Reject(absl::StrFormat(
         "lane source position of consumer id %d, which queue '%s' does not "

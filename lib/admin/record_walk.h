@@ -123,6 +123,9 @@ class RecordWalker {
     // Read on past damaged blocks (LevelDB's iterator steps over them)
     // instead of failing at the first: the caller has reported them.
     bool past_damage = false;
+    // Keys were lost to damage (Repair): any hint may be gone, so every
+    // lane source position goes (its consumer walks the directory again).
+    bool keys_lost = false;
     // What a failed read is said to be doing (the error's context).
     std::string_view reading = "verifying the database";
     std::string_view reading_lanes = "verifying the database";
@@ -200,6 +203,8 @@ class RecordWalker {
   WalkFacts facts_;
   absl::flat_hash_set<uint32_t> dropping_;   // Queues being dropped.
   absl::flat_hash_set<uint32_t> group_ids_;  // Groups and subscriptions.
+  // Queues a hint of which the policy did not keep.
+  absl::flat_hash_set<uint32_t> hints_lost_;
   std::string lane_;  // The message lane the walk is in ("": none).
 };
 

@@ -437,8 +437,13 @@ absl::StatusOr<int64_t> MendRecords(leveldb::DB* db, absl::Time now,
   absl::Status s;
   {
     // Its iterators go before the snapshot is released.
+    bool keys_lost = false;
+    for (const RepairReport::Damage& d : report->damage) {
+      keys_lost = keys_lost || d.keys_lost;
+    }
     RecordWalker walker(db, ro, now, &mender,
-                        {.reading = "repair: reading",
+                        {.keys_lost = keys_lost,
+                         .reading = "repair: reading",
                          .reading_lanes = "repair: reading a lane",
                          .reading_drops = "repair: reading drop markers"});
     s = walker.Run();
