@@ -259,7 +259,9 @@ class Queue:
         exception goes to sys.unraisablehook and the same message comes
         again after a backoff (the lane waits). start: "earliest",
         "latest", a MessageId or a Unix time; a durable subscription
-        resumes from its checkpoints instead."""
+        resumes from its checkpoints instead. max_active_lanes: with the
+        topic layout, at most that many lanes to read are kept in memory
+        (the others wait in the queue's lane index, on disk)."""
     def unsubscribe(self, name: str) -> None: ...
     def list_subscriptions(self) -> List[str]: ...
     def inspect_subscription(self, name: str) -> SubscriptionStats: ...
