@@ -1770,23 +1770,9 @@ TEST_CASE(
   constexpr uint32_t kClaim = 100;
   // Half the topics get work before the group exists (the directory walk),
   // half after (the lane index).
-  auto put = [&](int from, int to) {
-    for (int i = from; i < to; i += 1000) {
-      // Topic and payload "site<i>"; Message holds views of them.
-      std::vector<std::string> names;
-      for (int j = i; j < std::min(to, i + 1000); ++j) {
-        names.push_back(absl::StrCat("site", j));
-      }
-      std::vector<Message> batch;
-      for (const std::string& n : names) {
-        batch.push_back({.topic = n, .payload = n});
-      }
-      HQ_REQUIRE_OK(q->PutBatch(batch, nullptr));
-    }
-  };
-  put(0, kTopics / 2);
+  test::PutSites(q, 0, kTopics / 2);
   ConsumerGroup* g = ValueOrDie(q->Group("g", {.max_active_lanes = kCap}));
-  put(kTopics / 2, kTopics);
+  test::PutSites(q, kTopics / 2, kTopics);
   std::set<std::string> seen;
   size_t max_resident = 0, max_active = 0;
   for (;;) {

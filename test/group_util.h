@@ -5,6 +5,7 @@
 #ifndef HQ_TEST_GROUP_UTIL_H_
 #define HQ_TEST_GROUP_UTIL_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,23 @@
 #include "test/test_util.h"
 
 namespace hq::test {
+
+// Puts one message to each topic "site<i>", i in [from, to), payload the
+// topic, a thousand a batch.
+inline void PutSites(Queue* q, int from, int to) {
+  for (int i = from; i < to; i += 1000) {
+    // Message holds views of the names.
+    std::vector<std::string> names;
+    for (int j = i; j < std::min(to, i + 1000); ++j) {
+      names.push_back(absl::StrCat("site", j));
+    }
+    std::vector<Message> batch;
+    for (const std::string& n : names) {
+      batch.push_back({.topic = n, .payload = n});
+    }
+    HQ_REQUIRE_OK(q->PutBatch(batch, nullptr));
+  }
+}
 
 // Puts `n` messages with payloads "<prefix><i>" into the given partition.
 inline std::vector<PutResult> PutN(Queue* q, int n,

@@ -670,7 +670,17 @@ absl::Status SubscriptionImpl::CountWaiting(MessageId cutoff,
   if (!all) st->lag_exact = false;
   absl::flat_hash_set<std::string> seen;
   for (const std::string& prefix : waiting) {
-    if (lanes_.contains(prefix) || !seen.insert(prefix).second) continue;
+    if (!seen.insert(prefix).second) continue;
+    if (auto in = lanes_.find(prefix); in != lanes_.end()) {
+      // In memory, read to its end before this hint came: Stats counted
+      // only its buffer.
+      const Lane& lane = *in->second;
+      if (!lane.active && !lane.reread && !lane.rehint) {
+        HQ_RETURN_IF_ERROR(
+            CountLag(prefix, std::max(lane.read, cutoff), it, st));
+      }
+      continue;
+    }
     LaneCheckpoint c;
     std::string_view topic;
     if (!LayoutCodec::ParseLanePrefix(prefix, true, &c.partition, &c.priority,
