@@ -374,9 +374,12 @@ TEST_CASE("issue15: the MANIFEST reader names the live tables") {
     CHECK(prefix.edits == state.edits - 1);
     CHECK(prefix.intact_end < cut);
   }
-  // A flipped byte is.
+  // A flipped byte before the last edit is (in the first record's payload:
+  // a byte half way could fall in the last edit, which compaction can make
+  // longer than all the others, and read as cut short).
+  REQUIRE(state.edits > 1);
   std::string bad = data;
-  bad[data.size() / 2] ^= 0x40;
+  bad[10] ^= 0x40;
   manifest::State ignored;
   CHECK_FALSE(manifest::Read(bad, &ignored, &error));
   CHECK_FALSE(error.empty());
