@@ -47,6 +47,7 @@ void PrintLine(const std::string& name, const Result& r) {
   std::printf("%s : %.3f micros/op; %.0f msgs/s; %.1f MB/s\n", name.c_str(),
               r.seconds * 1e6 / static_cast<double>(r.messages),
               r.msgs_per_sec(), r.seconds > 0 ? mb / r.seconds : 0);
+  std::fflush(stdout);  // A long run's lines as they come, also to a file.
 }
 
 void PrintRatio(const std::string& name, const Result& a, const Result& b) {

@@ -315,6 +315,9 @@
 //   --sync_num=N       Messages of each sync run of put_variants.
 //                      Default: 20000.
 //   --many_topics=N    Topics of many_topics. Default: 1000000.
+//   --many_topics_drain=false  many_topics stops after read_topic: no
+//                      claims, no subscription (start-up and memory at a
+//                      scale where draining takes hours).
 //   --lab_layouts=LIST Layouts of layout_lab, the first the baseline.
 //                      Default: salt_index_segment_time_job,
 //                      salt_time_job_segment_index.
@@ -420,6 +423,8 @@ ABSL_FLAG(std::string, topic_interval, "0",
 ABSL_FLAG(int64_t, cache_bytes, int64_t{64} << 20,
           "Block cache bytes of each database (0: LevelDB's own 8 MiB).");
 ABSL_FLAG(int64_t, many_topics, 1000000, "Topics of many_topics.");
+ABSL_FLAG(bool, many_topics_drain, true,
+          "many_topics drains its group and runs its subscription.");
 ABSL_FLAG(std::string, lab_layouts,
           "salt_index_segment_time_job,salt_time_job_segment_index",
           "Rowkey layouts of layout_lab (orders of salt, index, segment, "
@@ -525,6 +530,7 @@ absl::Status ScalarsFromFlags(Config& c) {
   c.threads = threads;
   c.sync_num = absl::GetFlag(FLAGS_sync_num);
   c.many_topics = absl::GetFlag(FLAGS_many_topics);
+  c.many_topics_drain = absl::GetFlag(FLAGS_many_topics_drain);
   return absl::OkStatus();
 }
 

@@ -51,6 +51,7 @@ struct Config {
   int threads = 1;
   int64_t sync_num = 20000;
   int64_t many_topics = 1000000;
+  bool many_topics_drain = true;  // false: no claims nor subscription.
   LayoutLabOptions lab;
   bool sqlite = false;  // --peers
   bool redis = false;
