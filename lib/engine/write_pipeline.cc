@@ -466,8 +466,8 @@ absl::Status DbImpl::RunWriterLocked(Writer* w) {
       any = any || x->in_batch;
       last = x;
     }
-    FlushHints();
     if (any) {
+      FlushHints();
       leveldb::WriteOptions wo;
       wo.sync = sync;
       leveldb::Status s;
