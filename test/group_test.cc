@@ -1928,37 +1928,6 @@ TEST_CASE("issue17: a sweep trims the lane index below every consumer") {
   CHECK(ValueOrDie(f.db()->Verify()).ok());
 }
 
-TEST_CASE("issue17: a trim of a batch of hints or more compacts them away") {
-  Options o = NoBackgroundSweeps();
-  o.ttl_sweep_batch = 4;
-  DbFixture f(Storage::kMemory, o);
-  Queue* q = ValueOrDie(
-      f.db()->CreateQueue("q", {.partitions = 1, .layout = Layout::kTopic}));
-  for (int i = 0; i < 10; ++i) {
-    HQ_REQUIRE_OK(
-        q->Put({.topic = absl::StrCat("t", i), .payload = "x"}).status());
-  }
-  leveldb::DB* raw = static_cast<DbImpl*>(f.db())->leveldb();
-  auto tables = [raw] {
-    int n = 0;
-    for (int level = 0; level < 7; ++level) {
-      std::string v;
-      REQUIRE(raw->GetProperty(
-          absl::StrCat("leveldb.num-files-at-level", level), &v));
-      n += std::stoi(v);
-    }
-    return n;
-  };
-  REQUIRE(tables() == 0);  // All in the memtable.
-  CHECK(ValueOrDie(f.db()->CompactExpired()).hints_trimmed == 9);
-  // The deleted span was compacted (the memtable flushed with it), so
-  // seeks before the newest hint do not step over its tombstones.
-  CHECK(tables() > 0);
-  CHECK(HintCount(f.db(), q) == 1);
-  ConsumerGroup* g = ValueOrDie(q->Group("g"));
-  CHECK(ValueOrDie(g->Claim({.max = 100})).size() == 10);
-}
-
 // Issue 17: Stats counts the backlog without the group's lock (claims go on
 // meanwhile), on a snapshot taken under it, so that what it reports is
 // the backlog of one moment, in both layouts.

@@ -76,8 +76,6 @@ absl::Status DbImpl::TrimHints(SweepStats* stats) {
   std::vector<uint64_t> lowest;
   leveldb::WriteBatch batch;
   size_t in_batch = 0;
-  // The spans trimmed of at least a batch of hints: [compact_from, compact).
-  std::vector<std::string> compact_from, compact;
   it->Seek(index);
   while (it->Valid() && View(it->key()).starts_with(index) && !IsClosing()) {
     // The (queue, priority) of this hint, and its newest hint.
@@ -97,7 +95,6 @@ absl::Status DbImpl::TrimHints(SweepStats* stats) {
     HQ_ASSIGN_OR_RETURN(const uint64_t newest, NewestHint(prefix, src.get()));
     // Below every position, and not the newest.
     const uint64_t below = std::min(lowest[priority], newest);
-    int64_t trimmed = 0;
     for (; it->Valid() && View(it->key()).starts_with(prefix); it->Next()) {
       if (!format::DecodeHintSeq(View(it->key()), &seq)) {
         return absl::DataLossError(
@@ -106,7 +103,7 @@ absl::Status DbImpl::TrimHints(SweepStats* stats) {
       }
       if (seq >= below) break;
       batch.Delete(it->key());
-      ++trimmed;
+      ++stats->hints_trimmed;
       if (++in_batch == static_cast<size_t>(options_.ttl_sweep_batch)) {
         HQ_RETURN_IF_ERROR(WriteOther(leveldb::WriteOptions(), &batch,
                                       "trimming the lane activity index"));
@@ -116,13 +113,6 @@ absl::Status DbImpl::TrimHints(SweepStats* stats) {
     }
     HQ_RETURN_IF_ERROR(
         FromLevelDb(it->status(), "reading the lane activity index"));
-    stats->hints_trimmed += trimmed;
-    // A long run of deleted hints is compacted away after the loop: every
-    // Seek that lands before the index's newest hint would step over it.
-    if (trimmed >= options_.ttl_sweep_batch) {
-      compact.push_back(format::HintKey(qid, priority, below));
-      compact_from.push_back(prefix);
-    }
     it->Seek(coding::PrefixSuccessor(prefix));  // The next priority or queue.
   }
   HQ_RETURN_IF_ERROR(
@@ -130,13 +120,6 @@ absl::Status DbImpl::TrimHints(SweepStats* stats) {
   if (in_batch > 0) {
     HQ_RETURN_IF_ERROR(WriteOther(leveldb::WriteOptions(), &batch,
                                   "trimming the lane activity index"));
-  }
-  // Iterators pin table files: released before the compactions.
-  it.reset();
-  src.reset();
-  for (size_t i = 0; i < compact.size() && !IsClosing(); ++i) {
-    const leveldb::Slice b(compact_from[i]), e(compact[i]);
-    db_->CompactRange(&b, &e);
   }
   return absl::OkStatus();
 }
