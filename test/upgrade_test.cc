@@ -38,16 +38,17 @@ std::string CopyTestData(const test::TempDir& dir, const std::string& name) {
   return to;
 }
 
-uint32_t FormatVersion(Db* db) {
+uint32_t FormatVersion(leveldb::DB* raw) {
   std::string v;
-  REQUIRE(test::Impl(db)
-              ->leveldb()
-              ->Get(leveldb::ReadOptions(), format::MetaKey("format"), &v)
-              .ok());
+  REQUIRE(raw->Get(leveldb::ReadOptions(), format::MetaKey("format"), &v).ok());
   std::string_view in = v;
   uint32_t version = 0;
   REQUIRE(coding::GetFixed32(&in, &version));
   return version;
+}
+
+uint32_t FormatVersion(Db* db) {
+  return FormatVersion(test::Impl(db)->leveldb());
 }
 
 // Claims everything `g` hands out now; returns the tasks, completed.
@@ -207,12 +208,7 @@ TEST_CASE("a format 5 Db (single-lane hints) is upgraded and keeps its state") {
     // As written: version 5, single-lane hints only.
     leveldb::DB* raw;
     REQUIRE(leveldb::DB::Open(leveldb::Options(), path, &raw).ok());
-    std::string v;
-    REQUIRE(raw->Get({}, format::MetaKey("format"), &v).ok());
-    std::string_view in = v;
-    uint32_t version = 0;
-    REQUIRE(coding::GetFixed32(&in, &version));
-    CHECK(version == 5);
+    CHECK(FormatVersion(raw) == 5);
     std::unique_ptr<leveldb::Iterator> it(raw->NewIterator({}));
     size_t single = 0, other = 0;
     const std::string index(1, format::kHintTag);

@@ -85,6 +85,18 @@ absl::Status LaneSource::Next(int priority, size_t max, leveldb::Iterator* it,
   return NextHints(priority, max - (out->size() - before), it, out);
 }
 
+absl::Status LaneSource::DecodeHint(
+    const leveldb::Iterator& it, int priority, uint64_t* seq,
+    std::vector<std::string_view>* lanes) const {
+  if (!format::DecodeHintSeq(View(it.key()), seq) ||
+      !format::DecodeHintLanes(View(it.key()), View(it.value()), priority,
+                               lanes)) {
+    return absl::DataLossError(absl::StrCat("queue '", queue_->name(),
+                                            "': malformed lane index record"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status LaneSource::NextHints(int priority, size_t max,
                                    leveldb::Iterator* it,
                                    std::vector<Taken>* out) {
@@ -98,12 +110,7 @@ absl::Status LaneSource::NextHints(int priority, size_t max,
        it->Valid() && View(it->key()).starts_with(prefix); it->Next()) {
     if (n == max) return absl::OkStatus();  // More may follow.
     uint64_t seq;
-    if (!format::DecodeHintSeq(View(it->key()), &seq) ||
-        !format::DecodeHintLanes(View(it->key()), View(it->value()), priority,
-                                 &lanes)) {
-      return absl::DataLossError(absl::StrCat(
-          "queue '", queue_->name(), "': malformed lane index record"));
-    }
+    HQ_RETURN_IF_ERROR(DecodeHint(*it, priority, &seq, &lanes));
     // Lanes of this hint taken by an earlier call are skipped.
     size_t k = seq == st.read_next ? st.read_skip : 0;
     for (; k < lanes.size() && n < max; ++k, ++n) {
@@ -206,12 +213,7 @@ absl::Status LaneSource::Peek(size_t max, leveldb::Iterator* it,
     for (it->Seek(format::HintKey(queue_->id(), p, st.read_next));
          it->Valid() && View(it->key()).starts_with(prefix); it->Next()) {
       uint64_t seq;
-      if (!format::DecodeHintSeq(View(it->key()), &seq) ||
-          !format::DecodeHintLanes(View(it->key()), View(it->value()), p,
-                                   &lanes)) {
-        return absl::DataLossError(absl::StrCat(
-            "queue '", queue_->name(), "': malformed lane index record"));
-      }
+      HQ_RETURN_IF_ERROR(DecodeHint(*it, p, &seq, &lanes));
       for (size_t k = seq == st.read_next ? st.read_skip : 0; k < lanes.size();
            ++k) {
         if (!take(lanes[k])) return absl::OkStatus();
@@ -255,11 +257,12 @@ bool LaneSource::Moved() const {
   return format::EncodeSource(Position()) != written_;
 }
 
-void LaneSource::AppendRecord(leveldb::WriteBatch* batch) {
+bool LaneSource::AppendRecord(leveldb::WriteBatch* batch) {
   std::string value = format::EncodeSource(Position());
-  if (value == written_) return;
+  if (value == written_) return false;
   batch->Put(key_, value);
   written_ = std::move(value);
+  return true;
 }
 
 }  // namespace hq

@@ -80,8 +80,8 @@ class LaneSource {
   // The lane of `hold` no longer holds the position back.
   void Release(const Hold& hold);
   // Appends the source record to `batch` if the position moved since it
-  // was last appended.
-  void AppendRecord(leveldb::WriteBatch* batch);
+  // was last appended; returns whether it did.
+  bool AppendRecord(leveldb::WriteBatch* batch);
   // Whether the position moved since the record was last appended.
   bool Moved() const;
 
@@ -106,6 +106,11 @@ class LaneSource {
   absl::Status NextHints(int priority, size_t max, leveldb::Iterator* it,
                          std::vector<Taken>* out);
   format::SourceValue Position() const;
+  // The seq and lanes of the hint at `it` (of `priority`); DataLoss if
+  // malformed.
+  absl::Status DecodeHint(const leveldb::Iterator& it, int priority,
+                          uint64_t* seq,
+                          std::vector<std::string_view>* lanes) const;
 
   DbImpl* const db_;
   QueueImpl* const queue_;

@@ -576,8 +576,7 @@ absl::Status SubscriptionImpl::WriteCheckpoints() {
       if (lane->rehint) rehint.push_back(prefix);
     }
   }
-  const bool moved = paged() && source_->Moved();
-  if (moved) source_->AppendRecord(&batch);
+  const bool moved = paged() && source_->AppendRecord(&batch);
   if (!rehint.empty()) {
     HQ_RETURN_IF_ERROR(db_->WriteWithHints(
         queue_, db_->default_sync(),
