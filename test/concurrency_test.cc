@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "lib/util/strings.h"
 #include "lib/util/sync.h"
 #include "test/test_util.h"
@@ -483,10 +485,17 @@ TEST_CASE("Puts racing DropQueue either land before it or get NotFound",
 
   RunThreads(kProducers + 1, [&](int t) {
     if (t == kProducers) {
-      // The dropper: waits until producers have written a fair amount.
+      // The dropper: waits until producers have written a fair amount,
+      // or drops anyway after a minute (and says so).
       {
         MutexLock l(&mu);
-        while (ok_puts < 2000) progress.Wait(&mu);
+        const absl::Time deadline = absl::Now() + absl::Minutes(1);
+        while (ok_puts < 2000 && absl::Now() < deadline) {
+          progress.WaitWithTimeout(&mu, deadline - absl::Now());
+        }
+        if (ok_puts < 2000) {
+          errors.Add(absl::StrCat("only ", ok_puts, " puts in a minute"));
+        }
       }
       if (absl::Status s = f.db()->DropQueue("q"); !s.ok()) {
         errors.Add(s.ToString());

@@ -3,6 +3,7 @@
 #include "leveldb/db.h"
 
 #include <algorithm>
+#include <random>
 #include <type_traits>
 
 #include "absl/strings/cord.h"
@@ -10,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "lib/engine/db_impl.h"
 #include "lib/engine/queue_impl.h"
+#include "lib/format/coding.h"
 #include "lib/format/format.h"
 #include "test/test_util.h"
 
@@ -242,6 +244,50 @@ TEST_CASE("a drop interrupted by a crash is finished by the next Open") {
   CHECK(CountKeys(f.db(), format::LaneDirPrefix(id)) == 0);
   CHECK(CountKeys(f.db(), format::DropPrefix()) == 0);
   CHECK(absl::IsNotFound(f.db()->OpenQueue("victim").status()));
+}
+
+// LevelDB's estimate of the table bytes holding keys that start with
+// `prefix`.
+uint64_t TableBytes(Db* db, const std::string& prefix) {
+  const std::string end = coding::PrefixSuccessor(prefix);
+  const leveldb::Range range(prefix, end);
+  uint64_t bytes = 0;
+  Impl(db)->leveldb()->GetApproximateSizes(&range, 1, &bytes);
+  return bytes;
+}
+
+TEST_CASE("DropQueue returns at once; the janitor returns the disk space") {
+  // The janitor runs (the clock never fires its timers): compacting the
+  // dropped range is its work, not the caller's.
+  DbFixture f(Storage::kDisk, Options{.ttl_sweep_batch = 1000});
+  Queue* q = ValueOrDie(f.db()->CreateQueue("big", {}));
+  Queue* small = ValueOrDie(f.db()->CreateQueue("small", {}));
+  // Random bytes: LevelDB's compression would shrink repeated ones.
+  std::mt19937_64 rng(test::Seed(1));
+  std::string payload(1000, ' ');
+  for (int i = 0; i < 5000; ++i) {
+    for (char& c : payload) c = static_cast<char>(rng());
+    HQ_REQUIRE_OK(q->Put({.payload = payload}).status());
+  }
+  for (int i = 0; i < 10; ++i) {
+    HQ_REQUIRE_OK(small->Put({.payload = payload}).status());
+  }
+  const uint32_t id = static_cast<QueueImpl*>(q)->id();
+  test::CompactAllAndSettle(Impl(f.db())->leveldb());
+  const uint64_t before = TableBytes(f.db(), format::MessagePrefix(id));
+  REQUIRE(before > 4000000);
+
+  HQ_REQUIRE_OK(f.db()->DropQueue("small"));  // Too small to compact.
+  HQ_REQUIRE_OK(f.db()->DropQueue("big"));
+  CHECK(CountKeys(f.db(), format::MessagePrefix(id)) == 0);
+  const absl::Time deadline = absl::Now() + absl::Seconds(120);
+  while (Impl(f.db())->TEST_ReclaimedRanges() < 1 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  // One range: the big queue's messages. Its other ranges (reservations,
+  // lane directory) and the small queue are left to LevelDB.
+  REQUIRE(Impl(f.db())->TEST_ReclaimedRanges() == 1);
+  CHECK(TableBytes(f.db(), format::MessagePrefix(id)) < before / 100);
 }
 
 TEST_CASE("Open loads nothing per queue") {

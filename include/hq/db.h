@@ -281,10 +281,14 @@ class HQ_EXPORT Db {
   // NotFound (no such queue).
   virtual absl::StatusOr<Queue*> OpenQueue(std::string_view name) = 0;
 
-  // Deletes a queue and all its messages, then compacts the range they used
-  // so their disk space is returned. Its consumer groups go with it, and so
-  // do their dead-letter queues ("<name>.dead.<group>"). Takes time
-  // proportional to the queue's size. Queue* and ConsumerGroup* handles to
+  // Deletes a queue and all its messages. Its consumer groups go with it,
+  // and so do their dead-letter queues ("<name>.dead.<group>"). Takes time
+  // proportional to the queue's size; it does not wait for a compaction.
+  // Disk space: the janitor thread (Options::ttl_sweep_interval or
+  // status_interval nonzero) then compacts each range of the queue that
+  // held Options::ttl_sweep_batch records or more; smaller ranges, or all
+  // of them without a janitor, return as LevelDB compacts, or at once with
+  // CompactAll. Queue* and ConsumerGroup* handles to
   // it stay valid but fail with NotFound. If the process dies part-way, the
   // next Open finishes the job (a dead-letter queue not yet dropped then
   // stays, as an ordinary queue).

@@ -204,9 +204,13 @@ absl::Status DbImpl::DeleteQueueData(uint32_t queue_id) {
     HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "scanning a dropped queue"));
     HQ_RETURN_IF_ERROR(
         WriteOther(leveldb::WriteOptions(), &b, "deleting a dropped queue"));
-    const std::string end = coding::PrefixSuccessor(prefix);
-    leveldb::Slice begin_slice(prefix), end_slice(end);
-    db_->CompactRange(&begin_slice, &end_slice);
+    // Compacting here would hold the caller for as long as LevelDB takes to
+    // compact every level-0 table (all overlap the range) while other
+    // queues keep writing. Large ranges go to the janitor; small ones are
+    // left to LevelDB's own compactions, as the TTL sweep does.
+    if (n >= static_cast<size_t>(options_.ttl_sweep_batch)) {
+      ReclaimLater(prefix);
+    }
   }
   leveldb::WriteOptions wo;
   wo.sync = true;

@@ -180,6 +180,8 @@ class DbImpl final : public Db {
   bool TEST_Closing();
   // Sweeps completed (by CompactExpired or the janitor).
   int64_t TEST_SweepCount();
+  // Ranges of dropped queues the janitor has compacted (ReclaimLater).
+  int64_t TEST_ReclaimedRanges();
   // LevelDB writes made by the write pipeline (messages and group records).
   int64_t TEST_PipelineWrites() { return pipeline_writes_.load(); }
   // The Env that syncs closed logs in the background (its TEST_ hooks).
@@ -312,9 +314,20 @@ class DbImpl final : public Db {
 
   absl::StatusOr<QueueImpl*> FindQueueLocked(std::string_view name)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(catalog_mu_);
-  // Deletes every record of a dropped queue, compacts the range and removes
-  // its drop marker.
+  // Deletes every record of a dropped queue and removes its drop marker;
+  // hands its large ranges to ReclaimLater.
   absl::Status DeleteQueueData(uint32_t queue_id);
+  // Has the janitor, if it runs, compact the keys starting with `prefix`
+  // (returning the disk space of deleted records). Without a janitor the
+  // space returns as LevelDB compacts, or at once with CompactAll.
+  void ReclaimLater(std::string prefix);
+  // Compacts what ReclaimLater queued, until it is empty or the janitor
+  // stops. Janitor thread only.
+  void ReclaimQueued();
+  bool JanitorRuns() const {
+    return options_.ttl_sweep_interval > absl::ZeroDuration() ||
+           options_.status_interval > absl::ZeroDuration();
+  }
   absl::Status FinishPendingDrops();
   // Wakes the blocked claims of every queue's groups (closing).
   void WakeAllWaiters();
@@ -419,6 +432,9 @@ class DbImpl final : public Db {
     absl::Time at;
   };
   absl::flat_hash_map<std::string, StatusTotals> status_totals_;
+  // Key prefixes to compact (ReclaimLater), and how many were compacted.
+  std::deque<std::string> reclaim_ ABSL_GUARDED_BY(janitor_mu_);
+  int64_t reclaimed_ ABSL_GUARDED_BY(janitor_mu_) = 0;
   bool janitor_stop_ ABSL_GUARDED_BY(janitor_mu_) = false;
   std::thread janitor_;
 

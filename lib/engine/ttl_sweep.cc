@@ -239,7 +239,8 @@ void DbImpl::JanitorLoop() {
     bool sweep, status;
     {
       MutexLock l(&janitor_mu_);
-      while (!sweep_due_ && !status_due_ && !janitor_stop_) {
+      while (!sweep_due_ && !status_due_ && reclaim_.empty() &&
+             !janitor_stop_) {
         janitor_cv_.Wait(&janitor_mu_);
       }
       if (janitor_stop_) return;
@@ -249,7 +250,37 @@ void DbImpl::JanitorLoop() {
     // Failures are retried at the next interval.
     if (status) (void)PublishStatus();
     if (sweep) (void)CompactExpired();
+    ReclaimQueued();
   }
+}
+
+void DbImpl::ReclaimLater(std::string prefix) {
+  if (!JanitorRuns()) return;
+  MutexLock l(&janitor_mu_);
+  reclaim_.push_back(std::move(prefix));
+  janitor_cv_.Signal();
+}
+
+void DbImpl::ReclaimQueued() {
+  while (true) {
+    std::string begin;
+    {
+      MutexLock l(&janitor_mu_);
+      if (reclaim_.empty() || janitor_stop_) return;
+      begin = std::move(reclaim_.front());
+      reclaim_.pop_front();
+    }
+    const std::string end = coding::PrefixSuccessor(begin);
+    const leveldb::Slice b(begin), e(end);
+    db_->CompactRange(&b, &e);
+    MutexLock l(&janitor_mu_);
+    ++reclaimed_;
+  }
+}
+
+int64_t DbImpl::TEST_ReclaimedRanges() {
+  MutexLock l(&janitor_mu_);
+  return reclaimed_;
 }
 
 int64_t DbImpl::TEST_SweepCount() {
