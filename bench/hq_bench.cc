@@ -178,7 +178,7 @@
 //                    a new subscription's Subscribe call, and
 //                    many_topics_subscribe[L], its delivery of every
 //                    message (one op = one message; the topic layout's
-//                    walks the lane directory, as one created over existing
+//                    walks the lanes, as one created over existing
 //                    data does); `many_topics heap_kb[L]`, heap growth
 //                    after the put, the group load, the first claim, the
 //                    claims and the subscription. Then the ratios

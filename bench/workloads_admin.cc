@@ -377,7 +377,7 @@ class CountingListener : public MessageListener {
 };
 
 // many_topics' subscription: a new one, created after the reopen, delivers
-// every message (the topic layout's walks the lane directory, as one
+// every message (the topic layout's walks the lanes, as one
 // created over existing data does). Prints its load (the Subscribe call)
 // and delivery lines.
 absl::StatusOr<Result> ManyTopicsSubscribe(
@@ -432,7 +432,7 @@ absl::Status ManyTopicsLayout(
   WaitForCompactions(static_cast<DbImpl*>(db.get())->leveldb());
 
   // Reopen: Db::Open, then the first Group call (the time layout's reads
-  // the lane directory; the topic layout's only the group's records).
+  // the lanes; the topic layout's only the group's records).
   db.reset();
   SteadyClock::time_point start = SteadyClock::now();
   HQ_ASSIGN_OR_RETURN(db, Db::Open(path, c.hq_options));

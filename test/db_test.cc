@@ -197,10 +197,10 @@ TEST_CASE("catalog: create, open, list, drop") {
     HQ_REQUIRE_OK(a->Put({.payload = "m", .partition = i % 3u}).status());
   }
   const uint32_t a_id = static_cast<QueueImpl*>(a)->id();
-  // 100 messages and nothing else (no lane fence: format.md), in 3 lanes
-  // listed in the lane directory.
+  // 100 messages and nothing else: no lane fence, no lane directory entry
+  // (format.md).
   CHECK(CountKeys(db, format::MessagePrefix(a_id)) == 100);
-  CHECK(CountKeys(db, format::LaneDirPrefix(a_id)) == 3);
+  CHECK(CountKeys(db, format::LaneDirPrefix(a_id)) == 0);
 
   HQ_REQUIRE_OK(db->DropQueue("a"));
   // The handle stays valid and says the queue is gone.

@@ -592,15 +592,6 @@ std::vector<RecordDamage> AllRecordDamage() {
   });
   add("malformed message value", aside,
       [](const Ids& ids, auto* b) { return Put(b, ids.q_first, "\x07"); });
-  add("message lane missing from the lane directory", added,
-      [](const Ids& ids, auto* b) {
-        std::string k, dir;
-        LayoutCodec::For(Layout::kTime)
-            .AppendMessageKey(&k, ids.q, 1, 1, "", MessageId{1, 0});
-        b->Put(k, MessageValue());
-        format::AppendLaneDirKey(&dir, k.substr(0, LayoutCodec::kHeadSize));
-        return dir;
-      });
   add("message at or above its partition's reservation", rewritten,
       [](const Ids& ids, auto* b) {
         std::string k = ids.q_lane;

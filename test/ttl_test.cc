@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -106,13 +107,17 @@ TEST_CASE("expired messages are invisible at once, then swept") {
         MessageId::AtTime(f.clock().Now() - absl::Hours(1));
     std::unique_ptr<leveldb::Iterator> it(
         Impl(f.db())->leveldb()->NewIterator({}));
-    const std::string prefix = format::LaneDirPrefix(impl->id());
-    int lanes = 0;
+    const std::string prefix = format::MessagePrefix(impl->id());
+    std::set<std::string> heads;  // Every lane's prefix: its head key.
     for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
          it->Next()) {
-      // The lane head: the lane prefix, i.e. the directory key retagged.
-      std::string head(1, format::kMessageTag);
-      head.append(it->key().data() + 1, it->key().size() - 1);
+      const std::string_view key(it->key().data(), it->key().size());
+      const size_t n = impl->codec().LanePrefixOf(key);
+      REQUIRE(n > 0);
+      heads.emplace(key.substr(0, n));
+    }
+    int lanes = 0;
+    for (const std::string& head : heads) {
       std::string value;
       REQUIRE(Impl(f.db())->leveldb()->Get({}, head, &value).ok());
       REQUIRE(value.size() == LayoutCodec::kMessageIdSize);

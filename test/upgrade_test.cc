@@ -125,8 +125,8 @@ TEST_CASE("a Db of a format version newer than this hq is refused") {
 // dead letter reason "rejected", format 5 dropped lane fences; a format 2
 // to 4 Db is upgraded by rewriting its format record, and keeps its groups
 // and the fences it has (which Verify still checks and readers skip).
-TEST_CASE("a format 2 to 5 Db is upgraded to the current version on Open") {
-  const uint32_t old_version = GENERATE(2u, 3u, 4u, 5u);
+TEST_CASE("a format 2 to 6 Db is upgraded to the current version on Open") {
+  const uint32_t old_version = GENERATE(2u, 3u, 4u, 5u, 6u);
   CAPTURE(old_version);
   test::TempDir dir;
   const std::string path = dir.Sub("db");
@@ -154,8 +154,8 @@ TEST_CASE("a format 2 to 5 Db is upgraded to the current version on Open") {
     delete raw;
   }
   auto db = test::ValueOrDie(Db::Open(path));
-  CHECK(FormatVersion(db.get()) == 6);
-  CHECK(format::kFormatVersion == 6);
+  CHECK(FormatVersion(db.get()) == format::kFormatVersion);
+  CHECK(format::kFormatVersion == 7);
   Queue* q = test::ValueOrDie(db->OpenQueue("q"));
   HQ_REQUIRE_OK(q->Put({.payload = "b"}).status());
   CHECK(test::ScanAll(q).size() == 2);
@@ -223,20 +223,27 @@ TEST_CASE("a format 5 Db (single-lane hints) is upgraded and keeps its state") {
   }
   auto db = test::ValueOrDie(Db::Open(path));
   CHECK(FormatVersion(db.get()) == format::kFormatVersion);
-  CHECK(format::kFormatVersion == 6);
-  // Verify reads both kinds of hint.
+  CHECK(format::kFormatVersion == 7);
+  // Verify reads both kinds of hint, and the lane directory format 7 no
+  // longer writes.
   {
     const VerifyReport report = test::ValueOrDie(db->Verify());
     for (const VerifyProblem& p : report.problems) FAIL_CHECK(p.description);
   }
   Queue* q = test::ValueOrDie(db->OpenQueue("topics"));
-  // New messages after the upgrade get list hints.
+  // New messages after the upgrade get list hints; p43 starts a lane of
+  // its own, which no lane directory entry lists.
+  const std::string dir_prefix =
+      format::LaneDirPrefix(static_cast<QueueImpl*>(q)->id());
+  const size_t dir_entries = test::CountKeys(db.get(), dir_prefix);
+  CHECK(dir_entries > 0);
   for (int i = 40; i < 44; ++i) {
-    HQ_REQUIRE_OK(q->Put({.topic = absl::StrCat("t", i % 12),
+    HQ_REQUIRE_OK(q->Put({.topic = i == 43 ? "new" : absl::StrCat("t", i % 12),
                           .payload = absl::StrCat("p", i),
                           .priority = (i % 12) % 2})
                       .status());
   }
+  CHECK(test::CountKeys(db.get(), dir_prefix) == dir_entries);
   // "g" completed 5 of p0..p29 and had 3 in flight: those 3 come again
   // (attempt 2), then everything else, once each.
   std::vector<Task> g = Drain(test::ValueOrDie(q->Group("g")));

@@ -254,15 +254,6 @@ std::vector<Damage> AllDamage() {
   });
   add("malformed message value",
       [](const Ids& ids, auto* b) { return Put(b, ids.q_first, "\x07"); });
-  add("message lane missing from the lane directory",
-      [](const Ids& ids, auto* b) {
-        std::string k;
-        LayoutCodec::For(Layout::kTime)
-            .AppendMessageKey(&k, ids.q, 1, 1, "", MessageId{1, 0});
-        std::string v;
-        format::AppendMessageValue(&v, "", "p");
-        return Put(b, k, v);
-      });
   add("at or above its partition's reservation", [](const Ids& ids, auto* b) {
     std::string k = ids.q_lane;
     LayoutCodec::AppendMessageId(&k, MessageId{MessageId::kMaxMs - 5, 0});

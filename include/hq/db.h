@@ -176,8 +176,8 @@ struct RepairReport {
     enum class Action {
       kRewritten,   // The record's value was corrected (a counter raised,
                     // a cursor lowered to its lane's end, ...).
-      kAdded,       // A missing record was written (a lane directory entry,
-                    // a reservation, a TTL index record, ...).
+      kAdded,       // A missing record was written (a reservation, a TTL
+                    // index record, ...).
       kMovedAside,  // The record was moved to `moved_aside_to` (see there).
     };
     std::string key_hex;  // The record's key, in lowercase hex.
@@ -333,7 +333,8 @@ class HQ_EXPORT Db {
   // on meanwhile), checks each against its grammar (doc/format.md) and the
   // records it refers to, and reports (does not repair) what is wrong:
   //   - an empty key, or an unknown record tag;
-  //   - a metadata, catalog, reservation, lane directory, TTL index, group,
+  //   - a metadata, catalog, reservation, lane directory (written by format
+  //     versions before 7), TTL index, group,
   //     cursor, task, dead letter, dedup, subscription, checkpoint or
   //     message record whose key or value does not decode (a completion
   //     cursor above its scan cursor is a cursor value that does not
@@ -347,7 +348,7 @@ class HQ_EXPORT Db {
   //   - a group's scan cursor beyond the end of its lane (with a TTL:
   //     beyond the later of the lane end and the TTL cutoff);
   //   - a message at or above its partition's id reservation, or in a
-  //     partition without one, or in a lane missing from the lane directory;
+  //     partition without one;
   //   - a TTL index record that does not match the catalog, or a queue with
   //     a TTL and no such record.
   // Memory: proportional to the number of queues, their partitions, groups

@@ -34,7 +34,8 @@ struct QueueInfo {
 // One partition of a queue, as Queue::Stats reports it.
 struct PartitionStats {
   uint32_t partition = 0;
-  // Lanes (layout.h) of the partition in the lane directory.
+  // Lanes (layout.h) of the partition that hold a key: a message, or the
+  // head a TTL sweep leaves in a lane it emptied.
   uint64_t lanes = 0;
   // The smallest and the largest id of a live message (not past the TTL),
   // over the partition's lanes; meaningful only if messages > 0.
@@ -139,7 +140,8 @@ class HQ_EXPORT Queue {
   // backoff replace the earlier ones, while its topic filter is fixed at
   // creation. The first call in a process loads the group's records (its
   // tasks in flight) and looks up which lanes have work: one pass over the
-  // queue's lane directory.
+  // queue's lanes (an unordered group of a topic layout queue reads no
+  // per-lane state: group.h, max_active_lanes).
   // Names follow the rules of queue names (1..128 bytes of [A-Za-z0-9._-],
   // starting with a letter or digit), and "<queue>.dead.<group>" (the
   // dead-letter queue) must be a valid queue name too.
@@ -188,8 +190,9 @@ class HQ_EXPORT Queue {
   virtual absl::StatusOr<uint64_t> ApproximateBytes() = 0;
 
   // Per partition: lanes, first and last live id, message count (counted
-  // key by key, up to 100000 per partition) and approximate bytes. Reads
-  // the lane directory, two seeks per lane and the counted keys.
+  // key by key, up to 100000 per partition) and approximate bytes. Walks
+  // the lanes (a seek or a few steps each), two seeks per lane and the
+  // counted keys.
   // Errors: NotFound (dropped), FailedPrecondition (closing), DataLoss
   // (a malformed record), Internal (storage).
   virtual absl::StatusOr<QueueStats> Stats() = 0;

@@ -14,6 +14,7 @@
 #include "leveldb/db.h"
 #include "lib/engine/checked_read.h"
 #include "lib/engine/db_impl.h"
+#include "lib/engine/lane_walk.h"
 #include "lib/engine/queue_impl.h"
 #include "lib/format/coding.h"
 #include "lib/format/format.h"
@@ -72,22 +73,21 @@ absl::StatusOr<QueueStats> QueueImpl::Stats() {
   std::unique_ptr<leveldb::Iterator> it(NewCheckedIterator(db_->leveldb(), ro));
   std::unique_ptr<leveldb::Iterator> dir(
       NewCheckedIterator(db_->leveldb(), ro));
-  const std::string dir_prefix = format::LaneDirPrefix(record_.id);
+  const std::string message_prefix = format::MessagePrefix(record_.id);
   const bool has_topic = codec_.lane_has_topic();
   std::string lane, key;
-  for (dir->Seek(dir_prefix);
-       dir->Valid() && View(dir->key()).starts_with(dir_prefix); dir->Next()) {
-    lane = format::MessagePrefix(record_.id);
-    lane.append(View(dir->key()).substr(5));
+  LaneWalk walk(dir.get(), codec_, message_prefix);
+  for (walk.Seek(message_prefix); walk.Valid(); walk.Next()) {
+    lane.assign(walk.prefix());
     uint32_t partition;
     int priority;
     std::string_view topic;
     if (!LayoutCodec::ParseLanePrefix(lane, has_topic, &partition, &priority,
                                       &topic) ||
         partition >= partitions) {
-      return absl::DataLossError(
-          absl::StrCat("queue '", name_, "': malformed lane directory entry '",
-                       Printable(View(dir->key())), "'"));
+      return absl::DataLossError(absl::StrCat("queue '", name_,
+                                              "': malformed lane prefix '",
+                                              Printable(lane), "'"));
     }
     PartitionStats& ps = stats.partitions[partition];
     ++ps.lanes;
@@ -116,7 +116,7 @@ absl::StatusOr<QueueStats> QueueImpl::Stats() {
     HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "counting messages"));
     if (!first && (ps.last < last)) ps.last = last;
   }
-  HQ_RETURN_IF_ERROR(FromLevelDb(dir->status(), "reading the lane directory"));
+  HQ_RETURN_IF_ERROR(walk.status());
   return stats;
 }
 

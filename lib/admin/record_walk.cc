@@ -501,14 +501,14 @@ void RecordWalker::CheckSource() {
   const uint32_t id = coding::DecodeFixed32(key_.data() + 5);
   if (options_.keys_lost || hints_lost_.contains(q->record.id)) {
     // A lane the index no longer names may have work: without a position
-    // the consumer walks the lane directory again (as a new one does).
+    // the consumer walks the lanes again (as a new one does).
     return (void)Reject(
         options_.keys_lost
             ? "lane source position of a Db that lost keys to damage"
             : "lane source position of a queue whose lane index lost "
               "records",
-        "lane source position moved aside: its consumer walks the lane "
-        "directory again");
+        "lane source position moved aside: its consumer walks the lanes "
+        "again");
   }
   if (!q->groups.contains(id) && !q->subs.contains(id)) {
     return (void)Reject(absl::StrFormat(
@@ -553,7 +553,7 @@ void RecordWalker::CheckMessage() {
   const std::string_view lane = key_.substr(0, lane_size);
   uint32_t partition = 0;
   if (!Lane("message", *q, lane, &partition)) return;
-  if (lane != lane_ && !EnterLane(lane)) return;
+  if (lane != lane_) EnterLane(lane);
   CheckMessageRecord(*q, partition, key_.substr(lane_size),
                      key_.size() == lane_size);
 }
@@ -713,29 +713,10 @@ bool RecordWalker::MessageLane(const WalkQueue& q, size_t* lane_size) {
   return true;
 }
 
-// The walk enters message lane `lane`: the one before ends, and `lane`
-// must be in the lane directory. Returns false if the walk cannot go on
-// with the current record (the directory could not be read).
-bool RecordWalker::EnterLane(std::string_view lane) {
+// The walk enters message lane `lane`: the one before ends.
+void RecordWalker::EnterLane(std::string_view lane) {
   EndLane();
   lane_.assign(lane);
-  std::string dir;
-  format::AppendLaneDirKey(&dir, lane);
-  std::string unused;
-  const leveldb::Status s = CheckedGet(db_, ro_, dir, &unused);
-  if (s.IsNotFound()) {
-    const std::string problem = "message lane missing from the lane directory";
-    Add(key_, problem, dir, "", absl::StrCat(problem, ": added"));
-  } else if (!s.ok()) {
-    return policy_->Found(
-        {.key = key_,
-         .problem = absl::StrCat("cannot read the lane's directory record: ",
-                                 s.ToString()),
-         .remedy = Remedy::kFail,
-         .mend = "reading the lane directory",
-         .io = s});
-  }
-  return true;
 }
 
 // The lane the walk is in ends. (A lane need not have a fence: format

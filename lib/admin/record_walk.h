@@ -189,7 +189,7 @@ class RecordWalker {
   bool Lane(std::string_view kind, const WalkQueue& q, std::string_view lane,
             uint32_t* partition = nullptr);
   bool MessageLane(const WalkQueue& q, size_t* lane_size);
-  bool EnterLane(std::string_view lane);
+  void EnterLane(std::string_view lane);
   void EndLane();
   MessageId LaneEnd(std::string_view lane);
 

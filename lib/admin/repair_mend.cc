@@ -3,8 +3,8 @@
 // Db::Repair's mending: RecreateLostQueues, and MendRecords, which walks
 // the records with the rules of lib/admin/record_walk.h (Db::Verify's) and
 // for each problem either corrects the record (a counter, a cursor beyond
-// its lane's end, an empty value), adds a missing one (lane directory
-// entry, reservation, TTL index record) or moves the record aside
+// its lane's end, an empty value), adds a missing one (reservation, TTL
+// index record) or moves the record aside
 // into a LevelDB of its own (SideDb): nothing is deleted. A record that
 // Verify would accept is never changed.
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "lib/engine/checked_read.h"
 #include "lib/engine/db_impl.h"
+#include "lib/engine/lane_walk.h"
 #include "lib/engine/queue_impl.h"
 #include "lib/format/coding.h"
 #include "lib/format/layout_codec.h"
@@ -17,7 +18,7 @@
 namespace hq {
 namespace {
 
-// The part of a lane directory key after tag and queue id that holds the
+// The start of the lane_rests (a lane prefix after tag and queue id) of the
 // lanes of (partition, priority).
 std::string DirRange(uint32_t partition, int priority) {
   std::string s;
@@ -42,8 +43,8 @@ absl::Status LaneSource::Load() {
   if (s.IsNotFound()) {
     // New (or made by an older hq): from the index's tail, and walks of
     // everything written before. Read in the pipeline's leader, so that
-    // every write is either in the directory before the walks or hinted at
-    // or after the tail.
+    // every write is either stored before the walks or hinted at or after
+    // the tail.
     format::SourceValue v;
     HQ_RETURN_IF_ERROR(db_->WriteWithHints(
         queue_, db_->default_sync(),
@@ -134,7 +135,6 @@ absl::Status LaneSource::NextWalk(int priority, size_t max,
                                   leveldb::Iterator* it,
                                   std::vector<Taken>* out) {
   State& st = state_[priority];
-  const std::string dir = format::LaneDirPrefix(queue_->id());
   const std::string message_prefix = format::MessagePrefix(queue_->id());
   const uint32_t partitions = queue_->options().partitions;
   size_t n = 0;
@@ -147,19 +147,17 @@ absl::Status LaneSource::NextWalk(int priority, size_t max,
       st.walk_at_end = true;
       break;
     }
-    const std::string range = dir + DirRange(partition, priority);
-    const std::string seek = std::max(range, dir + st.walk_next);
+    LaneWalk walk(it, queue_->codec(),
+                  message_prefix + DirRange(partition, priority));
     bool full = false;
-    for (it->Seek(seek); it->Valid() && View(it->key()).starts_with(range);
-         it->Next()) {
+    for (walk.Seek(message_prefix + st.walk_next); walk.Valid(); walk.Next()) {
       if (n == max) {
         full = true;
         break;
       }
-      const std::string_view rest = View(it->key()).substr(dir.size());
+      const std::string_view rest = walk.rest(message_prefix.size());
       Taken t;
-      t.prefix = message_prefix;
-      t.prefix.append(rest);
+      t.prefix.assign(walk.prefix());
       t.hold.priority = priority;
       t.hold.walk_key.assign(rest);
       st.walk_holds.insert(t.hold.walk_key);
@@ -168,7 +166,7 @@ absl::Status LaneSource::NextWalk(int priority, size_t max,
       out->push_back(std::move(t));
       ++n;
     }
-    HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading the lane directory"));
+    HQ_RETURN_IF_ERROR(walk.status());
     if (full) break;
     st.walk_next = DirRange(partition + 1, priority);
   }
@@ -180,7 +178,6 @@ absl::Status LaneSource::Peek(size_t max, leveldb::Iterator* it,
                               bool* all) const {
   *all = false;
   const std::string message_prefix = format::MessagePrefix(queue_->id());
-  const std::string dir = format::LaneDirPrefix(queue_->id());
   const uint32_t partitions = queue_->options().partitions;
   // Takes lane_rest `rest`; false once `max` are taken.
   auto take = [&](std::string_view rest) {
@@ -197,15 +194,15 @@ absl::Status LaneSource::Peek(size_t max, leveldb::Iterator* it,
                                ? coding::DecodeFixed16(st.walk_next.data())
                                : 0;
       for (; partition < partitions; ++partition) {
-        const std::string range = dir + DirRange(partition, p);
-        for (it->Seek(std::max(range, dir + st.walk_next));
-             it->Valid() && View(it->key()).starts_with(range); it->Next()) {
-          if (!take(View(it->key()).substr(dir.size()))) {
+        LaneWalk walk(it, queue_->codec(),
+                      message_prefix + DirRange(partition, p));
+        for (walk.Seek(message_prefix + st.walk_next); walk.Valid();
+             walk.Next()) {
+          if (!take(walk.rest(message_prefix.size()))) {
             return absl::OkStatus();
           }
         }
-        HQ_RETURN_IF_ERROR(
-            FromLevelDb(it->status(), "reading the lane directory"));
+        HQ_RETURN_IF_ERROR(walk.status());
       }
     }
     const std::string prefix = format::HintPrefix(queue_->id(), p);

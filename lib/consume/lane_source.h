@@ -3,8 +3,9 @@
 // Where a consumer of a topic layout queue finds the lanes that may have
 // work: the queue's lane activity index read from the consumer's own
 // position, and (for a consumer created over existing data, or after an
-// upgrade) a walk of the lane directory. doc/format.md, "Lane activity
-// index" and "Lane source positions", has the records and the invariant.
+// upgrade) a walk of the queue's lanes (lib/engine/lane_walk.h).
+// doc/format.md, "Lane activity index" and "Lane source positions", has the
+// records and the invariant.
 //
 // A lane taken from either source is *held* by it until the consumer
 // Releases it: once its lane is drained (its cursor at its end, no task
@@ -38,7 +39,7 @@ class QueueImpl;
 class LaneSource {
  public:
   // What holds back a source's position: a hint (seq > 0) of `priority`, or
-  // a directory lane (walk_key, its lane_rest).
+  // a walked lane (walk_key, its lane_rest).
   struct Hold {
     int priority = 0;
     uint64_t seq = 0;
@@ -55,10 +56,10 @@ class LaneSource {
 
   // Reads the consumer's source record; if it has none, writes one through
   // the write pipeline: the index's next seq per priority, a walk from the
-  // directory's start.
+  // first lane.
   absl::Status Load();
 
-  // Up to `max` lanes of `priority` from its directory walk (lanes
+  // Up to `max` lanes of `priority` from its walk (lanes
   // written before the consumer's source record), then from the index, in
   // seq order.
   absl::Status Next(int priority, size_t max, leveldb::Iterator* it,
@@ -72,7 +73,7 @@ class LaneSource {
   void NoteWritten();
 
   // The lanes of up to `max` hints past those read (all priorities) and
-  // of directory lanes past the walk's position, without taking them; sets
+  // of lanes past the walk's position, without taking them; sets
   // `*all` if that is everything the source has.
   absl::Status Peek(size_t max, leveldb::Iterator* it,
                     std::vector<std::string>* prefixes, bool* all) const;
@@ -95,7 +96,7 @@ class LaneSource {
     std::map<uint64_t, uint32_t> holds;
     bool walking = false;              // As durable: the walk is not finished.
     bool walk_at_end = false;          // The walk passed the last partition.
-    std::string walk_next;             // Seek key of the next directory lane.
+    std::string walk_next;             // lane_rest to seek the next lane at.
     std::set<std::string> walk_holds;  // lane_rest of held lanes.
   };
   bool walk_pending(int priority) const {

@@ -2,10 +2,10 @@
 //
 // How a scanner reads.
 //
-// It holds one LevelDB snapshot and one iterator (plus one over the lane
-// directory). The lanes in scope come from the lane directory (format.h),
-// which lists every lane ever written; with the topic layout and a topic
-// filter, from the filter, each looked up in the directory. Each lane is
+// It holds one LevelDB snapshot and one iterator (plus one that walks the
+// lanes). The lanes in scope come from a walk of the message keys
+// (lib/engine/lane_walk.h), which steps once per lane; with the topic
+// layout and a topic filter, from the filter. Each lane is
 // sought straight at lane_prefix + from, so a seek never walks a lane from
 // its first key; one that runs out of a lane stops at the next lane's head
 // or first message (layout_codec.h): the rows TTL deletes at lane heads,
@@ -32,6 +32,7 @@
 #include "absl/strings/str_cat.h"
 #include "lib/engine/checked_read.h"
 #include "lib/engine/db_impl.h"
+#include "lib/engine/lane_walk.h"
 #include "lib/engine/queue_impl.h"
 #include "lib/format/coding.h"
 #include "lib/format/format.h"
@@ -243,6 +244,7 @@ class ScannerImpl final : public Scanner {
   // Frees the iterators, buffers and snapshot. Once only: by the lease
   // thread at expiry, or by the destructor.
   void ReleaseResources() {
+    walk_.reset();
     dir_iter_.reset();
     iter_.reset();
     lanes_.clear();
@@ -429,64 +431,57 @@ class ScannerImpl final : public Scanner {
     while (pi_ < parts_.size() && parts_[pi_] < min_partition) ++pi_;
   }
 
-  // The next lane of the directory within partition `p`, or nullptr when
-  // the partition has no more (then moves to the next partition).
-  std::unique_ptr<Lane> NextDirectoryLane(uint32_t p) {
+  // The next lane within partition `p` (lane_walk.h), or nullptr when the
+  // partition has no more (then moves to the next partition).
+  std::unique_ptr<Lane> NextWalkedLane(uint32_t p) {
     if (dir_iter_ == nullptr) {
       leveldb::ReadOptions ro = CheckedReadOptions();
       ro.snapshot = snapshot_;
       dir_iter_.reset(NewCheckedIterator(db_->leveldb(), ro));
     }
-    const std::string dir_prefix = format::LaneDirPrefix(queue_id_, p);
-    if (!dir_started_) {
-      dir_started_ = true;
-      dir_iter_->Seek(dir_prefix);
+    std::string range = format::MessagePrefix(queue_id_);
+    coding::PutFixed16(&range, static_cast<uint16_t>(p));
+    if (walk_ == nullptr) {
+      walk_ = std::make_unique<LaneWalk>(dir_iter_.get(), codec_, range);
+      walk_->Seek(range);
     } else {
-      dir_iter_->Next();
+      walk_->Next();
     }
-    if (!dir_iter_->Valid() ||
-        !View(dir_iter_->key()).starts_with(dir_prefix)) {
+    if (!walk_->Valid()) {
+      walk_.reset();
       if (!dir_iter_->status().ok()) {
-        Fail(FromLevelDb(dir_iter_->status(), "reading the lane directory"));
+        Fail(FromLevelDb(dir_iter_->status(), "walking the lanes"));
         return nullptr;
       }
       // Partitions in scope before the next one with lanes have none.
-      const std::string queue_dir = format::LaneDirPrefix(queue_id_);
+      const std::string queue_prefix = format::MessagePrefix(queue_id_);
       const std::string_view key =
           dir_iter_->Valid() ? View(dir_iter_->key()) : std::string_view();
-      if (key.starts_with(queue_dir) && key.size() >= queue_dir.size() + 2) {
-        SkipPartitions(coding::DecodeFixed16(key.data() + queue_dir.size()));
+      if (key.starts_with(queue_prefix) &&
+          key.size() >= queue_prefix.size() + 2) {
+        SkipPartitions(coding::DecodeFixed16(key.data() + queue_prefix.size()));
       } else {
         pi_ = parts_.size();  // No lanes in any later partition.
       }
       return nullptr;
     }
-    // Directory key = dir_prefix | stored priority | [topic_len | topic].
-    const std::string_view dir_key = View(dir_iter_->key());
-    std::string_view rest = dir_key.substr(dir_prefix.size());
-    uint8_t stored_priority;
+    uint32_t partition;
+    int priority;
     std::string_view topic;
-    bool ok = coding::GetFixed8(&rest, &stored_priority);
-    if (ok && codec_.lane_has_topic()) {
-      uint16_t topic_len;
-      ok = coding::GetFixed16(&rest, &topic_len) && rest.size() == topic_len;
-      topic = rest;
-    } else {
-      ok = ok && rest.empty();
-    }
-    if (!ok) {
-      Fail(absl::DataLossError(absl::StrCat("malformed lane directory key '",
-                                            Printable(dir_key), "'")));
+    if (!LayoutCodec::ParseLanePrefix(walk_->prefix(), codec_.lane_has_topic(),
+                                      &partition, &priority, &topic) ||
+        priority >= priorities_) {
+      Fail(absl::DataLossError(absl::StrCat("malformed lane prefix '",
+                                            Printable(walk_->prefix()), "'")));
       return nullptr;
     }
-    return MakeLane(p, 255 - stored_priority, topic);
+    return MakeLane(p, priority, topic);
   }
 
   // The next lane in scope with a message in range, its buffer filled; or
-  // nullptr when there is none (or on error). Candidate lanes come from the
-  // lane directory, or with the topic layout and a topic filter from the
-  // filter (each checked in the directory); either way only lanes that were
-  // written are sought, each at `from`.
+  // nullptr when there is none (or on error). Candidate lanes come from a
+  // walk of the lanes, or with the topic layout and a topic filter from the
+  // filter; each is sought at `from`.
   std::unique_ptr<Lane> NextLane() {
     while (status_.ok() && pi_ < parts_.size()) {
       const uint32_t p = parts_[pi_];
@@ -494,7 +489,7 @@ class ScannerImpl final : public Scanner {
         in_partition_ = true;
         prio_ = priorities_ - 1;
         ti_ = 0;
-        dir_started_ = false;
+        walk_.reset();
       }
       std::unique_ptr<Lane> lane;
       if (codec_.lane_has_topic() && !topics_.empty()) {
@@ -509,20 +504,8 @@ class ScannerImpl final : public Scanner {
           ti_ = 0;
           --prio_;
         }
-        std::string dir_key;
-        format::AppendLaneDirKey(&dir_key, lane->prefix);
-        leveldb::ReadOptions ro = CheckedReadOptions();
-        ro.snapshot = snapshot_;
-        std::string ignored;
-        const leveldb::Status s =
-            CheckedGet(db_->leveldb(), ro, dir_key, &ignored);
-        if (s.IsNotFound()) continue;  // Never written.
-        if (!s.ok()) {
-          Fail(FromLevelDb(s, "reading the lane directory"));
-          return nullptr;
-        }
       } else {
-        lane = NextDirectoryLane(p);
+        lane = NextWalkedLane(p);
         if (lane == nullptr) continue;
       }
       if (Refill(lane.get())) return lane;
@@ -561,8 +544,9 @@ class ScannerImpl final : public Scanner {
   bool in_partition_ = false;
   int prio_ = 0;
   size_t ti_ = 0;
-  std::unique_ptr<leveldb::Iterator> dir_iter_;  // Over the lane directory.
-  bool dir_started_ = false;  // dir_iter_ is inside partition parts_[pi_].
+  std::unique_ptr<leveldb::Iterator> dir_iter_;  // Walks the lanes.
+  // Over dir_iter_, while it is inside partition parts_[pi_].
+  std::unique_ptr<LaneWalk> walk_;
 
   std::vector<std::unique_ptr<Lane>> lanes_;  // kMerged: all lanes.
   std::vector<HeapItem> heap_;                // kMerged: lanes with entries.

@@ -134,8 +134,6 @@ absl::Status DbImpl::DropQueue(std::string_view name) {
         return s;
       }
       q->MarkDropped();
-      known_lanes_.clear();  // Drops are rare: forget every queue's lanes.
-      last_lane_.clear();
       for (uint32_t p = 0; p < q->options().partitions; ++p) {
         ids_.erase(PartitionKey(queue_id, p));
       }

@@ -363,8 +363,6 @@ void DbImpl::RecordWriteError(const absl::Status& s) {
   if (bg_error_.ok()) bg_error_ = s;
   ids_.clear();
   last_ids_key_ = kNoPartition;
-  known_lanes_.clear();
-  last_lane_.clear();
 }
 
 absl::Status DbImpl::WriteOther(const leveldb::WriteOptions& wo,

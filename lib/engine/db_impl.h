@@ -297,16 +297,11 @@ class DbImpl final : public Db {
                                      const MessageId& cutoff, PutResult* result)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // Appends message `m` with its assigned `r` to batch_: the reservation if
-  // r.id passes it, the message, its hint, lane entry and dedup record.
+  // r.id passes it, the message, its hint and its dedup record.
   // `st` holds the ids of r.partition; `has_topic` is q's codec's
   // lane_has_topic().
   void AppendMessage(QueueImpl* q, bool has_topic, const Message& m,
                      const PutResult& r, absl::Time now, PartitionIds* st)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
-  // Appends the directory entry of `lane` (a lane prefix) to
-  // batch_ unless it was written since Open. REQUIRES: lane differs from
-  // last_lane_ (the lane of the previous message), which it becomes.
-  void NoteLaneWritten(std::string_view lane)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   absl::StatusOr<PartitionIds*> LoadPartition(uint32_t queue_id,
                                               uint32_t partition)
@@ -487,22 +482,13 @@ class DbImpl final : public Db {
     std::string lanes;
   };
   std::vector<PendingHint> pending_hints_ ABSL_GUARDED_BY(write_mu_);
-  // Lane directory keys written since Open, so a lane's directory entry
-  // is written with its first message and not again. Bounded:
-  // cleared when it reaches kMaxKnownLanes (rewriting an entry is harmless).
-  absl::flat_hash_set<std::string> known_lanes_ ABSL_GUARDED_BY(write_mu_);
-  static constexpr size_t kMaxKnownLanes = size_t{1} << 16;
   // Used by the leader only; the leader may touch it without write_mu_
   // while it writes.
   leveldb::WriteBatch batch_;
   std::string key_buf_;
   std::string value_buf_;
-  std::string dir_buf_;
   // Dedup keys (format::DedupKey) written by the batch being built.
   absl::flat_hash_map<std::string, PutResult> dedup_in_batch_;
-  // The lane of the last message appended; its directory entry is
-  // in known_lanes_ (cleared with it).
-  std::string last_lane_ ABSL_GUARDED_BY(write_mu_);
 };
 
 }  // namespace hq

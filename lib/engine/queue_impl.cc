@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "lib/engine/checked_read.h"
 #include "lib/engine/db_impl.h"
+#include "lib/engine/lane_walk.h"
 #include "lib/util/status_macros.h"
 #include "lib/util/strings.h"
 #include "xxhash.h"
@@ -206,24 +207,21 @@ absl::Status QueueImpl::WalkLanes(
     rec.reset(NewCheckedIterator(db_->leveldb(), ro));
     rec->Seek(leveldb::Slice(record_prefix.data(), record_prefix.size()));
   }
-  const std::string dir_prefix = format::LaneDirPrefix(record_.id);
-  std::string lane_prefix;
+  const std::string message_prefix = format::MessagePrefix(record_.id);
+  LaneWalk walk(dir.get(), codec_, message_prefix);
   std::string_view record;
-  for (dir->Seek(dir_prefix);
-       dir->Valid() && View(dir->key()).starts_with(dir_prefix); dir->Next()) {
-    const std::string_view rest = View(dir->key()).substr(5);
-    lane_prefix = format::MessagePrefix(record_.id);
-    lane_prefix.append(rest);
+  for (walk.Seek(message_prefix); walk.Valid(); walk.Next()) {
+    const std::string_view rest = walk.rest(message_prefix.size());
     LaneEntry e;
-    e.prefix = lane_prefix;
-    if (!LayoutCodec::ParseLanePrefix(lane_prefix, has_topic, &e.partition,
+    e.prefix = walk.prefix();
+    if (!LayoutCodec::ParseLanePrefix(e.prefix, has_topic, &e.partition,
                                       &e.priority, &e.topic) ||
         e.partition >= record_.options.partitions ||
         e.priority >= record_.options.priorities) {
       return absl::DataLossError(
-          absl::StrCat("queue '", name_, "': malformed lane entry"));
+          absl::StrCat("queue '", name_, "': malformed lane prefix"));
     }
-    // The records are sorted like the directory: advance to this lane's.
+    // The records are sorted like the lanes: advance to this lane's.
     while (rec != nullptr && rec->Valid() &&
            View(rec->key()).starts_with(record_prefix)) {
       const std::string_view rec_rest =
@@ -243,7 +241,7 @@ absl::Status QueueImpl::WalkLanes(
     }
     HQ_RETURN_IF_ERROR(fn(e));
   }
-  return FromLevelDb(dir->status(), "reading the lane directory");
+  return walk.status();
 }
 
 absl::StatusOr<bool> QueueImpl::LaneHasMessageFrom(leveldb::Iterator* it,

@@ -83,7 +83,7 @@ class QueueImpl final : public Queue {
   // in this process (lib/admin/status_publish.cc); rates left at zero.
   void CollectLiveStatus(LiveStatus* out) ABSL_LOCKS_EXCLUDED(status_mu_);
 
-  // One lane of the lane directory, as WalkLanes gives it.
+  // One lane of the queue, as WalkLanes gives it.
   struct LaneEntry {
     std::string_view prefix;  // The message lane prefix.
     uint32_t partition = 0;
@@ -92,7 +92,7 @@ class QueueImpl final : public Queue {
     // The record keyed `record_prefix` + lane_rest, if there is one.
     const std::string_view* record = nullptr;
   };
-  // Walks the queue's lane directory in lane order (one pass, not filling
+  // Walks the queue's lanes in order (lane_walk.h: one pass, not filling
   // the block cache), joined with the per-lane records whose keys are
   // `record_prefix` followed by the lane_rest (group cursors, subscription
   // checkpoints; both sorted by lane_rest). Empty `record_prefix`: no join.

@@ -18,6 +18,7 @@
 #include "leveldb/env.h"
 #include "lib/engine/checked_read.h"
 #include "lib/engine/db_impl.h"
+#include "lib/engine/lane_walk.h"
 #include "lib/engine/log_recovery.h"
 #include "lib/engine/queue_impl.h"
 #include "lib/format/coding.h"
@@ -79,14 +80,14 @@ absl::Status DbImpl::SweepQueue(uint32_t queue_id, std::string_view name,
       NewCheckedIterator(db_.get(), CheckedReadOptions()));
   std::unique_ptr<leveldb::Iterator> it(
       NewCheckedIterator(db_.get(), CheckedReadOptions()));
-  const std::string dir_prefix = format::LaneDirPrefix(queue_id);
-  for (dir->Seek(dir_prefix);
-       dir->Valid() && View(dir->key()).starts_with(dir_prefix); dir->Next()) {
+  const std::string message_prefix = format::MessagePrefix(queue_id);
+  auto walk =
+      std::make_unique<LaneWalk>(dir.get(), *sweep.codec, message_prefix);
+  for (walk->Seek(message_prefix); walk->Valid();) {
     // Watermarks are durable: the next sweep resumes where this one stops.
     if (IsClosing()) break;
     ++stats->lanes;
-    std::string lane(1, format::kMessageTag);
-    lane.append(View(dir->key()).substr(1));
+    const std::string lane(walk->prefix());
     MessageId last_deleted;
     HQ_ASSIGN_OR_RETURN(const MessageId swept, ReadSweepWatermark(lane));
     HQ_ASSIGN_OR_RETURN(
@@ -97,25 +98,26 @@ absl::Status DbImpl::SweepQueue(uint32_t queue_id, std::string_view name,
     // its tombstones (a span across lanes would rewrite the live messages
     // between them). Small spans are left to LevelDB's own compactions:
     // readers and the next sweep seek past them anyway.
-    if (deleted >= sweep.batch_limit) {
-      std::string start = lane, end = lane;
-      LayoutCodec::AppendMessageId(&start, swept);
-      LayoutCodec::AppendMessageId(&end, last_deleted.Next());
-      // Iterators pin table files: release them around the compaction, or
-      // its obsolete files stay on disk until a later one.
-      const std::string resume(View(dir->key()));
-      it.reset();
-      dir.reset();
-      const leveldb::Slice b(start), e(end);
-      db_->CompactRange(&b, &e);
-      dir.reset(NewCheckedIterator(db_.get(), CheckedReadOptions()));
-      it.reset(NewCheckedIterator(db_.get(), CheckedReadOptions()));
-      dir->Seek(resume);  // The loop's Next() moves past this lane.
-      if (!dir->Valid()) break;
+    if (deleted < sweep.batch_limit) {
+      walk->Next();
+      continue;
     }
+    std::string start = lane, end = lane;
+    LayoutCodec::AppendMessageId(&start, swept);
+    LayoutCodec::AppendMessageId(&end, last_deleted.Next());
+    // Iterators pin table files: release them around the compaction, or
+    // its obsolete files stay on disk until a later one.
+    walk.reset();
+    it.reset();
+    dir.reset();
+    const leveldb::Slice b(start), e(end);
+    db_->CompactRange(&b, &e);
+    dir.reset(NewCheckedIterator(db_.get(), CheckedReadOptions()));
+    it.reset(NewCheckedIterator(db_.get(), CheckedReadOptions()));
+    walk = std::make_unique<LaneWalk>(dir.get(), *sweep.codec, message_prefix);
+    walk->Seek(lane + '\0');  // The next lane.
   }
-  HQ_RETURN_IF_ERROR(FromLevelDb(dir->status(), "reading the lane directory"));
-  return absl::OkStatus();
+  return walk->status();
 }
 
 absl::StatusOr<MessageId> DbImpl::ReadSweepWatermark(const std::string& lane) {

@@ -393,7 +393,6 @@ void DbImpl::AppendMessage(QueueImpl* q, bool has_topic, const Message& m,
       &key_buf_, qid, r.partition, m.priority, m.topic, r.id);
   const std::string_view lane(key_buf_.data(), lane_size);
   if (has_topic) AppendHint(qid, m.priority, lane);
-  if (lane != last_lane_) NoteLaneWritten(lane);  // Else a stream to it.
   value_buf_.clear();
   format::AppendMessageValue(&value_buf_, m.key, m.payload, NotBeforeMs(m, now),
                              m.dedup_key);
@@ -402,20 +401,6 @@ void DbImpl::AppendMessage(QueueImpl* q, bool has_topic, const Message& m,
     batch_.Put(format::DedupKey(qid, m.dedup_key),
                format::EncodeDedup(r.partition, r.id));
   }
-}
-
-void DbImpl::NoteLaneWritten(std::string_view lane) {
-  // A lane's first write since Open also writes (idempotently) its
-  // directory entry (format.h). No fence (layout_codec.h): a key ahead of
-  // the lane's newest message would make every later table overlap the
-  // table holding it, so that none is moved down a level untouched.
-  last_lane_.assign(lane);
-  dir_buf_.clear();
-  format::AppendLaneDirKey(&dir_buf_, lane);
-  if (known_lanes_.contains(Av(dir_buf_))) return;
-  if (known_lanes_.size() >= kMaxKnownLanes) known_lanes_.clear();
-  batch_.Put(dir_buf_, leveldb::Slice());
-  known_lanes_.insert(dir_buf_);
 }
 
 absl::Status DbImpl::RunWriter(Writer* w) {

@@ -44,7 +44,7 @@ inline constexpr char kPaceTag = 0x0f;
 inline constexpr char kMessageTag = 0x10;
 
 // Bumped when a change makes old code unable to read new data.
-inline constexpr uint32_t kFormatVersion = 6;
+inline constexpr uint32_t kFormatVersion = 7;
 // The oldest version Open upgrades (doc/format.md, "Db metadata").
 inline constexpr uint32_t kOldestFormatVersion = 1;
 

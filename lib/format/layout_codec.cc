@@ -67,6 +67,10 @@ class TimeCodec final : public LayoutCodec {
     return kHeadSize;
   }
 
+  size_t LanePrefixOf(std::string_view key) const override {
+    return key.size() >= kHeadSize ? kHeadSize : 0;
+  }
+
   bool DecodeMessageKey(std::string_view key, uint32_t queue_id,
                         DecodedKey* out) const override {
     if (!DecodeHead(key, queue_id, out)) return false;
@@ -101,6 +105,13 @@ class TopicCodec final : public LayoutCodec {
 
   size_t LanePrefixSize(std::string_view key) const override {
     return key.size() - kMessageIdSize;
+  }
+
+  size_t LanePrefixOf(std::string_view key) const override {
+    if (key.size() < kHeadSize + 2) return 0;
+    const size_t size =
+        kHeadSize + 2 + coding::DecodeFixed16(key.data() + kHeadSize);
+    return size <= key.size() ? size : 0;
   }
 
   bool DecodeMessageKey(std::string_view key, uint32_t queue_id,

@@ -86,6 +86,11 @@ class LayoutCodec {
   // The length of the lane prefix of `key`, a key this codec encoded.
   virtual size_t LanePrefixSize(std::string_view key) const = 0;
 
+  // The length of the lane prefix of `key`, any key of the message key
+  // space (a message, a lane head or a fence), checked: 0 if `key` is too
+  // short to hold one (its topic length runs past its end).
+  virtual size_t LanePrefixOf(std::string_view key) const = 0;
+
   // Decodes a key of queue `queue_id`. False if `key` is not a well-formed
   // message key of that queue.
   virtual bool DecodeMessageKey(std::string_view key, uint32_t queue_id,
