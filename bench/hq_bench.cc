@@ -181,8 +181,12 @@
 //                    walks the lanes, as one created over existing
 //                    data does); `many_topics heap_kb[L]`, heap growth
 //                    after the put, the group load, the first claim, the
-//                    claims and the subscription. Then the ratios
-//                    topic/time of put, read_topic, claim and subscribe.
+//                    claims and the subscription. Then
+//                    many_topics_put[leveldb_topic_keys], the topic
+//                    layout's keys and values written to a fresh raw
+//                    LevelDB (batches of --batch), and the ratios topic/time
+//                    of put, read_topic, claim and subscribe, and of the
+//                    topic layout's put to that raw LevelDB's.
 //   layout_lab       The rowkey-layout lab (bench/layout_lab.h): --num
 //                    messages in segments of --lab_segment_size, stored
 //                    under each layout of --lab_layouts in raw LevelDB and

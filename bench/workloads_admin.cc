@@ -41,6 +41,7 @@
 #include "leveldb/iterator.h"
 #include "leveldb/write_batch.h"
 #include "lib/engine/db_impl.h"
+#include "lib/format/format.h"
 #include "lib/format/layout_codec.h"
 #include "lib/util/status_macros.h"
 #include "lib/util/sync.h"
@@ -320,6 +321,44 @@ absl::StatusOr<Result> ManyTopicsPut(Context& c, Queue* q) {
   return c.Payloads(MicrosSince(start) / 1e6, num);
 }
 
+// many_topics' put into a fresh raw LevelDB with the topic layout's keys
+// and values (one queue, partition 0): the random inserts every new topic
+// costs any LSM store, without hq.
+absl::StatusOr<Result> ManyTopicsRawPut(Context& c) {
+  const int64_t num = c.config.num;
+  const int64_t topics = c.config.many_topics;
+  const int64_t batch = c.config.batch;
+  RawDb raw;
+  const std::string path = c.root + "/many-leveldb";
+  HQ_RETURN_IF_ERROR(OpenFreshRawDb(c.hq_options, path, &raw));
+  const LayoutCodec& codec = LayoutCodec::For(Layout::kTopic);
+  const uint64_t base_ms =
+      static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
+  std::string key, value, topic;
+  leveldb::WriteBatch b;
+  const SteadyClock::time_point start = SteadyClock::now();
+  for (int64_t i = 0; i < num; i += batch) {
+    b.Clear();
+    for (int64_t j = i; j < std::min(num, i + batch); ++j) {
+      topic.clear();
+      absl::StrAppend(&topic, "u", j % topics);
+      key.clear();
+      codec.AppendMessageKey(&key, 1, 0, c.source.priority(j), topic,
+                             MessageId{base_ms + static_cast<uint64_t>(j >> 16),
+                                       static_cast<uint16_t>(j & 0xffff)});
+      value.clear();
+      format::AppendMessageValue(&value, "", c.source.payload(j));
+      b.Put(key, value);
+    }
+    HQ_RETURN_IF_ERROR(FromLevelDb(raw.db->Write(leveldb::WriteOptions(), &b),
+                                   "writing to raw LevelDB"));
+  }
+  const Result r = c.Payloads(MicrosSince(start) / 1e6, num);
+  raw.db.reset();
+  HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DestroyDB(path, {}), path));
+  return r;
+}
+
 // Whole-topic reads of random topics of `q`: up to 1000 of them, or as
 // many as 5 s allow (one op = one topic).
 absl::StatusOr<Result> ManyTopicsRead(Context& c, Queue* q) {
@@ -496,6 +535,8 @@ ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ManyTopics(Context& c,
   for (const Layout layout : {Layout::kTopic, Layout::kTime}) {
     HQ_RETURN_IF_ERROR(ManyTopicsLayout(c, layout, results));
   }
+  HQ_ASSIGN_OR_RETURN(const Result raw_put, ManyTopicsRawPut(c));
+  PrintLine("many_topics_put[leveldb_topic_keys]", raw_put);
   for (const char* what : {"put", "read", "claim", "subscribe"}) {
     if (results[absl::StrCat(what, "topic")].messages == 0) continue;
     PrintRatio(absl::StrCat("many_topics_", what,
@@ -504,6 +545,8 @@ ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ManyTopics(Context& c,
                results[absl::StrCat(what, "topic")],
                results[absl::StrCat(what, "time")]);
   }
+  PrintRatio("many_topics_put[topic]/[leveldb_topic_keys]", results["puttopic"],
+             raw_put);
   return Result{};
 }
 

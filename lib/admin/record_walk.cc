@@ -478,6 +478,13 @@ void RecordWalker::CheckHint() {
     }
     return;
   }
+  uint64_t trimmed;
+  if (seq == 0) {  // The index head names no lane: nothing is lost with it.
+    if (!format::DecodeIndexHead(value_, &trimmed)) {
+      (void)Reject("malformed lane index head value");
+    }
+    return;
+  }
   std::vector<std::string_view> lanes;
   if (!format::DecodeHintLanes(
           key_, value_, 255 - static_cast<unsigned char>(key_[5]), &lanes)) {

@@ -89,7 +89,8 @@ absl::Status LaneSource::Next(int priority, size_t max, leveldb::Iterator* it,
 absl::Status LaneSource::DecodeHint(
     const leveldb::Iterator& it, int priority, uint64_t* seq,
     std::vector<std::string_view>* lanes) const {
-  if (!format::DecodeHintSeq(View(it.key()), seq) ||
+  // Reads start at seq 1 or later: the index head (seq 0) is not a hint.
+  if (!format::DecodeHintSeq(View(it.key()), seq) || *seq == 0 ||
       !format::DecodeHintLanes(View(it.key()), View(it.value()), priority,
                                lanes)) {
     return absl::DataLossError(absl::StrCat("queue '", queue_->name(),

@@ -337,9 +337,15 @@ class DbImpl final : public Db {
   // `queue_id` (UINT64_MAX where none).
   absl::StatusOr<std::vector<uint64_t>> LowestSourcePositions(
       uint32_t queue_id, leveldb::Iterator* it);
-  // The seq of the newest hint under `prefix` (which has one).
+  // The seq of the newest hint under `prefix` (which has one; 0 if that is
+  // the index head).
   absl::StatusOr<uint64_t> NewestHint(const std::string& prefix,
                                       leveldb::Iterator* it);
+  // Deletes the hints of (queue_id, priority) with seq in [from, below)
+  // and records `below` in the index head, in batches of ttl_sweep_batch.
+  absl::Status TrimHintRange(uint32_t queue_id, int priority, uint64_t from,
+                             uint64_t below, leveldb::Iterator* it,
+                             SweepStats* stats);
   // Sweeps one queue with a TTL (see CompactExpired).
   absl::Status SweepQueue(uint32_t queue_id, std::string_view name,
                           absl::Time now, SweepStats* stats);

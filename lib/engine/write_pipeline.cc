@@ -114,11 +114,13 @@ absl::StatusOr<uint64_t*> DbImpl::LoadHintSeq(uint32_t queue_id, int priority) {
   }
   uint64_t next = 1;
   if (it->Valid() && View(it->key()).starts_with(prefix)) {
-    uint64_t last;
-    if (!format::DecodeHintSeq(View(it->key()), &last) || last == UINT64_MAX) {
+    uint64_t last, trimmed = 0;
+    if (!format::DecodeHintSeq(View(it->key()), &last) || last == UINT64_MAX ||
+        (last == 0 && !format::DecodeIndexHead(View(it->value()), &trimmed))) {
       return absl::DataLossError("malformed lane index record");
     }
-    next = last + 1;
+    // Only the index head: seq goes on from where the trim stopped.
+    next = std::max(last + 1, trimmed);
   }
   HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading the lane index"));
   return &hint_seq_.emplace(k, next).first->second;

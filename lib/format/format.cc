@@ -236,6 +236,17 @@ std::string ListHintKey(uint32_t queue_id, int priority, uint64_t seq) {
   s.push_back(kListHint);
   return s;
 }
+std::string IndexHeadKey(uint32_t queue_id, int priority) {
+  return HintKey(queue_id, priority, 0);
+}
+std::string EncodeIndexHead(uint64_t trimmed_below) {
+  std::string s;
+  coding::PutFixed64(&s, trimmed_below);
+  return s;
+}
+bool DecodeIndexHead(std::string_view value, uint64_t* trimmed_below) {
+  return coding::GetFixed64(&value, trimmed_below) && value.empty();
+}
 bool DecodeHintSeq(std::string_view key, uint64_t* seq) {
   if (key.size() != kSingleHintKeySize &&
       !(key.size() == kSingleHintKeySize + 1 && key.back() == kListHint)) {

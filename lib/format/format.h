@@ -136,8 +136,15 @@ std::string HintKey(uint32_t queue_id, int priority, uint64_t seq);
 // The key of a hint written since format 6 (a list of lanes).
 std::string ListHintKey(uint32_t queue_id, int priority, uint64_t seq);
 // The seq of a hint key (either kind) that starts with HintPrefix; false if
-// malformed.
+// malformed. The index head's key decodes to seq 0.
 bool DecodeHintSeq(std::string_view key, uint64_t* seq);
+// The index head of a (queue, priority): the single-lane hint key of seq 0,
+// which sorts before every hint, written by the trim in the batch of its
+// deletions so that they always follow a live key. Its value: fixed64
+// trimmed_below, every hint below which is deleted.
+std::string IndexHeadKey(uint32_t queue_id, int priority);
+std::string EncodeIndexHead(uint64_t trimmed_below);
+bool DecodeIndexHead(std::string_view value, uint64_t* trimmed_below);
 // Appends a topic layout lane to a list hint's value.
 void AppendHintLane(std::string* value, std::string_view lane_prefix);
 // The lane_rests a hint (either kind) names, each of `priority`; false if
