@@ -184,9 +184,12 @@
 //                    claims and the subscription. Then
 //                    many_topics_put[leveldb_topic_keys], the topic
 //                    layout's keys and values written to a fresh raw
-//                    LevelDB (batches of --batch), and the ratios topic/time
-//                    of put, read_topic, claim and subscribe, and of the
-//                    topic layout's put to that raw LevelDB's.
+//                    LevelDB (batches of --batch), and
+//                    many_topics_put[leveldb_topic_keys_index], the same
+//                    with one lane index record per batch (as hq writes);
+//                    the ratios topic/time of put, read_topic, claim and
+//                    subscribe, and of the topic layout's put to those
+//                    raw LevelDB puts.
 //   layout_lab       The rowkey-layout lab (bench/layout_lab.h): --num
 //                    messages in segments of --lab_segment_size, stored
 //                    under each layout of --lab_layouts in raw LevelDB and

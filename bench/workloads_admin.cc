@@ -322,9 +322,10 @@ absl::StatusOr<Result> ManyTopicsPut(Context& c, Queue* q) {
 }
 
 // many_topics' put into a fresh raw LevelDB with the topic layout's keys
-// and values (one queue, partition 0): the random inserts every new topic
-// costs any LSM store, without hq.
-absl::StatusOr<Result> ManyTopicsRawPut(Context& c) {
+// and values (one queue, partition 0), and with `index` also one lane
+// index record per batch naming its lanes, as hq writes: LevelDB's cost of
+// what hq stores, without hq.
+absl::StatusOr<Result> ManyTopicsRawPut(Context& c, bool index) {
   const int64_t num = c.config.num;
   const int64_t topics = c.config.many_topics;
   const int64_t batch = c.config.batch;
@@ -334,22 +335,27 @@ absl::StatusOr<Result> ManyTopicsRawPut(Context& c) {
   const LayoutCodec& codec = LayoutCodec::For(Layout::kTopic);
   const uint64_t base_ms =
       static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
-  std::string key, value, topic;
+  std::string key, value, topic, lanes;
+  uint64_t seq = 1;
   leveldb::WriteBatch b;
   const SteadyClock::time_point start = SteadyClock::now();
   for (int64_t i = 0; i < num; i += batch) {
     b.Clear();
+    lanes.clear();
     for (int64_t j = i; j < std::min(num, i + batch); ++j) {
       topic.clear();
       absl::StrAppend(&topic, "u", j % topics);
       key.clear();
-      codec.AppendMessageKey(&key, 1, 0, c.source.priority(j), topic,
-                             MessageId{base_ms + static_cast<uint64_t>(j >> 16),
-                                       static_cast<uint16_t>(j & 0xffff)});
+      const size_t lane = codec.AppendMessageKey(
+          &key, 1, 0, 0, topic,
+          MessageId{base_ms + static_cast<uint64_t>(j >> 16),
+                    static_cast<uint16_t>(j & 0xffff)});
+      if (index) format::AppendHintLane(&lanes, key.substr(0, lane));
       value.clear();
       format::AppendMessageValue(&value, "", c.source.payload(j));
       b.Put(key, value);
     }
+    if (index) b.Put(format::ListHintKey(1, 0, seq++), lanes);
     HQ_RETURN_IF_ERROR(FromLevelDb(raw.db->Write(leveldb::WriteOptions(), &b),
                                    "writing to raw LevelDB"));
   }
@@ -535,8 +541,10 @@ ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ManyTopics(Context& c,
   for (const Layout layout : {Layout::kTopic, Layout::kTime}) {
     HQ_RETURN_IF_ERROR(ManyTopicsLayout(c, layout, results));
   }
-  HQ_ASSIGN_OR_RETURN(const Result raw_put, ManyTopicsRawPut(c));
+  HQ_ASSIGN_OR_RETURN(const Result raw_put, ManyTopicsRawPut(c, false));
   PrintLine("many_topics_put[leveldb_topic_keys]", raw_put);
+  HQ_ASSIGN_OR_RETURN(const Result raw_index, ManyTopicsRawPut(c, true));
+  PrintLine("many_topics_put[leveldb_topic_keys_index]", raw_index);
   for (const char* what : {"put", "read", "claim", "subscribe"}) {
     if (results[absl::StrCat(what, "topic")].messages == 0) continue;
     PrintRatio(absl::StrCat("many_topics_", what,
@@ -547,6 +555,8 @@ ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ManyTopics(Context& c,
   }
   PrintRatio("many_topics_put[topic]/[leveldb_topic_keys]", results["puttopic"],
              raw_put);
+  PrintRatio("many_topics_put[topic]/[leveldb_topic_keys_index]",
+             results["puttopic"], raw_index);
   return Result{};
 }
 
