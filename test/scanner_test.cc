@@ -694,6 +694,33 @@ TEST_CASE("A topic filter finds every lane, whatever the topics' byte order",
 
 // ------------------------------------------------------------- dropping
 
+// A message key that holds no lane prefix stops a scan that walks the
+// lanes with DataLoss: it is neither skipped nor walked over again.
+TEST_CASE("A malformed message key fails a lane walk with DataLoss",
+          "[scanner]") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(
+      f.db()->CreateQueue("q", {.partitions = 2, .layout = Layout::kTopic}));
+  for (const char* t : {"a", "b", "c"}) {
+    HQ_REQUIRE_OK(
+        q->Put({.topic = t, .payload = "x", .partition = 0u}).status());
+  }
+  // Partition 0, priority 0, a topic length of 9 with 2 bytes of topic:
+  // it sorts after the lanes above.
+  std::string bad = format::MessagePrefix(static_cast<QueueImpl*>(q)->id());
+  bad.append("\x00\x00\xff\x00\x09zz", 7);
+  REQUIRE(Impl(f.db())->leveldb()->Put({}, bad, "").ok());
+  for (const auto order :
+       {ScanOptions::Order::kLane, ScanOptions::Order::kMerged}) {
+    INFO("order " << static_cast<int>(order));
+    auto scanner = ValueOrDie(q->NewScanner({.order = order}));
+    int n = 0;
+    while (scanner->Next() && n < 1000) ++n;
+    CHECK(n <= 3);
+    CHECK(scanner->status().code() == absl::StatusCode::kDataLoss);
+  }
+}
+
 TEST_CASE("A dropped queue's scanners fail; its successor scans empty",
           "[scanner]") {
   const Layout layout = GENERATE(Layout::kTime, Layout::kTopic);

@@ -254,6 +254,10 @@ TEST_CASE("a format 5 Db (single-lane hints) is upgraded and keeps its state") {
   std::set<std::string> want = Range(0, 44);
   // "idle" never claimed: all 44.
   CHECK(PayloadSet(Drain(test::ValueOrDie(q->Group("idle")))) == want);
+  // A group created now finds every lane by its walk of the message keys,
+  // the lane "new" (which no directory entry lists) too; so does a scan.
+  CHECK(PayloadSet(Drain(test::ValueOrDie(q->Group("fresh")))) == want);
+  CHECK(test::ScanAll(q, {.order = ScanOptions::Order::kLane}).size() == 44);
   // "s" delivered p0..p29: it gets p30..p43.
   Payloads listener;
   test::ValueOrDie(q->Subscribe({.name = "s"}, &listener));

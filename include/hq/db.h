@@ -403,11 +403,11 @@ class HQ_EXPORT Db {
   //      use into lost/;
   //   6. mends hq's own records, in the order Verify checks them (its list
   //      in Verify's comment): metadata counters, catalog, reservations,
-  //      lane directory, TTL index, groups, subscriptions, cursors beyond
-  //      their lane's end, and the rest; what cannot be mended is moved
-  //      aside (RepairReport::moved_aside_to), never deleted. A queue whose
-  //      catalog record was lost while messages of it remain gets one
-  //      again: named as its TTL index record says, else
+  //      lane directory (older formats), TTL index, groups, subscriptions,
+  //      cursors beyond their lane's end, and the rest; what cannot be
+  //      mended is moved aside (RepairReport::moved_aside_to), never
+  //      deleted. A queue whose catalog record was lost while messages of
+  //      it remain gets one again: named as its TTL index record says, else
   //      "recovered-<queue id>", with the partitions, priorities and
   //      layout its records show, no TTL (stored nowhere else) and the
   //      default payload limit;

@@ -83,7 +83,9 @@ struct SubscribeOptions {
   // Where a new subscription starts (ignored when it resumes).
   enum class Start : uint8_t {
     kEarliest = 0,  // The oldest message still stored.
-    kLatest = 1,    // After the last message acknowledged before Subscribe.
+    kLatest = 1,    // After the last message acknowledged before Subscribe
+                    // (topic layout: stored per partition, nothing per
+                    // topic; time layout: a checkpoint per lane).
     kId = 2,        // At start_id (inclusive) in every partition.
     kTime = 3,      // At the first message with id time >= start_time.
   };

@@ -211,7 +211,7 @@ absl::StatusOr<SubscriptionStats> QueueImpl::InspectSubscription(
                                 std::string(e.topic))) {
           return absl::OkStatus();
         }
-        MessageId next = record.start;
+        MessageId next = record.StartOf(e.partition);
         if (e.record != nullptr) {
           if (!format::DecodeCheckpoint(*e.record, &next)) {
             return absl::DataLossError(absl::StrCat(

@@ -320,6 +320,12 @@ void RecordWalker::CheckGroupOrSub(bool is_group) {
       return (void)Reject(
           absl::StrCat("malformed subscription value: ", s.message()));
     }
+    if (!r.start_ids.empty() &&
+        r.start_ids.size() != q->record.options.partitions) {
+      return (void)Reject(absl::StrFormat(
+          "subscription value: %d start ids (queue '%s' has %d partitions)",
+          r.start_ids.size(), q->name, q->record.options.partitions));
+    }
     for (uint32_t p : r.partitions) {
       if (p >= q->record.options.partitions) {
         if (!Reject(absl::StrFormat("subscription value: partition %d out of "

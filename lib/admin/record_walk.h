@@ -124,7 +124,7 @@ class RecordWalker {
     // instead of failing at the first: the caller has reported them.
     bool past_damage = false;
     // Keys were lost to damage (Repair): any hint may be gone, so every
-    // lane source position goes (its consumer walks the directory again).
+    // lane source position goes (its consumer walks the lanes again).
     bool keys_lost = false;
     // What a failed read is said to be doing (the error's context).
     std::string_view reading = "verifying the database";

@@ -285,7 +285,7 @@ absl::Status GroupImpl::LoadRecords() {
 }
 
 absl::Status GroupImpl::DiscoverLanes() {
-  // The lane directory joined with the group's cursor records; each lane in
+  // The queue's lanes joined with the group's cursor records; each lane in
   // scope is sought at its scan cursor.
   const bool has_topic = queue_->codec().lane_has_topic();
   const MessageId cutoff = queue_->TtlCutoff(db_->clock()->Now());

@@ -8,7 +8,7 @@
 //
 // Unordered groups of topic layout queues are *paged*: the lanes with new
 // messages are found in the queue's lane activity index, read from the
-// group's own durable position, and in a walk of the lane directory for
+// group's own durable position, and in a walk of the queue's lanes for
 // what was written before the group existed (LaneSource). At most
 // GroupOptions::max_active_lanes of them are in memory; a lane that had its
 // turn and still has messages goes behind the lanes waiting on disk (a new
@@ -19,8 +19,8 @@
 // work from the write path: Queue::Put notes the lanes it wrote
 // (NoteLaneWritten, a set under a small mutex of its own, never the group's
 // lock), and the next call of the group takes them. At load one pass over
-// the queue's lane directory, joined with the group's cursor records, finds
-// the lanes with messages past their scan cursor.
+// the queue's lanes (lib/engine/lane_walk.h), joined with the group's cursor
+// records, finds the lanes with messages past their scan cursor.
 //
 // A task lives in its lane's `tasks` map from the moment it is handed out
 // until the completion cursor passes it. In-flight tasks hold a lease in the

@@ -2,8 +2,8 @@
 //
 // The lanes the write path reports as written, kept for one consumer (a
 // consumer group or a subscription) until it next looks: how a consumer
-// that holds its lanes in memory learns of new work without reading the
-// lane directory again.
+// that holds its lanes in memory learns of new work without walking the
+// queue's lanes again.
 
 #ifndef HQ_LIB_CONSUME_LANE_NOTES_H_
 #define HQ_LIB_CONSUME_LANE_NOTES_H_

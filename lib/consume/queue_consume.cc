@@ -197,6 +197,13 @@ absl::StatusOr<Subscription*> QueueImpl::Subscribe(
       CheckedGet(db_->leveldb(), CheckedReadOptions(), key, &value);
   if (s.ok()) {
     HQ_RETURN_IF_ERROR(format::DecodeSubRecord(value, &record));
+    if (!record.start_ids.empty() &&
+        record.start_ids.size() != record_.options.partitions) {
+      return absl::DataLossError(absl::StrCat(
+          "subscription '", options.name, "' of queue '", name_,
+          "': its record has ", record.start_ids.size(), " start ids for ",
+          record_.options.partitions, " partitions"));
+    }
     HQ_RETURN_IF_ERROR(check_fixed(record));
   } else if (s.IsNotFound()) {
     HQ_ASSIGN_OR_RETURN(record, CreateSubRecord(options, want, key));
@@ -232,8 +239,15 @@ absl::StatusOr<format::SubRecord> QueueImpl::CreateSubRecord(
       record.start = FirstIdAt(options.start_time);
       break;
     case SubscribeOptions::Start::kLatest:
-      record.start = MessageId::Min();  // Lanes that appear later.
-      HQ_ASSIGN_OR_RETURN(ends, LaneEnds(record));
+      record.start = MessageId::Min();
+      if (codec_.lane_has_topic()) {
+        // Each partition's next id: nothing per lane, whatever the topics.
+        HQ_ASSIGN_OR_RETURN(record.start_ids, db_->NextIds(this));
+      } else {
+        // A checkpoint at the end of each of the (partitions x priorities)
+        // lanes; `start` for lanes that appear later.
+        HQ_ASSIGN_OR_RETURN(ends, LaneEnds(record));
+      }
       break;
   }
   HQ_RETURN_IF_ERROR(

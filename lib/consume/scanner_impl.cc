@@ -448,9 +448,10 @@ class ScannerImpl final : public Scanner {
       walk_->Next();
     }
     if (!walk_->Valid()) {
+      const absl::Status s = walk_->status();  // Iterator or key damage.
       walk_.reset();
-      if (!dir_iter_->status().ok()) {
-        Fail(FromLevelDb(dir_iter_->status(), "walking the lanes"));
+      if (!s.ok()) {
+        Fail(s);
         return nullptr;
       }
       // Partitions in scope before the next one with lanes have none.

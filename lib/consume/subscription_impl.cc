@@ -106,7 +106,7 @@ absl::StatusOr<SubscriptionImpl::Lane*> SubscriptionImpl::GetLane(
         absl::StrCat("queue '", queue_->name(), "': malformed lane prefix"));
   }
   lane->topic.assign(topic);
-  MessageId at = record_.start;
+  MessageId at = record_.StartOf(lane->partition);
   if (checkpoint != nullptr) {
     at = *checkpoint;
     lane->written_exists = true;
@@ -247,8 +247,8 @@ absl::Status SubscriptionImpl::TakeNotes() {
 absl::Status SubscriptionImpl::Load() {
   MutexLock l(&mu_);
   if (paged()) return source_->Load();
-  // The lane directory joined with the checkpoints; each lane in scope is
-  // sought at its checkpoint.
+  // The lanes joined with the checkpoints; each lane in scope is sought at
+  // its checkpoint.
   const bool has_topic = queue_->codec().lane_has_topic();
   const MessageId cutoff = queue_->TtlCutoff(db_->clock()->Now());
   std::unique_ptr<leveldb::Iterator> msg(
@@ -264,7 +264,7 @@ absl::Status SubscriptionImpl::Load() {
             if (has_topic && !InScope(e.partition, e.topic)) {
               return absl::OkStatus();
             }
-            MessageId at = record_.start;
+            MessageId at = record_.StartOf(e.partition);
             if (e.record != nullptr &&
                 !format::DecodeCheckpoint(*e.record, &at)) {
               return absl::DataLossError(absl::StrCat(
@@ -553,8 +553,9 @@ bool SubscriptionImpl::RunSlice() {
 // ------------------------------------------------------------ checkpoints
 
 bool SubscriptionImpl::Dirty(const Lane& lane) const {
-  return lane.written_exists ? !(lane.written == lane.next())
-                             : !(lane.next() == record_.start);
+  return lane.written_exists
+             ? !(lane.written == lane.next())
+             : !(lane.next() == record_.StartOf(lane.partition));
 }
 
 absl::Status SubscriptionImpl::WriteCheckpoints() {
@@ -691,7 +692,7 @@ absl::Status SubscriptionImpl::CountWaiting(MessageId cutoff,
     std::string value;
     leveldb::Status s = CheckedGet(db_->leveldb(), CheckedReadOptions(),
                                    CheckpointKey(prefix), &value);
-    c.next = record_.start;
+    c.next = record_.StartOf(c.partition);
     if (s.ok()) {
       if (!format::DecodeCheckpoint(value, &c.next)) {
         return absl::DataLossError(absl::StrCat(
@@ -759,7 +760,8 @@ absl::StatusOr<SubscriptionStats> SubscriptionImpl::Stats() {
     c.priority = lane->priority;
     c.topic = lane->topic;
     c.next = lane->next();
-    c.written = lane->written_exists ? lane->written : record_.start;
+    c.written =
+        lane->written_exists ? lane->written : record_.StartOf(lane->partition);
     st.lanes.push_back(std::move(c));
     st.lag += lane->buf.size();
     // Read to its end unless it is to be read again.

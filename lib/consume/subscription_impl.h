@@ -59,7 +59,7 @@ class SubscriptionImpl final : public Subscription,
   ~SubscriptionImpl();
 
   // Finds the lanes with messages past their checkpoints: time layout, one
-  // pass over the queue's lane directory; topic layout, reads the source
+  // pass over the queue's lanes; topic layout, reads the source
   // position (nothing per topic). Called once, before Start.
   absl::Status Load();
   // Starts delivery.

@@ -128,6 +128,7 @@ absl::Status DbImpl::TrimHintRange(uint32_t queue_id, int priority,
     return s;
   };
   // From the first hint not yet trimmed: never over the earlier deletions.
+  bool deleted = false;
   it->Seek(format::HintKey(queue_id, priority, std::max<uint64_t>(from, 1)));
   for (; it->Valid() && View(it->key()).starts_with(prefix); it->Next()) {
     uint64_t seq;
@@ -138,6 +139,7 @@ absl::Status DbImpl::TrimHintRange(uint32_t queue_id, int priority,
     }
     if (seq >= below) break;
     batch.Delete(it->key());
+    deleted = true;
     ++stats->hints_trimmed;
     if (++in_batch == static_cast<size_t>(options_.ttl_sweep_batch)) {
       HQ_RETURN_IF_ERROR(flush(seq + 1));
@@ -145,7 +147,7 @@ absl::Status DbImpl::TrimHintRange(uint32_t queue_id, int priority,
   }
   HQ_RETURN_IF_ERROR(
       FromLevelDb(it->status(), "reading the lane activity index"));
-  return in_batch > 0 ? flush(below) : absl::OkStatus();
+  return deleted ? flush(below) : absl::OkStatus();
 }
 
 }  // namespace hq

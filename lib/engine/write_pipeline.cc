@@ -116,11 +116,13 @@ absl::StatusOr<uint64_t*> DbImpl::LoadHintSeq(uint32_t queue_id, int priority) {
   if (it->Valid() && View(it->key()).starts_with(prefix)) {
     uint64_t last, trimmed = 0;
     if (!format::DecodeHintSeq(View(it->key()), &last) || last == UINT64_MAX ||
-        (last == 0 && !format::DecodeIndexHead(View(it->value()), &trimmed))) {
+        (last == 0 && (!format::DecodeIndexHead(View(it->value()), &trimmed) ||
+                       trimmed == UINT64_MAX))) {
       return absl::DataLossError("malformed lane index record");
     }
-    // Only the index head: seq goes on from where the trim stopped.
-    next = std::max(last + 1, trimmed);
+    // Only the index head (its newest hint moved aside by a repair): seq
+    // goes on past where the trim stopped.
+    next = last == 0 ? trimmed + 1 : last + 1;
   }
   HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading the lane index"));
   return &hint_seq_.emplace(k, next).first->second;

@@ -373,6 +373,10 @@ std::string EncodeSubRecord(const SubRecord& r) {
   coding::PutVarint32(&s, static_cast<uint32_t>(r.topics.size()));
   for (const std::string& t : r.topics) coding::PutLengthPrefixed(&s, t);
   PutId(&s, r.start);
+  if (!r.start_ids.empty()) {
+    coding::PutVarint32(&s, static_cast<uint32_t>(r.start_ids.size()));
+    for (const MessageId& id : r.start_ids) PutId(&s, id);
+  }
   return s;
 }
 
@@ -404,8 +408,17 @@ absl::Status DecodeSubRecord(std::string_view in, SubRecord* r) {
     }
     r->topics.emplace_back(t);
   }
-  if (!GetId(&in, &r->start) || !in.empty()) return bad;
-  return absl::OkStatus();
+  if (!GetId(&in, &r->start)) return bad;
+  r->start_ids.clear();
+  if (in.empty()) return absl::OkStatus();
+  if (!coding::GetVarint32(&in, &n) || n == 0 || n > kMaxPartitions) {
+    return bad;
+  }
+  r->start_ids.resize(n);
+  for (MessageId& id : r->start_ids) {
+    if (!GetId(&in, &id)) return bad;
+  }
+  return in.empty() ? absl::OkStatus() : bad;
 }
 
 std::string EncodeCheckpoint(MessageId next) {

@@ -119,8 +119,14 @@ struct SubRecord {
   uint32_t id = 0;
   std::vector<uint32_t> partitions;  // Sorted, unique; empty: all.
   std::vector<std::string> topics;   // Sorted, unique; empty: all.
-  // Where a lane without a checkpoint starts.
+  // Where a lane without a checkpoint starts: start_ids[partition] if
+  // there are any (one per partition: Start::kLatest, since format 7),
+  // else `start`.
   MessageId start;
+  std::vector<MessageId> start_ids;
+  MessageId StartOf(uint32_t partition) const {
+    return partition < start_ids.size() ? start_ids[partition] : start;
+  }
 };
 std::string EncodeSubRecord(const SubRecord& r);
 absl::Status DecodeSubRecord(std::string_view in, SubRecord* r);

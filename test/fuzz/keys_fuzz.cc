@@ -1,9 +1,10 @@
 // Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
 //
 // Fuzz target: the key decoders (lib/format/layout_codec.h): message keys in
-// both layouts, lane prefixes (and lane directory keys, cursor and checkpoint
-// keys' lane_rest, which are lane prefixes under another tag), lane
-// membership of a key, and MessageId's text form. The first byte picks what
+// both layouts and the lane prefix of any key (LanePrefixOf), lane prefixes
+// (and lane directory keys, cursor and checkpoint keys' lane_rest, which are
+// lane prefixes under another tag), lane membership of a key, and
+// MessageId's text form. The first byte picks what
 // to decode.
 //
 // Keys are canonical: a key that decodes re-encodes to exactly its bytes.
@@ -31,8 +32,13 @@ const LayoutCodec& Codec(bool topic) {
 
 void DecodeKey(bool topic, uint32_t queue_id, std::string_view key) {
   const LayoutCodec& codec = Codec(topic);
+  // Any key: a checked lane prefix length within it, or 0.
+  const size_t lane_size = codec.LanePrefixOf(key);
+  FUZZ_CHECK(lane_size <= key.size());
+  FUZZ_CHECK(lane_size == 0 || lane_size >= LayoutCodec::kHeadSize);
   DecodedKey k;
   if (!codec.DecodeMessageKey(key, queue_id, &k)) return;
+  FUZZ_CHECK(lane_size == k.lane_prefix_size, "LanePrefixOf of a message");
   FUZZ_CHECK(k.partition <= 0xffff);
   FUZZ_CHECK(k.priority >= 0 && k.priority <= 255);
   FUZZ_CHECK(k.topic.size() <= format::kMaxTopicBytes);

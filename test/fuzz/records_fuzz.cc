@@ -1,9 +1,9 @@
 // Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
 //
 // Fuzz target: the decoders of every value format in lib/format/format.h
-// (queue, group and subscription records, cursors, checkpoints, task and dead
-// values, dedup index entries, message values). The first byte picks the
-// decoder, the rest is the value.
+// (queue, group and subscription records, cursors, checkpoints, lane index
+// heads, task and dead values, dedup index entries, message values). The first
+// byte picks the decoder, the rest is the value.
 //
 // For each: no crash or out-of-bounds read on any input; what decodes
 // re-encodes to a value that decodes to the same thing; and the re-encoding
@@ -56,7 +56,7 @@ bool SameGroup(const GroupRecord& a, const GroupRecord& b) {
 }
 bool SameSub(const SubRecord& a, const SubRecord& b) {
   return a.id == b.id && a.partitions == b.partitions && a.topics == b.topics &&
-         a.start == b.start;
+         a.start == b.start && a.start_ids == b.start_ids;
 }
 bool SameDead(const DeadValue& a, const DeadValue& b) {
   return a.original_partition == b.original_partition &&
@@ -105,6 +105,10 @@ void DecodeSub(std::string_view v) {
              "subscription topics not sorted and unique");
   for (const std::string& t : r.topics) FUZZ_CHECK(t.size() <= kMaxTopicBytes);
   FUZZ_CHECK(r.start.ms <= MessageId::kMaxMs);
+  FUZZ_CHECK(r.start_ids.size() <= kMaxPartitions);
+  for (const MessageId& id : r.start_ids) {
+    FUZZ_CHECK(id.ms <= MessageId::kMaxMs);
+  }
   const std::string again = EncodeSubRecord(r);
   SubRecord r2;
   FUZZ_CHECK(DecodeSubRecord(again, &r2).ok());
@@ -118,6 +122,13 @@ void DecodeCursorValue(std::string_view v) {
   FUZZ_CHECK(c.done <= c.scan);
   const std::string again = EncodeCursor(c);
   FUZZ_CHECK(again == v, "cursor values are fixed-size: canonical");
+}
+
+// The lane index head's value (fixed64 trimmed_below).
+void DecodeIndexHeadValue(std::string_view v) {
+  uint64_t trimmed;
+  if (!DecodeIndexHead(v, &trimmed)) return;
+  FUZZ_CHECK(EncodeIndexHead(trimmed) == v, "index heads are canonical");
 }
 
 void DecodeCheckpointValue(std::string_view v) {
@@ -233,6 +244,7 @@ void RoundTrip(Input& in) {
       r.topics.erase(std::unique(r.topics.begin(), r.topics.end()),
                      r.topics.end());
       r.start = AnyId(in);
+      for (int n = in.U8() % 4; n > 0; --n) r.start_ids.push_back(AnyId(in));
       SubRecord r2;
       FUZZ_CHECK(DecodeSubRecord(EncodeSubRecord(r), &r2).ok());
       FUZZ_CHECK(SameSub(r, r2));
@@ -316,6 +328,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     case 4:
       DecodeCheckpointValue(v);
+      DecodeIndexHeadValue(v);
       break;
     case 5:
       DecodeTaskValue(v);
