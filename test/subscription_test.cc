@@ -237,9 +237,11 @@ TEST_CASE("issue17: a kLatest subscription writes nothing per topic") {
   DbFixture f(Storage::kDisk, NoBackgroundSweeps());
   Queue* q = ValueOrDie(
       f.db()->CreateQueue("q", {.partitions = 4, .layout = Layout::kTopic}));
+  std::vector<std::string> topics;  // Message holds views of them.
+  for (int i = 0; i < 10000; ++i) topics.push_back(absl::StrCat("t", i));
   std::vector<Message> batch;
-  for (int i = 0; i < 10000; ++i) {
-    batch.push_back({.topic = absl::StrCat("t", i), .payload = "old"});
+  for (const std::string& t : topics) {
+    batch.push_back({.topic = t, .payload = "old"});
   }
   HQ_REQUIRE_OK(q->PutBatch(batch, nullptr));
   const std::string checkpoints = format::QueuePrefix(
