@@ -20,7 +20,7 @@ namespace {
 
 // The start of the lane_rests (a lane prefix after tag and queue id) of the
 // lanes of (partition, priority).
-std::string DirRange(uint32_t partition, int priority) {
+std::string LaneRestRange(uint32_t partition, int priority) {
   std::string s;
   coding::PutFixed16(&s, static_cast<uint16_t>(partition));
   coding::PutFixed8(&s, static_cast<uint8_t>(255 - priority));
@@ -149,7 +149,7 @@ absl::Status LaneSource::NextWalk(int priority, size_t max,
       break;
     }
     LaneWalk walk(it, queue_->codec(),
-                  message_prefix + DirRange(partition, priority));
+                  message_prefix + LaneRestRange(partition, priority));
     bool full = false;
     for (walk.Seek(message_prefix + st.walk_next); walk.Valid(); walk.Next()) {
       if (n == max) {
@@ -169,7 +169,7 @@ absl::Status LaneSource::NextWalk(int priority, size_t max,
     }
     HQ_RETURN_IF_ERROR(walk.status());
     if (full) break;
-    st.walk_next = DirRange(partition + 1, priority);
+    st.walk_next = LaneRestRange(partition + 1, priority);
   }
   return absl::OkStatus();
 }
@@ -196,7 +196,7 @@ absl::Status LaneSource::Peek(size_t max, leveldb::Iterator* it,
                                : 0;
       for (; partition < partitions; ++partition) {
         LaneWalk walk(it, queue_->codec(),
-                      message_prefix + DirRange(partition, p));
+                      message_prefix + LaneRestRange(partition, p));
         for (walk.Seek(message_prefix + st.walk_next); walk.Valid();
              walk.Next()) {
           if (!take(walk.rest(message_prefix.size()))) {

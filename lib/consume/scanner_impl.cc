@@ -439,9 +439,9 @@ class ScannerImpl final : public Scanner {
       ro.snapshot = snapshot_;
       dir_iter_.reset(NewCheckedIterator(db_->leveldb(), ro));
     }
-    std::string range = format::MessagePrefix(queue_id_);
-    coding::PutFixed16(&range, static_cast<uint16_t>(p));
     if (walk_ == nullptr) {
+      std::string range = format::MessagePrefix(queue_id_);
+      coding::PutFixed16(&range, static_cast<uint16_t>(p));
       walk_ = std::make_unique<LaneWalk>(dir_iter_.get(), codec_, range);
       walk_->Seek(range);
     } else {

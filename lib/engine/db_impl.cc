@@ -79,8 +79,7 @@ absl::StatusOr<std::unique_ptr<Db>> DbImpl::Open(const std::string& path,
   // A status file left by a process that died describes nothing now (and
   // its pid may be this process's: a container's pid 1).
   db->RemoveStatusFile();
-  if (options.ttl_sweep_interval > absl::ZeroDuration() ||
-      options.status_interval > absl::ZeroDuration()) {
+  if (db->JanitorRuns()) {
     db->janitor_ = std::thread([raw = db.get()] { raw->JanitorLoop(); });
   }
   if (options.ttl_sweep_interval > absl::ZeroDuration()) {

@@ -259,6 +259,10 @@ class DbImpl final : public Db {
   // first use by one seek to its last hint.
   absl::StatusOr<uint64_t*> LoadHintSeq(uint32_t queue_id, int priority)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // The seq the next hint under `prefix` (HintPrefix) gets: after the
+  // newest hint, or past the index head's trimmed_below, or 1. One seek.
+  absl::StatusOr<uint64_t> NextHintSeq(const std::string& prefix,
+                                       leveldb::Iterator* it);
   // Leader only. Adds `lane` (a topic layout lane prefix) to the batch's
   // hint of its (queue, priority) unless it is there. REQUIRES: its seq is
   // loaded.
@@ -337,10 +341,6 @@ class DbImpl final : public Db {
   // `queue_id` (UINT64_MAX where none).
   absl::StatusOr<std::vector<uint64_t>> LowestSourcePositions(
       uint32_t queue_id, leveldb::Iterator* it);
-  // The seq of the newest hint under `prefix` (which has one; 0 if that is
-  // the index head).
-  absl::StatusOr<uint64_t> NewestHint(const std::string& prefix,
-                                      leveldb::Iterator* it);
   // Deletes the hints of (queue_id, priority) with seq in [from, below)
   // and records `below` in the index head, in batches of ttl_sweep_batch.
   absl::Status TrimHintRange(uint32_t queue_id, int priority, uint64_t from,

@@ -48,26 +48,6 @@ absl::StatusOr<std::vector<uint64_t>> DbImpl::LowestSourcePositions(
   return lowest;
 }
 
-absl::StatusOr<uint64_t> DbImpl::NewestHint(const std::string& prefix,
-                                            leveldb::Iterator* it) {
-  it->Seek(coding::PrefixSuccessor(prefix));
-  if (it->Valid()) {
-    it->Prev();
-  } else {
-    HQ_RETURN_IF_ERROR(
-        FromLevelDb(it->status(), "reading the lane activity index"));
-    it->SeekToLast();
-  }
-  uint64_t seq;
-  if (!it->Valid() || !View(it->key()).starts_with(prefix) ||
-      !format::DecodeHintSeq(View(it->key()), &seq)) {
-    HQ_RETURN_IF_ERROR(
-        FromLevelDb(it->status(), "reading the lane activity index"));
-    return absl::DataLossError("the lane activity index changed under a trim");
-  }
-  return seq;
-}
-
 absl::Status DbImpl::TrimHints(SweepStats* stats) {
   std::unique_ptr<leveldb::Iterator> it(
       NewCheckedIterator(db_.get(), CheckedReadOptions()));
@@ -98,9 +78,9 @@ absl::Status DbImpl::TrimHints(SweepStats* stats) {
       HQ_ASSIGN_OR_RETURN(lowest, LowestSourcePositions(qid, src.get()));
       queue_id = qid;
     }
-    HQ_ASSIGN_OR_RETURN(const uint64_t newest, NewestHint(prefix, src.get()));
-    // Below every position, and not the newest.
-    const uint64_t below = std::min(lowest[priority], newest);
+    HQ_ASSIGN_OR_RETURN(const uint64_t next, NextHintSeq(prefix, src.get()));
+    // Below every position, and not the newest (next - 1).
+    const uint64_t below = std::min(lowest[priority], next - 1);
     if (trimmed < below) {
       HQ_RETURN_IF_ERROR(
           TrimHintRange(qid, priority, trimmed, below, it.get(), stats));

@@ -101,10 +101,17 @@ absl::StatusOr<uint64_t*> DbImpl::LoadHintSeq(uint32_t queue_id, int priority) {
   const uint64_t k =
       (uint64_t{queue_id} << 8) | static_cast<uint64_t>(priority);
   if (auto it = hint_seq_.find(k); it != hint_seq_.end()) return &it->second;
-  // The newest hint is never trimmed (doc/format.md, "Lane activity index").
-  const std::string prefix = format::HintPrefix(queue_id, priority);
   std::unique_ptr<leveldb::Iterator> it(
       NewCheckedIterator(db_.get(), CheckedReadOptions()));
+  HQ_ASSIGN_OR_RETURN(
+      const uint64_t next,
+      NextHintSeq(format::HintPrefix(queue_id, priority), it.get()));
+  return &hint_seq_.emplace(k, next).first->second;
+}
+
+absl::StatusOr<uint64_t> DbImpl::NextHintSeq(const std::string& prefix,
+                                             leveldb::Iterator* it) {
+  // The newest hint is never trimmed (doc/format.md, "Lane activity index").
   it->Seek(coding::PrefixSuccessor(prefix));
   if (it->Valid()) {
     it->Prev();
@@ -125,7 +132,7 @@ absl::StatusOr<uint64_t*> DbImpl::LoadHintSeq(uint32_t queue_id, int priority) {
     next = last == 0 ? trimmed + 1 : last + 1;
   }
   HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading the lane index"));
-  return &hint_seq_.emplace(k, next).first->second;
+  return next;
 }
 
 void DbImpl::AppendHint(uint32_t queue_id, int priority,
