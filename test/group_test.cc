@@ -1390,14 +1390,7 @@ TEST_CASE("issue4 review probe: group created after messages in many topics") {
   std::vector<Task> again = ValueOrDie(g->Claim({.max = 10}));
   CHECK(again.size() == 3);
   for (const Task& x : again) CHECK(x.attempt == 2);
-  size_t n = 0;
-  for (;;) {
-    std::vector<Task> x = ValueOrDie(all->Claim({.max = 77}));
-    if (x.empty()) break;
-    n += x.size();
-    HQ_REQUIRE_OK(all->Complete(x));
-  }
-  CHECK(n == 300);
+  CHECK(test::Drain(all, 77).size() == 300);
 }
 
 TEST_CASE("issue4 review probe: stress with clock advances, extend, release") {
@@ -1931,11 +1924,7 @@ TEST_CASE("issue17: a sweep trims the lane index below every consumer") {
   CHECK(ValueOrDie(f.db()->CompactExpired()).hints_trimmed == 2);
   CHECK(HintCount(f.db(), q) == 20);
   // `lazy` catches up: now they go, but for the newest ones.
-  for (;;) {
-    std::vector<Task> tasks = ValueOrDie(lazy->Claim({.max = 7}));
-    if (tasks.empty()) break;
-    HQ_REQUIRE_OK(lazy->Complete(tasks));
-  }
+  test::Drain(lazy, 7);
   CHECK(ValueOrDie(f.db()->CompactExpired()).hints_trimmed == 18);
   CHECK(HintCount(f.db(), q) == 2);
   // After a trim, new puts go on with new seqs, a group created now walks
@@ -1983,14 +1972,7 @@ TEST_CASE("issue17: a new group's load does not read the trimmed hints") {
   // hundred); the load reads a few.
   CHECK(reads < 20);
   // And the group finds every message, by its walk.
-  size_t claimed = 0;
-  for (;;) {
-    std::vector<Task> tasks = ValueOrDie(g->Claim({.max = 1000}));
-    if (tasks.empty()) break;
-    claimed += tasks.size();
-    HQ_REQUIRE_OK(g->Complete(tasks));
-  }
-  CHECK(claimed == size_t{kHints});
+  CHECK(test::Drain(g, 1000).size() == size_t{kHints});
 }
 
 // Issue 17: Stats counts the backlog without the group's lock (claims go on

@@ -56,6 +56,18 @@ inline std::vector<PutResult> PutN(Queue* q, int n,
   return out;
 }
 
+// Claims everything `g` hands out now, `max` a call, completing each
+// claim; returns the tasks.
+inline std::vector<Task> Drain(ConsumerGroup* g, uint32_t max = 7) {
+  std::vector<Task> all;
+  for (;;) {
+    std::vector<Task> tasks = ValueOrDie(g->Claim({.max = max}));
+    if (tasks.empty()) return all;
+    HQ_REQUIRE_OK(g->Complete(tasks));
+    all.insert(all.end(), tasks.begin(), tasks.end());
+  }
+}
+
 inline std::vector<std::string> Payloads(const std::vector<Task>& tasks) {
   std::vector<std::string> out;
   for (const Task& t : tasks) out.push_back(t.payload);

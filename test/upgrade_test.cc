@@ -22,6 +22,7 @@
 #include "lib/format/format.h"
 #include "lib/format/layout_codec.h"
 #include "lib/util/sync.h"
+#include "test/group_util.h"
 #include "test/test_util.h"
 
 namespace hq {
@@ -51,17 +52,6 @@ uint32_t FormatVersion(Db* db) {
   return FormatVersion(test::Impl(db)->leveldb());
 }
 
-// Claims everything `g` hands out now; returns the tasks, completed.
-std::vector<Task> Drain(ConsumerGroup* g) {
-  std::vector<Task> all;
-  for (;;) {
-    std::vector<Task> tasks = test::ValueOrDie(g->Claim({.max = 7}));
-    if (tasks.empty()) return all;
-    HQ_REQUIRE_OK(g->Complete(tasks));
-    all.insert(all.end(), tasks.begin(), tasks.end());
-  }
-}
-
 TEST_CASE("a format 1 Db is upgraded on Open and keeps its state") {
   test::TempDir dir;
   const std::string path = CopyTestData(dir, "format1_db");
@@ -72,13 +62,13 @@ TEST_CASE("a format 1 Db is upgraded on Open and keeps its state") {
     // Group "g": the 2 tasks in flight at the stop come again (attempt 2),
     // then the 14 messages it never claimed.
     ConsumerGroup* g = test::ValueOrDie(topics->Group("g"));
-    std::vector<Task> tasks = Drain(g);
+    std::vector<Task> tasks = test::Drain(g);
     CHECK(tasks.size() == 16);
     int again = 0;
     for (const Task& t : tasks) again += t.attempt == 2 ? 1 : 0;
     CHECK(again == 2);
     // Group "idle" never claimed: all 20.
-    CHECK(Drain(test::ValueOrDie(topics->Group("idle"))).size() == 20);
+    CHECK(test::Drain(test::ValueOrDie(topics->Group("idle"))).size() == 20);
     // New messages of the topic layout queue write lane index hints (the
     // groups may have written some: lanes hinted again by a claim).
     const std::string hints = format::QueuePrefix(
@@ -86,10 +76,10 @@ TEST_CASE("a format 1 Db is upgraded on Open and keeps its state") {
     const size_t before = test::CountKeys(db.get(), hints);
     test::ValueOrDie(topics->Put({.topic = "t3", .payload = "new"}));
     CHECK(test::CountKeys(db.get(), hints) == before + 1);
-    CHECK(Drain(g).size() == 1);
+    CHECK(test::Drain(g).size() == 1);
     // The time layout queue: its 5 messages, no hints.
     Queue* log = test::ValueOrDie(db->OpenQueue("log"));
-    CHECK(Drain(test::ValueOrDie(log->Group("g"))).size() == 5);
+    CHECK(test::Drain(test::ValueOrDie(log->Group("g"))).size() == 5);
     test::ValueOrDie(log->Put({.payload = "x"}));
     CHECK(test::CountKeys(
               db.get(),
@@ -103,7 +93,7 @@ TEST_CASE("a format 1 Db is upgraded on Open and keeps its state") {
   auto db = test::ValueOrDie(Db::Open(path));
   CHECK(FormatVersion(db.get()) == format::kFormatVersion);
   Queue* topics = test::ValueOrDie(db->OpenQueue("topics"));
-  CHECK(Drain(test::ValueOrDie(topics->Group("g"))).empty());
+  CHECK(test::Drain(test::ValueOrDie(topics->Group("g"))).empty());
 }
 
 TEST_CASE("a Db of a format version newer than this hq is refused") {
@@ -159,7 +149,7 @@ TEST_CASE("a format 2 to 6 Db is upgraded to the current version on Open") {
   Queue* q = test::ValueOrDie(db->OpenQueue("q"));
   HQ_REQUIRE_OK(q->Put({.payload = "b"}).status());
   CHECK(test::ScanAll(q).size() == 2);
-  CHECK(Drain(test::ValueOrDie(q->Group("g"))).size() == 2);
+  CHECK(test::Drain(test::ValueOrDie(q->Group("g"))).size() == 2);
   const VerifyReport report = test::ValueOrDie(db->Verify());
   for (const VerifyProblem& p : report.problems) FAIL_CHECK(p.description);
 }
@@ -246,17 +236,17 @@ TEST_CASE("a format 5 Db (single-lane hints) is upgraded and keeps its state") {
   CHECK(test::CountKeys(db.get(), dir_prefix) == dir_entries);
   // "g" completed 5 of p0..p29 and had 3 in flight: those 3 come again
   // (attempt 2), then everything else, once each.
-  std::vector<Task> g = Drain(test::ValueOrDie(q->Group("g")));
+  std::vector<Task> g = test::Drain(test::ValueOrDie(q->Group("g")));
   CHECK(g.size() == 44 - 5);
   CHECK(PayloadSet(g).size() == g.size());
   CHECK(std::count_if(g.begin(), g.end(),
                       [](const Task& t) { return t.attempt == 2; }) == 3);
   std::set<std::string> want = Range(0, 44);
   // "idle" never claimed: all 44.
-  CHECK(PayloadSet(Drain(test::ValueOrDie(q->Group("idle")))) == want);
+  CHECK(PayloadSet(test::Drain(test::ValueOrDie(q->Group("idle")))) == want);
   // A group created now finds every lane by its walk of the message keys,
   // the lane "new" (which no directory entry lists) too; so does a scan.
-  CHECK(PayloadSet(Drain(test::ValueOrDie(q->Group("fresh")))) == want);
+  CHECK(PayloadSet(test::Drain(test::ValueOrDie(q->Group("fresh")))) == want);
   CHECK(test::ScanAll(q, {.order = ScanOptions::Order::kLane}).size() == 44);
   // "s" delivered p0..p29: it gets p30..p43.
   Payloads listener;
