@@ -18,6 +18,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "hq/hq.h"
+#include "leveldb/db.h"
+#include "lib/engine/queue_impl.h"
+#include "lib/format/format.h"
+#include "lib/util/leveldb_status.h"
 #include "lib/util/sync.h"
 #include "test/group_util.h"
 #include "test/test_util.h"
@@ -629,6 +633,240 @@ TEST_CASE("review: a waiting claim whose next redelivery falls due meanwhile") {
   INFO("ordered " << ordered << ": " << failures << " of 30 waiting claims "
                   << "failed, e.g. " << what);
   CHECK(failures == 0);
+}
+
+// ------------------------------------------------- topic layout: paging
+// Ordered groups of topic layout queues are paged as unordered ones are
+// (doc/massive_topics.md): at most max_active_lanes lanes with new
+// messages in memory, plus a claim's page-in budget, plus the lanes of the
+// tasks in flight.
+
+GroupImpl* Impl(ConsumerGroup* g) { return static_cast<GroupImpl*>(g); }
+
+// Claims as consumer "a" until nothing is claimable, completing each
+// claim; checks on every claim that it took at most one task a partition.
+// Returns the tasks in delivery order.
+std::vector<Task> DrainOrdered(ConsumerGroup* g, uint32_t max,
+                               size_t* max_resident, size_t* max_active) {
+  std::vector<Task> all;
+  for (;;) {
+    std::vector<Task> t = ValueOrDie(g->Claim({.max = max, .consumer = "a"}));
+    *max_resident = std::max(*max_resident, Impl(g)->TEST_ResidentLanes());
+    *max_active = std::max(*max_active, Impl(g)->TEST_ActiveLanes());
+    if (t.empty()) return all;
+    std::set<uint32_t> parts;
+    for (const Task& x : t) CHECK(parts.insert(x.partition).second);
+    HQ_REQUIRE_OK(g->Complete(t));
+    all.insert(all.end(), t.begin(), t.end());
+  }
+}
+
+// The payloads of `tasks` per topic, in order.
+std::map<std::string, std::vector<std::string>> ByTopic(
+    const std::vector<Task>& tasks) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const Task& t : tasks) out[t.topic].push_back(t.payload);
+  return out;
+}
+
+TEST_CASE("issue17: an ordered group of 4000 topics pages its lanes") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(
+      f.db()->CreateQueue("q", {.partitions = 4, .layout = Layout::kTopic}));
+  constexpr int kTopics = 4000;
+  constexpr size_t kCap = 8;
+  constexpr uint32_t kClaim = 10;
+  // A claim may page in max(256, 4 x max) lanes over the cap.
+  constexpr size_t kBudget = 256;
+  // Half the topics get their messages before the group exists (the lane
+  // walk), half after (the lane index); two messages each.
+  auto put = [&](int from, int to) {
+    for (int round = 0; round < 2; ++round) {
+      for (int i = from; i < to; ++i) {
+        const std::string topic = absl::StrCat("site", i);
+        ValueOrDie(q->Put(
+            {.topic = topic, .payload = absl::StrCat(topic, "/", round)}));
+      }
+    }
+  };
+  put(0, kTopics / 2);
+  GroupOptions o = Ordered();
+  o.max_active_lanes = kCap;
+  ConsumerGroup* g = ValueOrDie(q->Group("g", o));
+  put(kTopics / 2, kTopics);
+
+  size_t max_resident = 0, max_active = 0;
+  const auto seen =
+      ByTopic(DrainOrdered(g, kClaim, &max_resident, &max_active));
+  REQUIRE(seen.size() == static_cast<size_t>(kTopics));
+  for (const auto& [topic, payloads] : seen) {
+    INFO(topic);
+    CHECK(payloads == std::vector<std::string>{absl::StrCat(topic, "/0"),
+                                               absl::StrCat(topic, "/1")});
+  }
+  CHECK(max_active <= kCap + kBudget);
+  CHECK(max_resident <= kCap + kBudget + 4);  // + one in flight a partition.
+  CHECK(Impl(g)->TEST_ResidentLanes() == 0);
+
+  // A restarted group whose topics are all drained loads nothing.
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  g = ValueOrDie(q->Group("g", o));
+  CHECK(Impl(g)->TEST_ResidentLanes() == 0);
+  CHECK(ValueOrDie(g->Claim({.max = kClaim, .consumer = "a"})).empty());
+  CHECK(Impl(g)->TEST_ResidentLanes() == 0);
+}
+
+TEST_CASE("a paged ordered partition: priorities first, then round-robin") {
+  const size_t cap = GENERATE(1, 2, 1000);
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue(
+      "q", {.partitions = 1, .priorities = 2, .layout = Layout::kTopic}));
+  const bool before = GENERATE(true, false);  // Walked, or from the index.
+  GroupOptions o = Ordered();
+  o.max_active_lanes = cap;
+  ConsumerGroup* g = nullptr;
+  if (!before) g = ValueOrDie(q->Group("g", o));
+  constexpr int kLow = 6;
+  for (int m = 0; m < 2; ++m) {
+    for (int t = 0; t < kLow; ++t) {
+      PutN(q, 1, absl::StrCat("t", t, "/", m), 0, 0, absl::StrCat("t", t));
+    }
+  }
+  PutN(q, 2, "h/", 0, 1, "h");
+  if (before) g = ValueOrDie(q->Group("g", o));
+  INFO("cap " << cap << ", group created before the puts " << !before);
+
+  std::vector<std::string> order;
+  for (;;) {
+    std::vector<Task> t = ValueOrDie(g->Claim({.max = 5, .consumer = "a"}));
+    if (t.empty()) break;
+    REQUIRE(t.size() == 1);  // One partition: one task in flight.
+    order.push_back(t[0].payload);
+    HQ_REQUIRE_OK(g->Complete(t));
+  }
+  REQUIRE(order.size() == 2 + 2 * kLow);
+  // The high priority first.
+  CHECK(order[0] == "h/0");
+  CHECK(order[1] == "h/1");
+  // Then every low topic has its turn before any has a second.
+  std::set<std::string> first_turns;
+  for (int i = 2; i < 2 + kLow; ++i) {
+    CHECK(order[static_cast<size_t>(i)].ends_with("/00"));
+    first_turns.insert(order[static_cast<size_t>(i)]);
+  }
+  CHECK(first_turns.size() == static_cast<size_t>(kLow));
+  for (int i = 2 + kLow; i < 2 + 2 * kLow; ++i) {
+    CHECK(order[static_cast<size_t>(i)].ends_with("/10"));
+  }
+}
+
+TEST_CASE("a paged ordered lane in flight at a restart is delivered again") {
+  const size_t cap = GENERATE(1, 3);
+  DbFixture f(Storage::kDisk, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(
+      f.db()->CreateQueue("q", {.partitions = 2, .layout = Layout::kTopic}));
+  GroupOptions o = Ordered();
+  o.max_active_lanes = cap;
+  ConsumerGroup* g = ValueOrDie(q->Group("g", o));
+  for (int t = 0; t < 6; ++t) {
+    for (uint32_t p = 0; p < 2; ++p) {
+      PutN(q, 3, absl::StrCat("p", p, "t", t, "/"), p, 0,
+           absl::StrCat("p", p, "t", t));
+    }
+  }
+  const ClaimOptions c{.max = 10, .consumer = "a"};
+  std::vector<Task> done;
+  for (int i = 0; i < 5; ++i) {
+    const std::vector<Task> t = ValueOrDie(g->Claim(c));
+    HQ_REQUIRE_OK(g->Complete(t));
+    done.insert(done.end(), t.begin(), t.end());
+  }
+  const std::vector<Task> interrupted = ValueOrDie(g->Claim(c));
+  REQUIRE(interrupted.size() == 2);
+  INFO("cap " << cap);
+
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  g = ValueOrDie(q->Group("g", o));
+  size_t max_resident = 0, max_active = 0;
+  const std::vector<Task> after =
+      DrainOrdered(g, 10, &max_resident, &max_active);
+  // Each task in flight at the restart comes again, as its second attempt;
+  // nothing completed comes again.
+  for (const Task& x : interrupted) {
+    auto again = std::find_if(after.begin(), after.end(),
+                              [&](const Task& y) { return y.id == x.id; });
+    REQUIRE(again != after.end());
+    CHECK(again->attempt == 2);
+  }
+  done.insert(done.end(), after.begin(), after.end());
+  const auto seen = ByTopic(done);
+  REQUIRE(seen.size() == 12);
+  for (const auto& [topic, payloads] : seen) {
+    INFO(topic);  // In order, each once.
+    CHECK(payloads == std::vector<std::string>{absl::StrCat(topic, "/0"),
+                                               absl::StrCat(topic, "/1"),
+                                               absl::StrCat(topic, "/2")});
+  }
+}
+
+TEST_CASE("an ordered group without a source position walks its lanes") {
+  // As an ordered group of a topic layout queue written before they were
+  // paged: cursors and task records, no source position.
+  DbFixture f(Storage::kDisk, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(
+      f.db()->CreateQueue("q", {.partitions = 2, .layout = Layout::kTopic}));
+  ConsumerGroup* g = ValueOrDie(q->Group("g", Ordered()));
+  for (int t = 0; t < 10; ++t) {
+    const std::string topic = absl::StrCat("t", t);
+    PutN(q, 3, topic + "/", std::nullopt, 0, topic);
+  }
+  const ClaimOptions c{.max = 10, .consumer = "a"};
+  std::vector<Task> done;
+  for (int i = 0; i < 4; ++i) {
+    const std::vector<Task> t = ValueOrDie(g->Claim(c));
+    HQ_REQUIRE_OK(g->Complete(t));
+    done.insert(done.end(), t.begin(), t.end());
+  }
+  const std::vector<Task> interrupted = ValueOrDie(g->Claim(c));
+  REQUIRE(interrupted.size() == 2);
+  const std::string sources =
+      format::QueuePrefix(format::kSourceTag, static_cast<QueueImpl*>(q)->id());
+  REQUIRE(test::CountKeys(f.db(), sources) == 1);
+  {
+    std::unique_ptr<leveldb::Iterator> it(
+        test::Impl(f.db())->leveldb()->NewIterator({}));
+    it->Seek(sources);
+    REQUIRE(it->Valid());
+    HQ_REQUIRE_OK(FromLevelDb(
+        test::Impl(f.db())->leveldb()->Delete({}, it->key()), "test"));
+  }
+
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  GroupOptions o = Ordered();
+  o.max_active_lanes = 2;
+  g = ValueOrDie(q->Group("g", o));
+  CHECK(test::CountKeys(f.db(), sources) == 1);  // Written at load.
+  size_t max_resident = 0, max_active = 0;
+  const std::vector<Task> after =
+      DrainOrdered(g, 10, &max_resident, &max_active);
+  for (const Task& x : interrupted) {
+    auto again = std::find_if(after.begin(), after.end(),
+                              [&](const Task& y) { return y.id == x.id; });
+    REQUIRE(again != after.end());
+    CHECK(again->attempt == 2);
+  }
+  done.insert(done.end(), after.begin(), after.end());
+  const auto seen = ByTopic(done);
+  REQUIRE(seen.size() == 10);
+  for (const auto& [topic, payloads] : seen) {
+    INFO(topic);
+    CHECK(payloads == std::vector<std::string>{absl::StrCat(topic, "/0"),
+                                               absl::StrCat(topic, "/1"),
+                                               absl::StrCat(topic, "/2")});
+  }
 }
 
 }  // namespace

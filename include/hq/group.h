@@ -160,14 +160,19 @@ struct GroupOptions {
 
   // ---- Performance (taken from each Group() call).
 
-  // Unordered groups of topic layout queues: at most this many lanes with
-  // new messages are kept in memory (about 500 bytes each, so the default
-  // is about 64 MiB), whatever the number of topics. The others wait in
-  // the queue's lane activity index, on disk, and take their turn in the
-  // same round-robin order (a lane that had its turn and still has
-  // messages goes to the back, behind the lanes waiting on disk). Lanes
-  // with tasks in flight or waiting to be delivered again stay in memory
-  // besides, bounded by the tasks. Default: 131072. Limits: 1..2^24.
+  // Groups of topic layout queues: at most this many lanes with new
+  // messages are kept in memory (about 500 bytes each, so the default is
+  // about 64 MiB), whatever the number of topics. The others wait in the
+  // queue's lane activity index, on disk, and take their turn in the same
+  // round-robin order (a lane that had its turn and still has messages
+  // goes to the back, behind the lanes waiting on disk). Lanes with tasks
+  // in flight or waiting to be delivered again stay in memory besides,
+  // bounded by the tasks. A claim that may take only some lanes (a
+  // partition or topic filter; any claim of an ordered group, which takes
+  // one lane per idle partition of its consumer) may page in up to
+  // max(256, 4 x ClaimOptions::max) lanes over this cap, so that lanes it
+  // cannot take do not hide those it can. Default: 131072. Limits:
+  // 1..2^24.
   size_t max_active_lanes = 131072;
 };
 

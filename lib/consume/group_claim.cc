@@ -448,9 +448,11 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
                o.topics.end();
   };
 
-  absl::Status s = consumer != nullptr
+  p.consumer = consumer;
+  absl::Status s = paged() ? CollectPaged(&p)
+                   : consumer != nullptr
                        ? CollectOrdered(consumer, partitions, &p)
-                       : (paged() ? CollectPaged(&p) : CollectUnordered(&p));
+                       : CollectUnordered(&p);
   if (!s.ok()) return Fail(s);
   *more = p.more;
   PutPaceClock(paced_before, &p.batch);

@@ -57,7 +57,7 @@ GroupImpl::GroupImpl(DbImpl* db, QueueImpl* queue, std::string name,
       options_(options),
       rng_(std::hash<std::string>()(name_) ^ record.id),
       pacer_([this](std::string_view topic) { return ReadPace(topic); }),
-      source_(queue->codec().lane_has_topic() && !record.ordered
+      source_(queue->codec().lane_has_topic()
                   ? std::make_unique<LaneSource>(db, queue, record.id)
                   : nullptr) {
   MutexLock l(&mu_);
@@ -387,7 +387,7 @@ absl::StatusOr<GroupImpl::Lane*> GroupImpl::GetLane(
 void GroupImpl::Activate(Lane* lane) {
   if (lane->active) return;
   lane->active = true;
-  if (record_.ordered) {
+  if (record_.ordered && !paged()) {
     Part& part = parts_[lane->partition];
     if (part.active.empty()) part.active.resize(active_.size());
     part.active[lane->priority].push_back(lane);

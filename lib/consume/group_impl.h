@@ -6,17 +6,19 @@
 // scan cursor is at its end and that has no task records is written back
 // (its cursor record) and forgotten.
 //
-// Unordered groups of topic layout queues are *paged*: the lanes with new
+// Groups of topic layout queues are *paged*: the lanes with new
 // messages are found in the queue's lane activity index, read from the
 // group's own durable position, and in a walk of the queue's lanes for
 // what was written before the group existed (LaneSource). At most
 // GroupOptions::max_active_lanes of them are in memory; a lane that had its
 // turn and still has messages goes behind the lanes waiting on disk (a new
 // hint) when there are any. Load reads only the group's task records and
-// its source position: nothing per topic.
+// its source position: nothing per topic. An ordered group's lanes share
+// the one working set and round-robin; a claim takes one task from each
+// idle partition of its consumer.
 //
-// Other groups (time layout: partitions x priorities lanes; ordered) get
-// work from the write path: Queue::Put notes the lanes it wrote
+// Groups of time layout queues (partitions x priorities lanes) get work
+// from the write path: Queue::Put notes the lanes it wrote
 // (NoteLaneWritten, a set under a small mutex of its own, never the group's
 // lock), and the next call of the group takes them. At load one pass over
 // the queue's lanes (lib/engine/lane_walk.h), joined with the group's cursor
@@ -187,8 +189,8 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   struct Part {
     Consumer* owner = nullptr;
     uint32_t in_flight = 0;  // 0 or 1.
-    // Per priority (sized at first use): its lanes that may have new
-    // messages, in round-robin order (instead of active_).
+    // Unpaged groups, per priority (sized at first use): its lanes that may
+    // have new messages, in round-robin order (instead of active_).
     std::vector<std::deque<Lane*>> active;
   };
 
@@ -251,6 +253,8 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
     bool more = false;
     // Paged groups: lanes evicted for higher priorities (MakeRoom).
     std::vector<Lane*> made_room;
+    // Ordered groups: the calling consumer.
+    const Consumer* consumer = nullptr;
   };
   // Collects the tasks of an unordered or an ordered claim.
   absl::Status CollectUnordered(ClaimPass* p)
@@ -263,6 +267,14 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   size_t MaxActive() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Collects the tasks of a claim of a paged group.
   absl::Status CollectPaged(ClaimPass* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `p` may take only some of the active lanes.
+  static bool Filtered(const ClaimPass& p);
+  // How many lanes `p` should page in besides the active lanes `dq`, for
+  // `remaining` more tasks: those it may take from dq fall short by that
+  // many (an ordered claim: the idle partitions of its consumer that no
+  // lane of dq can serve).
+  size_t Shortfall(const std::deque<Lane*>& dq, size_t remaining,
+                   const ClaimPass& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // CollectPaged's work on one priority: its due tasks, then new messages
   // round-robin over its active lanes and, behind them, the lanes waiting
   // in the source, paged in within `*budget` and `slack` (see PageIn).

@@ -145,13 +145,46 @@ struct GroupImpl::PagedRound {
   std::vector<Lane*> requeued;
 };
 
+bool GroupImpl::Filtered(const ClaimPass& p) {
+  // An ordered group's claim takes only the lanes of its consumer's idle
+  // partitions.
+  return p.consumer != nullptr || !p.o.partitions.empty() ||
+         !p.o.topics.empty();
+}
+
+size_t GroupImpl::Shortfall(const std::deque<Lane*>& dq, size_t remaining,
+                            const ClaimPass& p) {
+  if (p.consumer == nullptr) {
+    const size_t usable =
+        Filtered(p)
+            ? static_cast<size_t>(std::count_if(dq.begin(), dq.end(), p.match))
+            : dq.size();
+    return usable < remaining ? remaining - usable : 0;
+  }
+  // Ordered: one task per idle partition of the consumer, from a lane with
+  // no task pending.
+  std::vector<bool> served(parts_.size(), false);
+  for (const Lane* lane : dq) {
+    if (p.match(lane) && !Pending(*lane)) served[lane->partition] = true;
+  }
+  size_t hungry = 0;
+  for (const uint32_t pid : p.consumer->partitions) {
+    if (parts_[pid].in_flight > 0 || served[pid]) continue;
+    if (p.o.partitions.empty() ||
+        std::find(p.o.partitions.begin(), p.o.partitions.end(), pid) !=
+            p.o.partitions.end()) {
+      ++hungry;
+    }
+  }
+  return std::min(hungry, remaining);
+}
+
 absl::Status GroupImpl::CollectPaged(ClaimPass* p) {
   const int priorities = queue_->options().priorities;
   size_t budget = std::max<size_t>(kMinPageIn, kPageInPerTask * p->o.max);
   // A claim with a filter may find the working set full of lanes it cannot
   // take: it may page in up to its budget more (bounded, as the budget).
-  const bool filtered = !p->o.partitions.empty() || !p->o.topics.empty();
-  const size_t slack = filtered ? budget : 0;
+  const size_t slack = Filtered(*p) ? budget : 0;
   for (int prio = priorities - 1; prio >= 0 && p->out.size() < p->o.max;
        --prio) {
     HQ_RETURN_IF_ERROR(CollectPagedPriority(prio, slack, &budget, p));
@@ -164,7 +197,6 @@ absl::Status GroupImpl::CollectPaged(ClaimPass* p) {
 
 absl::Status GroupImpl::CollectPagedPriority(int prio, size_t slack,
                                              size_t* budget, ClaimPass* p) {
-  const bool filtered = !p->o.partitions.empty() || !p->o.topics.empty();
   // Tasks due for redelivery go first.
   HQ_RETURN_IF_ERROR(CollectDue(prio, p));
   // Then new messages. While lanes wait in the source (or in
@@ -176,16 +208,11 @@ absl::Status GroupImpl::CollectPagedPriority(int prio, size_t slack,
   }
   std::deque<Lane*>& dq = *r.dq;
   while (p->out.size() < p->o.max) {
-    const size_t remaining = p->o.max - p->out.size();
-    // Active lanes this claim may take from.
-    const size_t usable =
-        filtered
-            ? static_cast<size_t>(std::count_if(dq.begin(), dq.end(), p->match))
-            : dq.size();
+    const size_t wanted = Shortfall(dq, p->o.max - p->out.size(), *p);
     size_t taken = 0;
-    if (usable < remaining) {
+    if (wanted > 0) {
       HQ_RETURN_IF_ERROR(
-          PageIn(prio, remaining - usable, slack, p->now, budget, p, &taken));
+          PageIn(prio, wanted, slack, p->now, budget, p, &taken));
     }
     if (recovered_since_ > 0) {
       // Tasks the lanes just paged in had in flight when the process
@@ -237,7 +264,8 @@ absl::StatusOr<bool> GroupImpl::TakeRound(PagedRound* r, ClaimPass* p) {
   for (size_t k = 0; k < n && p->out.size() < p->o.max; ++k) {
     Lane* lane = dq.front();
     dq.pop_front();
-    if (!p->match(lane)) {
+    // An ordered lane waits while a task of it is pending.
+    if (!p->match(lane) || (p->consumer != nullptr && Pending(*lane))) {
       dq.push_back(lane);
       continue;
     }
@@ -254,7 +282,9 @@ absl::StatusOr<bool> GroupImpl::TakeRound(PagedRound* r, ClaimPass* p) {
       continue;
     }
     const size_t left = p->o.max - p->out.size();
-    const size_t want = behind ? 1 : (left + (n - k) - 1) / (n - k);
+    // An ordered lane hands out one task at a time.
+    const size_t want =
+        behind || p->consumer != nullptr ? 1 : (left + (n - k) - 1) / (n - k);
     const size_t before = p->out.size();
     Touch(lane, &p->touched);
     HQ_ASSIGN_OR_RETURN(bool drained,
