@@ -869,5 +869,52 @@ TEST_CASE("an ordered group without a source position walks its lanes") {
   }
 }
 
+TEST_CASE("a paged ordered partition is not starved by a busy one's lanes") {
+  // Partition 0's lanes come first in the source (its walk goes partition
+  // by partition; the index in write order) and outnumber the working set
+  // and a claim's budget over it; its one task stays in flight. Partition
+  // 1 goes on: lanes of a busy partition make room.
+  const bool walked = GENERATE(true, false);
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(
+      f.db()->CreateQueue("q", {.partitions = 2, .layout = Layout::kTopic}));
+  GroupOptions o = Ordered();
+  o.max_active_lanes = 4;
+  o.lease = absl::Hours(1);
+  ConsumerGroup* g = nullptr;
+  if (!walked) g = ValueOrDie(q->Group("g", o));
+  constexpr int kTopics = 600;  // A partition; over 4 + 256.
+  for (uint32_t p : {0u, 1u}) {
+    for (int t = 0; t < kTopics; ++t) {
+      PutN(q, 1, absl::StrCat("p", p, "t", t, "/"), p, 0,
+           absl::StrCat("p", p, "t", t));
+    }
+  }
+  if (walked) g = ValueOrDie(q->Group("g", o));
+  INFO("walked " << walked);
+  std::vector<Task> held;
+  std::set<std::string> p1;
+  for (int i = 0; i < 4 * kTopics; ++i) {
+    std::vector<Task> t = ValueOrDie(g->Claim({.max = 2, .consumer = "a"}));
+    if (t.empty()) break;
+    for (const Task& x : t) {
+      if (x.partition == 0) {
+        held.push_back(x);
+      } else {
+        CHECK(p1.insert(x.payload).second);
+        HQ_REQUIRE_OK(g->Complete(std::span(&x, 1)));
+      }
+    }
+    CHECK(Impl(g)->TEST_ActiveLanes() <= 4 + 256);
+  }
+  CHECK(held.size() == 1);
+  CHECK(p1.size() == static_cast<size_t>(kTopics));
+  // Then partition 0 drains too.
+  HQ_REQUIRE_OK(g->Complete(held));
+  size_t max_resident = 0, max_active = 0;
+  CHECK(DrainOrdered(g, 2, &max_resident, &max_active).size() ==
+        static_cast<size_t>(kTopics - 1));
+}
+
 }  // namespace
 }  // namespace hq

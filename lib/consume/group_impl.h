@@ -199,10 +199,12 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // Sets `left` if the (ordered) consumer left since the Claim call began
   // (more than `leaves_before` Leave calls counted in leaves_). Sets `more`
   // if a paged group stopped at its budget with lanes left to examine.
+  // `hint_limit`: if not empty, the source reads no hint of priority p from
+  // seq hint_limit[p] on (LaneSource::Limit).
   absl::StatusOr<std::vector<Task>> ClaimOnce(
       const ClaimOptions& o, const std::vector<bool>& partitions,
-      uint64_t leaves_before, absl::Time* next_due, bool* left, bool* more)
-      ABSL_LOCKS_EXCLUDED(mu_);
+      uint64_t leaves_before, const std::vector<uint64_t>& hint_limit,
+      absl::Time* next_due, bool* left, bool* more) ABSL_LOCKS_EXCLUDED(mu_);
   // ClaimOnce until it has o.max tasks, or the group has examined every
   // lane it may take (a paged group's ClaimOnce stops at a budget of lanes,
   // so that it does not hold the lock for long).
@@ -304,6 +306,15 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // them to p->made_room.
   void MakeRoom(int priority, size_t n, size_t max, ClaimPass* p)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ordered groups: as MakeRoom, with active lanes of any priority whose
+  // partition has its task in flight (no claim can take them before it is
+  // completed), lowest priority first, in round-robin order.
+  void EvictBusy(size_t n, size_t max, ClaimPass* p)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes the active `lane` out of memory's round-robin with a new hint
+  // (to the back, on disk), releasing its source position; adds it to
+  // p->made_room.
+  void Evict(Lane* lane, ClaimPass* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Makes the lane of `t` active (read from disk if not in memory; tasks
   // interrupted by a restart are due at `now`).
   absl::Status Admit(LaneSource::Taken* t, absl::Time now,

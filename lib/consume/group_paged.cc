@@ -76,14 +76,33 @@ void GroupImpl::MakeRoom(int priority, size_t n, size_t max, ClaimPass* p) {
       // its priority waiting on disk (a new hint).
       Lane* lane = dq.back();
       dq.pop_back();
-      lane->active = false;
-      --active_count_;
-      source_->Release(lane->hold);
-      lane->hold = LaneSource::Hold();
-      rehint_.push_back(lane->prefix);
-      Touch(lane, &p->touched);  // Forgotten at the commit if no task.
-      p->made_room.push_back(lane);
+      Evict(lane, p);
     }
+  }
+}
+
+void GroupImpl::Evict(Lane* lane, ClaimPass* p) {
+  lane->active = false;
+  --active_count_;
+  source_->Release(lane->hold);
+  lane->hold = LaneSource::Hold();
+  rehint_.push_back(lane->prefix);
+  Touch(lane, &p->touched);  // Forgotten at the commit if no task.
+  p->made_room.push_back(lane);
+}
+
+void GroupImpl::EvictBusy(size_t n, size_t max, ClaimPass* p) {
+  for (std::deque<Lane*>& dq : active_) {
+    if (active_count_ + n <= max) return;
+    std::deque<Lane*> keep;
+    for (Lane* lane : dq) {
+      if (active_count_ + n <= max || parts_[lane->partition].in_flight == 0) {
+        keep.push_back(lane);
+        continue;
+      }
+      Evict(lane, p);
+    }
+    dq.swap(keep);
   }
 }
 
@@ -95,6 +114,7 @@ absl::Status GroupImpl::PageIn(int priority, size_t n, size_t slack,
   // Higher priorities first: lower ones make room.
   if (source_->pending(priority)) {
     MakeRoom(priority, std::min(n, *budget), max, p);
+    if (p->consumer != nullptr) EvictBusy(std::min(n, *budget), max, p);
   }
   const size_t room = active_count_ < max ? max - active_count_ : 0;
   n = std::min({n, room, *budget});
