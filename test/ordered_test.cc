@@ -873,8 +873,9 @@ TEST_CASE("a paged ordered partition is not starved by a busy one's lanes") {
   // Partition 0's lanes come first in the source (its walk goes partition
   // by partition; the index in write order) and outnumber the working set
   // and a claim's budget over it; its one task stays in flight. Partition
-  // 1 goes on: lanes of a busy partition make room.
+  // 1 goes on: the lanes of the busy partition are parked.
   const bool walked = GENERATE(true, false);
+  const bool restart = GENERATE(true, false);
   DbFixture f(Storage::kMemory, NoBackgroundSweeps());
   Queue* q = ValueOrDie(
       f.db()->CreateQueue("q", {.partitions = 2, .layout = Layout::kTopic}));
@@ -891,7 +892,10 @@ TEST_CASE("a paged ordered partition is not starved by a busy one's lanes") {
     }
   }
   if (walked) g = ValueOrDie(q->Group("g", o));
-  INFO("walked " << walked);
+  INFO("walked " << walked << ", restart " << restart);
+  const uint32_t qid = static_cast<QueueImpl*>(q)->id();
+  const std::string parks = format::QueuePrefix(format::kParkTag, qid);
+  const std::string hints = format::QueuePrefix(format::kHintTag, qid);
   std::vector<Task> held;
   std::set<std::string> p1;
   for (int i = 0; i < 4 * kTopics; ++i) {
@@ -906,14 +910,100 @@ TEST_CASE("a paged ordered partition is not starved by a busy one's lanes") {
       }
     }
     CHECK(Impl(g)->TEST_ActiveLanes() <= 4 + 256);
+    CHECK(Impl(g)->TEST_ResidentLanes() <= 4 + 256 + 2);
   }
-  CHECK(held.size() == 1);
+  REQUIRE(held.size() == 1);
   CHECK(p1.size() == static_cast<size_t>(kTopics));
-  // Then partition 0 drains too.
-  HQ_REQUIRE_OK(g->Complete(held));
+  // Partition 0's other lanes are parked, once each; claims with nothing
+  // to take write nothing and read no lane again.
+  const size_t parked = test::CountKeys(f.db(), parks);
+  CHECK(parked > 0);
+  CHECK(parked <= static_cast<size_t>(kTopics));
+  {
+    const VerifyReport report = ValueOrDie(f.db()->Verify());
+    for (const VerifyProblem& x : report.problems) FAIL_CHECK(x.description);
+  }
+  const size_t hinted = test::CountKeys(f.db(), hints);
+  for (int i = 0; i < 5; ++i) {
+    CHECK(ValueOrDie(g->Claim({.max = 2, .consumer = "a"})).empty());
+  }
+  CHECK(test::CountKeys(f.db(), parks) == parked);
+  CHECK(test::CountKeys(f.db(), hints) == hinted);
+
+  // Then partition 0 drains too, its parked lanes found again (after a
+  // restart: its task in flight comes again, as its second attempt).
+  if (restart) {
+    f.Reopen();
+    q = ValueOrDie(f.db()->OpenQueue("q"));
+    g = ValueOrDie(q->Group("g", o));
+  } else {
+    HQ_REQUIRE_OK(g->Complete(held));
+  }
   size_t max_resident = 0, max_active = 0;
-  CHECK(DrainOrdered(g, 2, &max_resident, &max_active).size() ==
-        static_cast<size_t>(kTopics - 1));
+  const std::vector<Task> rest = DrainOrdered(g, 2, &max_resident, &max_active);
+  std::set<std::string> p0{held[0].payload};
+  for (const Task& x : rest) {
+    CHECK(x.partition == 0);
+    if (x.id == held[0].id) {
+      CHECK(restart);
+      CHECK(x.attempt == 2);
+      continue;
+    }
+    CHECK(p0.insert(x.payload).second);
+  }
+  CHECK(p0.size() == static_cast<size_t>(kTopics));
+  CHECK(max_active <= 4 + 256);
+  // Nothing is left parked.
+  CHECK(test::CountKeys(f.db(), parks) == 0);
+}
+
+TEST_CASE("a consumer is not starved by another's idle partition's lanes") {
+  // Consumer "b" owns partitions 1 and 2 and holds a task of 1 (a long
+  // job); partition 2 is idle with many lanes, written before partition
+  // 0's one lane. Consumer "a" owns partition 0 and gets its task: the
+  // lanes it cannot take are parked.
+  const size_t cap = GENERATE(size_t{131072}, size_t{4});
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(
+      f.db()->CreateQueue("q", {.partitions = 3, .layout = Layout::kTopic}));
+  GroupOptions o = Ordered();
+  o.max_active_lanes = cap;
+  o.lease = absl::Hours(1);
+  o.ownership_lease = absl::Hours(1);
+  ConsumerGroup* g = ValueOrDie(q->Group("g", o));
+  CHECK(ValueOrDie(g->Claim({.max = 1, .consumer = "b"})).empty());
+  CHECK(ValueOrDie(g->Claim({.max = 1, .consumer = "a"})).empty());
+  const std::vector<uint32_t> pa = Owned(g, "a");
+  const std::vector<uint32_t> pb = Owned(g, "b");
+  REQUIRE(pa.size() == 1);
+  REQUIRE(pb.size() == 2);
+  PutN(q, 1, "job", pb[0], 0, "job");
+  const std::vector<Task> job =
+      ValueOrDie(g->Claim({.max = 1, .consumer = "b"}));
+  REQUIRE(job.size() == 1);
+  for (int t = 0; t < 600; ++t) {
+    PutN(q, 1, absl::StrCat("b", t, "/"), pb[1], 0, absl::StrCat("b", t));
+  }
+  PutN(q, 1, "a/", pa[0], 0, "a");
+  INFO("cap " << cap);
+  const std::vector<Task> got =
+      ValueOrDie(g->Claim({.max = 2, .consumer = "a"}));
+  INFO("active lanes " << Impl(g)->TEST_ActiveLanes());
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].payload == "a/0");
+  // And "b" gets every task of its idle partition, in order, the parked
+  // lanes found again.
+  HQ_REQUIRE_OK(g->Complete(got));
+  std::set<std::string> b;
+  for (int i = 0; i < 2000; ++i) {
+    std::vector<Task> t = ValueOrDie(g->Claim({.max = 2, .consumer = "b"}));
+    if (t.empty()) break;
+    REQUIRE(t.size() == 1);  // Partition 1 is busy.
+    CHECK(t[0].partition == pb[1]);
+    CHECK(b.insert(t[0].payload).second);
+    HQ_REQUIRE_OK(g->Complete(t));
+  }
+  CHECK(b.size() == 600);
 }
 
 }  // namespace

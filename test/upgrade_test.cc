@@ -115,8 +115,8 @@ TEST_CASE("a Db of a format version newer than this hq is refused") {
 // dead letter reason "rejected", format 5 dropped lane fences; a format 2
 // to 4 Db is upgraded by rewriting its format record, and keeps its groups
 // and the fences it has (which Verify still checks and readers skip).
-TEST_CASE("a format 2 to 6 Db is upgraded to the current version on Open") {
-  const uint32_t old_version = GENERATE(2u, 3u, 4u, 5u, 6u);
+TEST_CASE("a format 2 to 7 Db is upgraded to the current version on Open") {
+  const uint32_t old_version = GENERATE(2u, 3u, 4u, 5u, 6u, 7u);
   CAPTURE(old_version);
   test::TempDir dir;
   const std::string path = dir.Sub("db");
@@ -145,7 +145,7 @@ TEST_CASE("a format 2 to 6 Db is upgraded to the current version on Open") {
   }
   auto db = test::ValueOrDie(Db::Open(path));
   CHECK(FormatVersion(db.get()) == format::kFormatVersion);
-  CHECK(format::kFormatVersion == 7);
+  CHECK(format::kFormatVersion == 8);
   Queue* q = test::ValueOrDie(db->OpenQueue("q"));
   HQ_REQUIRE_OK(q->Put({.payload = "b"}).status());
   CHECK(test::ScanAll(q).size() == 2);
@@ -213,7 +213,7 @@ TEST_CASE("a format 5 Db (single-lane hints) is upgraded and keeps its state") {
   }
   auto db = test::ValueOrDie(Db::Open(path));
   CHECK(FormatVersion(db.get()) == format::kFormatVersion);
-  CHECK(format::kFormatVersion == 7);
+  CHECK(format::kFormatVersion == 8);
   // Verify reads both kinds of hint, and the lane directory format 7 no
   // longer writes.
   {

@@ -154,6 +154,16 @@ std::vector<Damage> AllDamage() {
         return Put(b, CursorKey(ids, 77, ids.q_lane_rest),
                    format::EncodeCursor({}));
       });
+  add("parked lane of group id 77, which queue 'q' does not have",
+      [](const Ids& ids, auto* b) {
+        return Put(b, format::ParkPrefix(ids.q, 77) + ids.q_lane_rest, "");
+      });
+  add("malformed parked lane key", [](const Ids& ids, auto* b) {
+    return Put(b, format::ParkPrefix(ids.q, ids.g) + "\x00", "");
+  });
+  add("malformed parked lane value (not empty)", [](const Ids& ids, auto* b) {
+    return Put(b, format::ParkPrefix(ids.q, ids.g) + ids.q_lane_rest, "x");
+  });
   add("malformed cursor key", [](const Ids& ids, auto* b) {
     return Put(b, CursorKey(ids, ids.g, "\x00"), format::EncodeCursor({}));
   });

@@ -167,6 +167,8 @@ void RecordWalker::Check() {
       return CheckPace();
     case format::kMessageTag:
       return CheckMessage();
+    case format::kParkTag:
+      return CheckPark();
     default:
       Reject(absl::StrFormat("unknown record tag 0x%02x",
                              static_cast<unsigned char>(key_[0])));
@@ -390,6 +392,16 @@ void RecordWalker::CheckCursor() {
                          ": lowered to it (messages after it are delivered)"));
   }
   policy_->Refers(q->record.id, p, c.scan, /*message=*/false);
+}
+
+void RecordWalker::CheckPark() {
+  WalkQueue* q = OwnerOf("parked lane", /*of_group=*/true);
+  if (q == nullptr) return;
+  const std::string lane =
+      LanePrefix(q->record.id, key_.substr(format::kGroupRecordPrefixSize));
+  uint32_t p;
+  if (!Lane("parked lane", *q, lane, &p)) return;
+  if (!value_.empty()) Reject("malformed parked lane value (not empty)");
 }
 
 void RecordWalker::CheckTask() {

@@ -169,6 +169,7 @@ class RecordWalker {
   bool CheckGroupId(std::string_view kind, uint32_t id);
   void CheckCursor();
   void CheckTask();
+  void CheckPark();
   void CheckDead();
   void CheckDedup();
   void CheckCheckpoint();

@@ -240,22 +240,11 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimChunks(
     uint64_t leaves_before, absl::Time* next_due, bool* left) {
   std::vector<Task> out;
   ClaimOptions rest = o;
-  // An ordered claim of a paged group may hint lanes again to make room
-  // (EvictBusy): it reads only the hints written before it began, so that
-  // it does not go round its own.
-  std::vector<uint64_t> hint_limit;
-  if (paged() && record_.ordered) {
-    for (int prio = 0; prio < queue_->options().priorities; ++prio) {
-      HQ_ASSIGN_OR_RETURN(const uint64_t seq,
-                          db_->PeekHintSeq(queue_->id(), prio));
-      hint_limit.push_back(seq);
-    }
-  }
   for (;;) {
     rest.max = o.max - static_cast<uint32_t>(out.size());
     bool more;
-    absl::StatusOr<std::vector<Task>> got = ClaimOnce(
-        rest, partitions, leaves_before, hint_limit, next_due, left, &more);
+    absl::StatusOr<std::vector<Task>> got =
+        ClaimOnce(rest, partitions, leaves_before, next_due, left, &more);
     // Tasks handed out by an earlier chunk are the caller's: a later
     // failure shows at the next call.
     if (!got.ok()) return out.empty() ? got : std::move(out);
@@ -413,16 +402,8 @@ absl::Status GroupImpl::CollectOrdered(Consumer* consumer,
 
 absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
     const ClaimOptions& o, const std::vector<bool>& partitions,
-    uint64_t leaves_before, const std::vector<uint64_t>& hint_limit,
-    absl::Time* next_due, bool* left, bool* more) {
+    uint64_t leaves_before, absl::Time* next_due, bool* left, bool* more) {
   MutexLock l(&mu_);
-  struct Limited {
-    LaneSource* source;
-    ~Limited() {
-      if (source != nullptr) source->Unlimit();
-    }
-  } limited{hint_limit.empty() ? nullptr : source_.get()};
-  if (limited.source != nullptr) limited.source->Limit(hint_limit);
   *left = false;
   *more = false;
   *next_due = absl::InfiniteFuture();

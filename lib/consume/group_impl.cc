@@ -167,6 +167,11 @@ absl::Status GroupImpl::Load() {
   active_.resize(priorities);
   waiting_.resize(priorities);
   if (record_.ordered) parts_.resize(queue_->options().partitions);
+  if (record_.ordered && paged()) {
+    park_empty_.assign(queue_->options().partitions,
+                       std::vector<bool>(priorities, false));
+    HQ_RETURN_IF_ERROR(LoadParked());
+  }
   HQ_RETURN_IF_ERROR(LoadPacing());
   HQ_RETURN_IF_ERROR(LoadRecords());
   if (paged()) {
@@ -548,7 +553,7 @@ void GroupImpl::Settle(Lane* lane, leveldb::WriteBatch* batch) {
           : (now.scan == MessageId::Min() && now.done == MessageId::Min());
   if (!unchanged)
     batch->Put(CursorKey(lane->prefix), format::EncodeCursor(now));
-  if (paged()) MaybeRelease(lane);
+  if (paged()) MaybeRelease(lane, batch);
 }
 
 void GroupImpl::Committed(std::vector<Lane*>* touched) {
@@ -625,6 +630,8 @@ absl::StatusOr<GroupStats> GroupImpl::Stats() {
           NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
       HQ_RETURN_IF_ERROR(
           source_->Peek(kPeekLanes, it.get(), &waiting, &all_lanes));
+      HQ_RETURN_IF_ERROR(
+          PeekParked(kPeekLanes, it.get(), &waiting, &all_lanes));
     } else {
       HQ_RETURN_IF_ERROR(Fail(TakeNotes()));
     }

@@ -173,9 +173,11 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
     format::CursorValue saved;  // As written.
     bool saved_exists = false;
     std::map<MessageId, Rec> tasks;
-    bool active = false;    // In an active list: may have new messages.
-    bool dirty = false;     // Touched by the call in progress.
-    LaneSource::Hold hold;  // Paged groups: the source position it holds.
+    bool active = false;       // In an active list: may have new messages.
+    bool dirty = false;        // Touched by the call in progress.
+    LaneSource::Hold hold;     // Paged groups: the source position it holds.
+    bool park_record = false;  // A park record of it is on disk (as known).
+    bool parked_out = false;   // Parked: found again through that record.
   };
   // Ordered groups: a live consumer.
   struct Consumer {
@@ -199,12 +201,10 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // Sets `left` if the (ordered) consumer left since the Claim call began
   // (more than `leaves_before` Leave calls counted in leaves_). Sets `more`
   // if a paged group stopped at its budget with lanes left to examine.
-  // `hint_limit`: if not empty, the source reads no hint of priority p from
-  // seq hint_limit[p] on (LaneSource::Limit).
   absl::StatusOr<std::vector<Task>> ClaimOnce(
       const ClaimOptions& o, const std::vector<bool>& partitions,
-      uint64_t leaves_before, const std::vector<uint64_t>& hint_limit,
-      absl::Time* next_due, bool* left, bool* more) ABSL_LOCKS_EXCLUDED(mu_);
+      uint64_t leaves_before, absl::Time* next_due, bool* left, bool* more)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // ClaimOnce until it has o.max tasks, or the group has examined every
   // lane it may take (a paged group's ClaimOnce stops at a budget of lanes,
   // so that it does not hold the lock for long).
@@ -273,8 +273,8 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   static bool Filtered(const ClaimPass& p);
   // How many lanes `p` should page in besides the active lanes `dq`, for
   // `remaining` more tasks: those it may take from dq fall short by that
-  // many (an ordered claim: the idle partitions of its consumer that no
-  // lane of dq can serve).
+  // many (an ordered claim: some, if an idle partition of its consumer has
+  // no lane of dq to serve it).
   size_t Shortfall(const std::deque<Lane*>& dq, size_t remaining,
                    const ClaimPass& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // CollectPaged's work on one priority: its due tasks, then new messages
@@ -306,15 +306,42 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // them to p->made_room.
   void MakeRoom(int priority, size_t n, size_t max, ClaimPass* p)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Ordered groups: as MakeRoom, with active lanes of any priority whose
-  // partition has its task in flight (no claim can take them before it is
-  // completed), lowest priority first, in round-robin order.
-  void EvictBusy(size_t n, size_t max, ClaimPass* p)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes the active `lane` out of memory's round-robin with a new hint
   // (to the back, on disk), releasing its source position; adds it to
   // p->made_room.
   void Evict(Lane* lane, ClaimPass* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Parked lanes (group_park.cc; ordered paged groups). A lane that an
+  // ordered claim cannot take (its partition busy or another consumer's,
+  // or a task of it pending) is *parked* when the claim needs room: out of
+  // the working set, with a record per partition and priority, so that it
+  // is found again when its partition wants work, without going through
+  // the index. The record stays until the lane is drained, hinted again or
+  // taken into the working set and then released.
+  std::string ParkKey(std::string_view lane_prefix) const;
+  // The idle partitions of p's consumer (within its filter) that no lane
+  // of the active list `dq` with nothing pending can serve; `*idle`: how
+  // many are idle.
+  std::vector<uint32_t> Hungry(const std::deque<Lane*>& dq, const ClaimPass& p,
+                               size_t* idle) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Parks active lanes that `p` cannot take, lowest priority first, until
+  // `n` more fit under `max` (or none is left).
+  void ParkUnusable(size_t n, size_t max, ClaimPass* p)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Park(Lane* lane, ClaimPass* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets lane->park_record from disk (a lane just read into memory), if the
+  // group may have park records.
+  absl::Status ReadParkRecord(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // At load: whether the group has park records.
+  absl::Status LoadParked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes one parked lane of (`partition`, `priority`) that is not in the
+  // working set into it; `*found` says whether there was one.
+  absl::Status Unpark(uint32_t partition, int priority, ClaimPass* p,
+                      bool* found) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends the lanes of up to `max` park records to `out`; clears `*all`
+  // if there are more.
+  absl::Status PeekParked(size_t max, leveldb::Iterator* it,
+                          std::vector<std::string>* out, bool* all) const;
   // Makes the lane of `t` active (read from disk if not in memory; tasks
   // interrupted by a restart are due at `now`).
   absl::Status Admit(LaneSource::Taken* t, absl::Time now,
@@ -325,9 +352,14 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // and is added to `requeued`.
   void Requeue(Lane* lane, bool behind, std::vector<Lane*>* requeued)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Lets go of the source position `lane` holds if it needs none any more:
-  // it is drained and its open tasks all have records.
-  void MaybeRelease(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Lets go of the source position `lane` holds, and deletes its park
+  // record (in `batch`) unless it is parked out, if it needs neither any
+  // more: it is drained or hinted again, and its open tasks all have
+  // records.
+  void MaybeRelease(Lane* lane, leveldb::WriteBatch* batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether every task of `lane` has a task record.
+  static bool TasksPersisted(const Lane& lane);
   // ListPending's steps. The lanes to list from, in key order from
   // `start` (a lane prefix): in memory with tasks, and (paged groups)
   // lanes peeked in the source that are not in memory (null).
@@ -569,6 +601,13 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   size_t recovered_since_ ABSL_GUARDED_BY(mu_) = 0;
   // Lanes to hint again in the next write.
   std::vector<std::string> rehint_ ABSL_GUARDED_BY(mu_);
+  // Ordered paged groups, per partition and priority: no park record that
+  // is not in the working set (as of the last look; set by Unpark, cleared
+  // by Park).
+  std::vector<std::vector<bool>> park_empty_ ABSL_GUARDED_BY(mu_);
+  // Ordered paged groups: park records may exist (found at load, or
+  // written since).
+  bool parks_maybe_ ABSL_GUARDED_BY(mu_) = false;
 
   // Ordered groups.
   absl::flat_hash_map<std::string, std::unique_ptr<Consumer>> consumers_

@@ -24,6 +24,10 @@ namespace {
 // releasing it).
 constexpr size_t kMinPageIn = 256;
 constexpr size_t kPageInPerTask = 4;
+// An ordered claim with a partition wanting work pages in at least this
+// many lanes at a time: the lanes of the index are of all partitions, and
+// each step looks at every active lane.
+constexpr size_t kOrderedPageIn = 64;
 
 }  // namespace
 
@@ -48,6 +52,7 @@ absl::Status GroupImpl::Admit(LaneSource::Taken* t, absl::Time now,
   Lane* lane = FindLane(t->prefix);
   if (lane == nullptr) {
     HQ_ASSIGN_OR_RETURN(lane, GetLane(t->prefix));
+    HQ_RETURN_IF_ERROR(ReadParkRecord(lane));
     if (lane->done < lane->scan) {
       // Handed out before a restart and not completed: only a lane not in
       // memory since then can have such a window.
@@ -62,6 +67,7 @@ absl::Status GroupImpl::Admit(LaneSource::Taken* t, absl::Time now,
     lane->hold = std::move(t->hold);
   }
   if (!lane->active) {
+    lane->parked_out = false;
     Activate(lane);
     ++active_count_;
   }
@@ -91,30 +97,30 @@ void GroupImpl::Evict(Lane* lane, ClaimPass* p) {
   p->made_room.push_back(lane);
 }
 
-void GroupImpl::EvictBusy(size_t n, size_t max, ClaimPass* p) {
-  for (std::deque<Lane*>& dq : active_) {
-    if (active_count_ + n <= max) return;
-    std::deque<Lane*> keep;
-    for (Lane* lane : dq) {
-      if (active_count_ + n <= max || parts_[lane->partition].in_flight == 0) {
-        keep.push_back(lane);
-        continue;
-      }
-      Evict(lane, p);
-    }
-    dq.swap(keep);
-  }
-}
-
 absl::Status GroupImpl::PageIn(int priority, size_t n, size_t slack,
                                absl::Time now, size_t* budget, ClaimPass* p,
                                size_t* taken) {
   *taken = 0;
   const size_t max = MaxActive() + slack;
+  if (p->consumer != nullptr) {
+    // Ordered: lanes the claim cannot take make room, and the parked lanes
+    // of its hungry partitions come first.
+    ParkUnusable(std::min(n, *budget), max, p);
+    size_t idle;
+    for (const uint32_t partition : Hungry(active_[priority], *p, &idle)) {
+      if (*taken == n || *budget == 0 || active_count_ >= max) break;
+      bool found;
+      HQ_RETURN_IF_ERROR(Unpark(partition, priority, p, &found));
+      if (found) {
+        ++*taken;
+        --*budget;
+      }
+    }
+    n -= *taken;
+  }
   // Higher priorities first: lower ones make room.
   if (source_->pending(priority)) {
     MakeRoom(priority, std::min(n, *budget), max, p);
-    if (p->consumer != nullptr) EvictBusy(std::min(n, *budget), max, p);
   }
   const size_t room = active_count_ < max ? max - active_count_ : 0;
   n = std::min({n, room, *budget});
@@ -122,7 +128,7 @@ absl::Status GroupImpl::PageIn(int priority, size_t n, size_t slack,
   std::vector<LaneSource::Taken> lanes;
   HQ_RETURN_IF_ERROR(source_->Next(priority, n, p->it, &lanes));
   *budget -= lanes.size();
-  *taken = lanes.size();
+  *taken += lanes.size();
   for (LaneSource::Taken& t : lanes) {
     HQ_RETURN_IF_ERROR(Admit(&t, now, p->it));
   }
@@ -144,15 +150,25 @@ void GroupImpl::Requeue(Lane* lane, bool behind, std::vector<Lane*>* requeued) {
   }
 }
 
-void GroupImpl::MaybeRelease(Lane* lane) {
-  if (!lane->hold.held() || lane->active) return;
-  // A first hand-out has no record: after a restart only the cursor
-  // window, found through the held position, says it was in flight.
-  for (const auto& [id, rec] : lane->tasks) {
-    if (!rec.persisted) return;
+bool GroupImpl::TasksPersisted(const Lane& lane) {
+  for (const auto& [id, rec] : lane.tasks) {
+    if (!rec.persisted) return false;
   }
-  source_->Release(lane->hold);
-  lane->hold = LaneSource::Hold();
+  return true;
+}
+
+void GroupImpl::MaybeRelease(Lane* lane, leveldb::WriteBatch* batch) {
+  // A first hand-out has no record: after a restart only the cursor window,
+  // found through the held position or park record, says it was in flight.
+  if (lane->active || !TasksPersisted(*lane)) return;
+  if (lane->hold.held()) {
+    source_->Release(lane->hold);
+    lane->hold = LaneSource::Hold();
+  }
+  if (lane->park_record && !lane->parked_out) {
+    batch->Delete(ParkKey(lane->prefix));
+    lane->park_record = false;
+  }
 }
 
 // The state of CollectPagedPriority's rounds over one priority.
@@ -181,22 +197,11 @@ size_t GroupImpl::Shortfall(const std::deque<Lane*>& dq, size_t remaining,
             : dq.size();
     return usable < remaining ? remaining - usable : 0;
   }
-  // Ordered: one task per idle partition of the consumer, from a lane with
-  // no task pending.
-  std::vector<bool> served(parts_.size(), false);
-  for (const Lane* lane : dq) {
-    if (p.match(lane) && !Pending(*lane)) served[lane->partition] = true;
-  }
-  size_t hungry = 0;
-  for (const uint32_t pid : p.consumer->partitions) {
-    if (parts_[pid].in_flight > 0 || served[pid]) continue;
-    if (p.o.partitions.empty() ||
-        std::find(p.o.partitions.begin(), p.o.partitions.end(), pid) !=
-            p.o.partitions.end()) {
-      ++hungry;
-    }
-  }
-  return std::min(hungry, remaining);
+  // Ordered: one task per idle partition of the consumer, from lanes of
+  // any partitions.
+  size_t idle;
+  const size_t hungry = Hungry(dq, p, &idle).size();
+  return hungry == 0 ? 0 : std::max(hungry, kOrderedPageIn);
 }
 
 absl::Status GroupImpl::CollectPaged(ClaimPass* p) {
@@ -241,6 +246,11 @@ absl::Status GroupImpl::CollectPagedPriority(int prio, size_t slack,
       HQ_RETURN_IF_ERROR(CollectDue(prio, p));
       if (p->out.size() == p->o.max) break;
     }
+    if (p->consumer != nullptr && taken > 0) {
+      // Ordered: a round only once some idle partition can be served.
+      size_t idle;
+      if (Hungry(dq, *p, &idle).size() == idle && idle > 0) continue;
+    }
     if (!source_->pending(prio)) ReactivateRequeued(&r, slack);
     if (dq.empty()) {
       if (taken > 0) continue;  // All drained or out of scope: more.
@@ -281,11 +291,18 @@ absl::StatusOr<bool> GroupImpl::TakeRound(PagedRound* r, ClaimPass* p) {
   const bool behind = source_->pending(r->prio) || !r->requeued_dq.empty();
   const size_t n = dq.size();
   bool progress = false;
+  // Ordered: lanes that could not have their turn (their partition busy or
+  // another consumer's, or a task of theirs pending) keep their places
+  // ahead of those that had one.
+  std::vector<Lane*> skipped;
   for (size_t k = 0; k < n && p->out.size() < p->o.max; ++k) {
     Lane* lane = dq.front();
     dq.pop_front();
-    // An ordered lane waits while a task of it is pending.
-    if (!p->match(lane) || (p->consumer != nullptr && Pending(*lane))) {
+    if (p->consumer != nullptr && (!p->match(lane) || Pending(*lane))) {
+      skipped.push_back(lane);
+      continue;
+    }
+    if (!p->match(lane)) {
       dq.push_back(lane);
       continue;
     }
@@ -321,6 +338,7 @@ absl::StatusOr<bool> GroupImpl::TakeRound(PagedRound* r, ClaimPass* p) {
               &r->requeued);
     }
   }
+  dq.insert(dq.begin(), skipped.begin(), skipped.end());
   return progress;
 }
 

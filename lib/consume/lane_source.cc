@@ -75,15 +75,6 @@ absl::Status LaneSource::Load() {
   return absl::OkStatus();
 }
 
-void LaneSource::Limit(std::vector<uint64_t> limit) {
-  limit_ = std::move(limit);
-}
-
-void LaneSource::Unlimit() {
-  limit_.clear();
-  for (State& st : state_) st.at_limit = false;
-}
-
 void LaneSource::NoteWritten() {
   for (State& st : state_) st.more = true;
 }
@@ -122,10 +113,6 @@ absl::Status LaneSource::NextHints(int priority, size_t max,
     if (n == max) return absl::OkStatus();  // More may follow.
     uint64_t seq;
     HQ_RETURN_IF_ERROR(DecodeHint(*it, priority, &seq, &lanes));
-    if (!limit_.empty() && seq >= limit_[priority]) {
-      st.at_limit = true;
-      return absl::OkStatus();
-    }
     // Lanes of this hint taken by an earlier call are skipped.
     size_t k = seq == st.read_next ? st.read_skip : 0;
     for (; k < lanes.size() && n < max; ++k, ++n) {

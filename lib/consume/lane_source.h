@@ -67,13 +67,8 @@ class LaneSource {
   // Whether the source may have lanes of `priority` not yet taken (as of
   // the last read, or since NoteWritten).
   bool pending(int priority) const {
-    const State& st = state_[priority];
-    return (st.more && !st.at_limit) || walk_pending(priority);
+    return state_[priority].more || walk_pending(priority);
   }
-  // Until Unlimit, hints of priority p from seq limit[p] on are not read
-  // (pending() does not count them).
-  void Limit(std::vector<uint64_t> limit);
-  void Unlimit();
   // The index may have new hints (from the write path's notes).
   void NoteWritten();
 
@@ -97,7 +92,6 @@ class LaneSource {
     uint64_t read_next = 1;  // The next hint to read...
     size_t read_skip = 0;    // ...past its first read_skip lanes.
     bool more = true;        // Hints may be unread.
-    bool at_limit = false;   // NextHints stopped at limit_.
     // Seqs of held hints: how many of each hint's lanes are held.
     std::map<uint64_t, uint32_t> holds;
     bool walking = false;              // As durable: the walk is not finished.
@@ -124,8 +118,7 @@ class LaneSource {
   const std::string key_;  // The source record's key.
   const int priorities_;
   std::vector<State> state_;
-  std::string written_;          // The record as last appended.
-  std::vector<uint64_t> limit_;  // Per priority; empty: none (Limit).
+  std::string written_;  // The record as last appended.
 };
 
 }  // namespace hq

@@ -100,10 +100,6 @@ class DbImpl final : public Db {
   // pipeline: NotFound once the queue is dropped, sticky errors as Put.
   absl::Status WriteRecords(QueueImpl* queue, const leveldb::WriteBatch& b,
                             bool sync);
-  // The seq the next hint of (queue_id, priority) gets, loaded as
-  // LoadHintSeq does.
-  absl::StatusOr<uint64_t> PeekHintSeq(uint32_t queue_id, int priority)
-      ABSL_LOCKS_EXCLUDED(write_mu_);
   // Writes records of a topic layout `queue` that need the lane activity
   // index (doc/format.md, "Lane activity index"): `fill` runs in the
   // pipeline's leader, after `queue`'s hint sequences are loaded, and adds

@@ -97,12 +97,6 @@ absl::Status DbImpl::WriteWithHints(
   return RunWriter(&w);
 }
 
-absl::StatusOr<uint64_t> DbImpl::PeekHintSeq(uint32_t queue_id, int priority) {
-  MutexLock l(&write_mu_);
-  HQ_ASSIGN_OR_RETURN(const uint64_t* next, LoadHintSeq(queue_id, priority));
-  return *next;
-}
-
 absl::StatusOr<uint64_t*> DbImpl::LoadHintSeq(uint32_t queue_id, int priority) {
   const uint64_t k =
       (uint64_t{queue_id} << 8) | static_cast<uint64_t>(priority);

@@ -291,6 +291,10 @@ std::string PacePrefix(uint32_t queue_id, uint32_t group_id) {
   return s;
 }
 
+std::string ParkPrefix(uint32_t queue_id, uint32_t group_id) {
+  return GroupRecordPrefix(kParkTag, queue_id, group_id);
+}
+
 std::string PaceKey(uint32_t queue_id, uint32_t group_id,
                     std::string_view topic) {
   std::string s = PacePrefix(queue_id, group_id);

@@ -42,9 +42,10 @@ inline constexpr char kHintTag = 0x0d;
 inline constexpr char kSourceTag = 0x0e;
 inline constexpr char kPaceTag = 0x0f;
 inline constexpr char kMessageTag = 0x10;
+inline constexpr char kParkTag = 0x11;
 
 // Bumped when a change makes old code unable to read new data.
-inline constexpr uint32_t kFormatVersion = 7;
+inline constexpr uint32_t kFormatVersion = 8;
 // The oldest version Open upgrades (doc/format.md, "Db metadata").
 inline constexpr uint32_t kOldestFormatVersion = 1;
 
@@ -165,6 +166,12 @@ std::string PaceClockKey(uint32_t queue_id, uint32_t group_id);
 std::string PaceKey(uint32_t queue_id, uint32_t group_id,
                     std::string_view topic);
 std::string PacePrefix(uint32_t queue_id, uint32_t group_id);
+
+// doc/format.md, "Parked lanes": a lane with messages that an ordered group
+// of a topic layout queue took out of its working set; the value is empty.
+// The key is the prefix and the lane's lane_rest (AppendLaneRest).
+std::string ParkPrefix(uint32_t queue_id, uint32_t group_id);
+
 struct PaceValue {
   uint32_t max_in_flight = 0;
   uint64_t interval_ms = 0;
