@@ -401,7 +401,12 @@ void RecordWalker::CheckPark() {
       LanePrefix(q->record.id, key_.substr(format::kGroupRecordPrefixSize));
   uint32_t p;
   if (!Lane("parked lane", *q, lane, &p)) return;
-  if (!value_.empty()) Reject("malformed parked lane value (not empty)");
+  // Rewritten, not moved aside: its lane may have work that only the
+  // record leads to.
+  if (!value_.empty()) {
+    Rewrite("malformed parked lane value (not empty)", "",
+            "malformed parked lane value: rewritten empty");
+  }
 }
 
 void RecordWalker::CheckTask() {
