@@ -17,6 +17,10 @@
 //   - 2 consumer threads claim from group "g" (lease 100..300 ms) and
 //     complete some tasks, release some (at once, or after 20 ms) and keep
 //     the others until their lease expires;
+//   - topic layout only: 2 consumer threads, "o1" and "o2", do the same
+//     with the ordered group "o" (GroupOptions::ordered, the options of
+//     "g"), each claiming with its name as ClaimOptions::consumer (keeping
+//     fewer tasks until their lease expires: one holds back its partition);
 //   - subscription "s" delivers every message to a listener that fails one
 //     delivery in 50 (so that it is retried), reports the others, and
 //     takes 1..11 ms over one in 50.
@@ -30,11 +34,18 @@
 //                             be completed if the child dies before "D")
 //   D <partition> <id>        the Complete returned OK
 //   R <partition> <id>        a Release returned OK
+//   OC <partition> <id> <attempt> <consumer> <lease deadline> <now>
+//                             a Claim of group "o" handed out this task to
+//                             consumer o1 or o2; the task's lease_deadline
+//                             and the Db's clock read after the Claim
+//                             returned, in microseconds since the epoch
+//   Od, OD, OR <partition> <id>   as d, D and R, for group "o"
 //   M <partition> <priority> <id> <topic|->  the listener took this
 //                             message (prints, then returns OK)
 //   ERROR <status>            an unexpected error; the child exits 1
-// Claims, Completes and Releases are made and reported under one lock, so
-// the report's order of C, D and R lines is the order of the calls. RUN goes
+// Claims, Completes and Releases are made and reported under one lock per
+// group, so the report's order of the C, D and R lines (and of the OC, OD
+// and OR lines) is the order of the calls. RUN goes
 // into payloads ("r<RUN>t<thread>n<count>" and padding) so they are unique
 // across runs; SEED drives the child's random choices.
 
@@ -134,21 +145,32 @@ void Produce(hq::Queue* q, int run, int thread, uint64_t seed,
   }
 }
 
-void Consume(hq::ConsumerGroup* g, std::mutex* mu, uint64_t seed) {
+// A consumer of group "g" (consumer empty) or of the ordered group "o"
+// (consumer "o1" or "o2": its lines start with "O").
+void Consume(hq::ConsumerGroup* g, std::mutex* mu, uint64_t seed,
+             const std::string& consumer, const hq::Clock* clock) {
   std::mt19937_64 rng(seed);
+  const std::string o = consumer.empty() ? "" : "O";
   for (;;) {
     std::vector<hq::Task> tasks;
     {
       std::lock_guard<std::mutex> l(*mu);
       auto r = g->Claim(
           {.max = 1 + static_cast<uint32_t>(rng() % 8),
-           .lease = absl::Milliseconds(100 + static_cast<int>(rng() % 200))});
+           .lease = absl::Milliseconds(100 + static_cast<int>(rng() % 200)),
+           .consumer = consumer});
       if (!r.ok()) Fail("Claim", r.status());
+      const absl::Time now = clock->Now();
       tasks = std::move(*r);
       std::string lines;
       for (const hq::Task& t : tasks) {
-        absl::StrAppend(&lines, lines.empty() ? "" : "\n", "C ", t.partition,
+        absl::StrAppend(&lines, lines.empty() ? "" : "\n", o, "C ", t.partition,
                         " ", Id(t.id), " ", t.attempt);
+        if (!consumer.empty()) {
+          absl::StrAppend(&lines, " ", t.consumer, " ",
+                          absl::ToUnixMicros(t.lease_deadline), " ",
+                          absl::ToUnixMicros(now));
+        }
       }
       if (!lines.empty()) WriteLine(lines);
     }
@@ -158,11 +180,15 @@ void Consume(hq::ConsumerGroup* g, std::mutex* mu, uint64_t seed) {
     }
     std::vector<hq::Task> done;
     std::vector<hq::Task> release;
+    // A task kept until its lease expires holds back its partition in
+    // "o": fewer of those there, so that "o" gets on.
+    const int complete = consumer.empty() ? 13 : 16;
+    const int keep = consumer.empty() ? 4 : 1;
     for (hq::Task& t : tasks) {
       const int c = static_cast<int>(rng() % 20);
-      if (c < 13) {
+      if (c < complete) {
         done.push_back(t);
-      } else if (c < 16) {
+      } else if (c < 20 - keep) {
         release.push_back(t);
       }  // Else keep it until its lease expires.
     }
@@ -171,9 +197,9 @@ void Consume(hq::ConsumerGroup* g, std::mutex* mu, uint64_t seed) {
       std::lock_guard<std::mutex> l(*mu);
       std::string intent, lines;
       for (const hq::Task& t : done) {
-        absl::StrAppend(&intent, intent.empty() ? "" : "\n", "d ", t.partition,
-                        " ", Id(t.id));
-        absl::StrAppend(&lines, lines.empty() ? "" : "\n", "D ", t.partition,
+        absl::StrAppend(&intent, intent.empty() ? "" : "\n", o, "d ",
+                        t.partition, " ", Id(t.id));
+        absl::StrAppend(&lines, lines.empty() ? "" : "\n", o, "D ", t.partition,
                         " ", Id(t.id));
       }
       WriteLine(intent);
@@ -191,7 +217,7 @@ void Consume(hq::ConsumerGroup* g, std::mutex* mu, uint64_t seed) {
       const absl::Status s = g->Release(
           t, rng() % 2 ? absl::ZeroDuration() : absl::Milliseconds(20));
       if (s.ok()) {
-        WriteLine(absl::StrCat("R ", t.partition, " ", Id(t.id)));
+        WriteLine(absl::StrCat(o, "R ", t.partition, " ", Id(t.id)));
       } else if (s.code() != absl::StatusCode::kFailedPrecondition) {
         Fail("Release", s);
       }
@@ -268,6 +294,16 @@ int main(int argc, char** argv) {
                           .backoff_base = absl::Milliseconds(10),
                           .backoff_cap = absl::Milliseconds(50)});
   if (!g.ok()) Fail("Group", g.status());
+  hq::ConsumerGroup* ordered = nullptr;
+  if (topic_layout) {
+    auto o = q->Group("o", {.ordered = true,
+                            .lease = absl::Milliseconds(200),
+                            .max_attempts = 1000000,
+                            .backoff_base = absl::Milliseconds(10),
+                            .backoff_cap = absl::Milliseconds(50)});
+    if (!o.ok()) Fail("Group", o.status());
+    ordered = *o;
+  }
 
   Reporter reporter(rng());
   auto sub = q->Subscribe(
@@ -281,13 +317,19 @@ int main(int argc, char** argv) {
       &reporter);
   if (!sub.ok()) Fail("Subscribe", sub.status());
 
-  std::mutex group_mu;
+  std::mutex group_mu, ordered_mu;
   std::vector<std::thread> threads;
   for (int t = 0; t < 3; ++t) {
     threads.emplace_back(Produce, q, run, t, rng(), topic_layout);
   }
   for (int t = 0; t < 2; ++t) {
-    threads.emplace_back(Consume, *g, &group_mu, rng());
+    threads.emplace_back(Consume, *g, &group_mu, rng(), std::string(), &clock);
+  }
+  if (ordered != nullptr) {
+    for (const char* name : {"o1", "o2"}) {
+      threads.emplace_back(Consume, ordered, &ordered_mu, rng(),
+                           std::string(name), &clock);
+    }
   }
   for (;;) pause();  // Until SIGKILL.
 }

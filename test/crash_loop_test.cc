@@ -20,6 +20,21 @@
 //     completion cursor was completed; then a drain of the group (claim
 //     everything, complete it) gets every stored message that was not
 //     completed, once each, at once after the restart;
+//   - the ordered group "o" (topic layout only; the child's lines OC, Od,
+//     OD, OR): as for "g", no hand-out after a completion, attempts that
+//     grow and cursors that never move back; ordering: within a lane, a
+//     message is handed out only once every stored message before it in
+//     the lane was completed (an OD line; or an Od line without its OD
+//     before a kill, as that Complete may have been written), and never
+//     after a later message of the lane was handed out (which also catches
+//     a message the rule before took for completed being handed out
+//     again); within one child run, a task is handed out only when the one
+//     handed out before it in its partition was completed or released, or
+//     its lease deadline had passed when the claim returned (its lease
+//     timer starts after that deadline, on the same clock, so this never
+//     fails on a task whose lease did expire); then a drain of "o"
+//     (claiming one task per partition at a time, in order as above) gets
+//     every stored message not completed before the kill, once each;
 //   - the subscription: in each lane the child's deliveries started exactly
 //     at the message its written checkpoint pointed to (which is at or
 //     before the first message not yet delivered: no gap) and went on in
@@ -58,6 +73,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "lib/consume/group_test_hooks.h"
@@ -105,6 +121,15 @@ std::string KeyString(const Key& k) {
   return absl::StrCat(k.first, " ", k.second.ToString());
 }
 
+// What the child acknowledged of one consumer group.
+struct GroupModel {
+  std::set<Key> completed;          // D (OD) lines.
+  std::set<Key> maybe_completed;    // d (Od) without D (OD) before a kill.
+  std::map<Key, uint32_t> attempt;  // Highest attempt handed out.
+  std::map<Lane, std::pair<MessageId, MessageId>> cursors;  // scan, compl.
+  int64_t claims = 0, completions = 0, releases = 0, drained = 0;
+};
+
 struct Stored {
   int priority = 0;
   std::string topic;
@@ -122,15 +147,15 @@ struct Model {
   int64_t acked_sync = 0;
   std::map<Key, Stored> stored;          // At the last check.
   std::map<uint32_t, MessageId> max_id;  // Of `stored`, by partition.
-  std::set<Key> completed;               // D lines.
-  std::set<Key> maybe_completed;         // d without D before a kill.
-  std::map<Key, uint32_t> attempt;       // Highest attempt handed out.
-  std::set<Key> delivered;               // M lines.
-  std::map<Lane, std::pair<MessageId, MessageId>> cursors;  // scan, compl.
+  GroupModel g;                          // Group "g".
+  GroupModel o;                          // The ordered group "o".
+  // Group "o", by lane: the highest id handed out (OC lines), and the id
+  // below which every stored message was found completed at a hand-out.
+  std::map<Lane, MessageId> o_last, o_checked;
+  std::set<Key> delivered;                // M lines.
   std::map<Lane, MessageId> checkpoints;  // Written, at the last check.
   // Totals for the report.
-  int64_t claims = 0, completions = 0, releases = 0, deliveries = 0;
-  int64_t drained_tasks = 0, drained_messages = 0;
+  int64_t deliveries = 0, drained_messages = 0;
 };
 
 // REQUIRE for the checks made per message and per line: it formats
@@ -220,11 +245,19 @@ std::vector<std::string> RunAndKill(const std::string& child,
   return lines;
 }
 
-// Feeds one run's lines into the model, checking each against it.
-// Returns the run's deliveries per lane, in order.
-std::map<Lane, std::vector<MessageId>> TakeLines(
-    const std::vector<std::string>& lines, Model* m) {
-  std::map<Lane, std::vector<MessageId>> delivered;
+// One run's lines, as TakeLines leaves them for CheckCopy.
+struct RunLines {
+  std::map<Lane, std::vector<MessageId>> delivered;  // By lane, in order.
+  // The lines of group "o", split, in order: checked by CheckCopy, which
+  // knows every stored message's lane.
+  std::vector<std::vector<std::string>> ordered;
+};
+
+// Feeds one run's lines into the model, checking each against it (those of
+// group "o" are only collected).
+RunLines TakeLines(const std::vector<std::string>& lines, Model* m) {
+  RunLines run;
+  std::map<Lane, std::vector<MessageId>>& delivered = run.delivered;
   std::set<Key> intents;
   for (const std::string& line : lines) {
     const std::vector<std::string> f = absl::StrSplit(line, ' ');
@@ -249,25 +282,28 @@ std::map<Lane, std::vector<MessageId>> TakeLines(
       const uint32_t attempt = ParseU32(f[3]);
       // A completed task is never handed out again; attempts only grow,
       // also across restarts.
-      MODEL_REQUIRE(!m->completed.contains(k), "child line: " << line);
-      if (m->attempt.contains(k))
-        MODEL_REQUIRE(attempt > m->attempt[k], "child line: " << line);
-      m->attempt[k] = attempt;
-      ++m->claims;
+      MODEL_REQUIRE(!m->g.completed.contains(k), "child line: " << line);
+      if (m->g.attempt.contains(k))
+        MODEL_REQUIRE(attempt > m->g.attempt[k], "child line: " << line);
+      m->g.attempt[k] = attempt;
+      ++m->g.claims;
     } else if (f[0] == "d" || f[0] == "D" || f[0] == "R") {
       MODEL_REQUIRE(f.size() == 3, "child line: " << line);
       const Key k{ParseU32(f[1]), ParseId(f[2])};
       // It was handed out.
-      MODEL_REQUIRE(m->attempt.contains(k), "child line: " << line);
+      MODEL_REQUIRE(m->g.attempt.contains(k), "child line: " << line);
       if (f[0] == "d") {
         intents.insert(k);
       } else if (f[0] == "D") {
-        MODEL_REQUIRE(m->completed.insert(k).second, "child line: " << line);
+        MODEL_REQUIRE(m->g.completed.insert(k).second, "child line: " << line);
         intents.erase(k);
-        ++m->completions;
+        ++m->g.completions;
       } else {
-        ++m->releases;
+        ++m->g.releases;
       }
+    } else if (f[0] == "OC" || f[0] == "Od" || f[0] == "OD" || f[0] == "OR") {
+      MODEL_REQUIRE(m->topic_layout, "child line: " << line);
+      run.ordered.push_back(f);
     } else if (f[0] == "M") {
       MODEL_REQUIRE(f.size() == 5, "child line: " << line);
       const Lane lane =
@@ -280,8 +316,118 @@ std::map<Lane, std::vector<MessageId>> TakeLines(
     }
   }
   // A Complete in progress at the kill may or may not have been written.
-  m->maybe_completed.insert(intents.begin(), intents.end());
-  return delivered;
+  m->g.maybe_completed.insert(intents.begin(), intents.end());
+  return run;
+}
+
+// A stored message of `lane` below `id` that was not completed for group
+// "o" (done() says which were), checking those from `*checked` on, then
+// moving `*checked` to `id`; "" if none.
+template <typename Done>
+std::string FirstNotDone(const std::vector<MessageId>& lane_ids,
+                         uint32_t partition, MessageId id, MessageId* checked,
+                         const Done& done) {
+  for (auto it = std::lower_bound(lane_ids.begin(), lane_ids.end(), *checked);
+       it != lane_ids.end() && *it < id; ++it) {
+    if (!done(Key{partition, *it})) return it->ToString();
+  }
+  *checked = std::max(*checked, id);
+  return "";
+}
+
+// Checks the lines of group "o" of one run (RunLines::ordered) against the
+// model and the messages stored after the kill (`stored`, and their ids by
+// lane in `lanes`), and feeds them into the model.
+void TakeOrderedLines(const std::vector<std::vector<std::string>>& lines,
+                      const std::map<Key, Stored>& stored,
+                      const std::map<Lane, std::vector<MessageId>>& lanes,
+                      Model* m) {
+  static const std::vector<MessageId> kNone;
+  GroupModel& o = m->o;
+  auto done = [&](const Key& k) {
+    return o.completed.contains(k) || o.maybe_completed.contains(k);
+  };
+  // By partition: the task handed out last in this run, until its OD or
+  // OR line, with its lease deadline and its line. (An Od line without its
+  // OD in this run is a Complete that failed: the task stays in flight.)
+  struct Held {
+    Key key;
+    int64_t deadline_us = 0;
+    std::string line;
+  };
+  std::map<uint32_t, Held> held;
+  std::set<Key> intents;
+  for (const std::vector<std::string>& f : lines) {
+    const std::string line = absl::StrJoin(f, " ");
+    if (f[0] == "OC") {
+      MODEL_REQUIRE(f.size() == 7, "child line: " << line);
+      const Key k{ParseU32(f[1]), ParseId(f[2])};
+      const uint32_t attempt = ParseU32(f[3]);
+      MODEL_REQUIRE(f[4] == "o1" || f[4] == "o2", "child line: " << line);
+      int64_t deadline_us = 0, now_us = 0;
+      MODEL_REQUIRE(absl::SimpleAtoi(f[5], &deadline_us) &&
+                        absl::SimpleAtoi(f[6], &now_us),
+                    "child line: " << line);
+      // As for "g": never again once completed; attempts only grow.
+      MODEL_REQUIRE(!o.completed.contains(k), "child line: " << line);
+      if (o.attempt.contains(k))
+        MODEL_REQUIRE(attempt > o.attempt[k], "child line: " << line);
+      o.attempt[k] = attempt;
+      ++o.claims;
+      auto s = stored.find(k);
+      MODEL_REQUIRE(s != stored.end(), "handed out, not stored: " << line);
+      const Lane lane = m->LaneOf(k.first, s->second.priority, s->second.topic);
+      // Ordering: nothing handed out in the lane after a later message...
+      auto last = m->o_last.find(lane);
+      if (last != m->o_last.end()) {
+        MODEL_REQUIRE(k.second >= last->second,
+                      "handed out after a later message of its lane "
+                          << LaneString(lane) << " (" << last->second.ToString()
+                          << "): " << line);
+      }
+      m->o_last[lane] = k.second;
+      // ...and every earlier message of the lane completed before.
+      auto ids = lanes.find(lane);
+      const std::string early =
+          FirstNotDone(ids == lanes.end() ? kNone : ids->second, k.first,
+                       k.second, &m->o_checked[lane], done);
+      MODEL_REQUIRE(early.empty(), "handed out before "
+                                       << early << " of its lane "
+                                       << LaneString(lane)
+                                       << " was completed: " << line);
+      // One task in flight per partition: the one handed out before in
+      // this partition is done, or its lease ended before this claim
+      // returned (its lease timer starts after the deadline the task
+      // reports, on the same clock).
+      auto h = held.find(k.first);
+      if (h != held.end()) {
+        MODEL_REQUIRE(h->second.deadline_us <= now_us,
+                      "handed out while " << h->second.line
+                                          << " was in flight (lease not "
+                                             "expired): "
+                                          << line);
+      }
+      held[k.first] = {k, deadline_us, line};
+    } else {
+      MODEL_REQUIRE(f.size() == 3, "child line: " << line);
+      const Key k{ParseU32(f[1]), ParseId(f[2])};
+      MODEL_REQUIRE(o.attempt.contains(k), "child line: " << line);
+      if (f[0] == "Od") {
+        intents.insert(k);
+        continue;
+      }
+      if (f[0] == "OD") {
+        MODEL_REQUIRE(o.completed.insert(k).second, "child line: " << line);
+        intents.erase(k);
+        ++o.completions;
+      } else {
+        ++o.releases;
+      }
+      auto h = held.find(k.first);
+      if (h != held.end() && h->second.key == k) held.erase(h);
+    }
+  }
+  o.maybe_completed.insert(intents.begin(), intents.end());
 }
 
 void RequireVerified(Db* db) {
@@ -319,12 +465,128 @@ class Collector : public MessageListener {
   size_t count_ = 0;
 };
 
+// Checks the cursors of group `name` against its model (never backwards;
+// every message below a completion cursor completed) and returns them.
+std::map<Lane, std::pair<MessageId, MessageId>> CheckCursors(
+    Queue* q, const std::string& name,
+    const std::map<Lane, std::vector<MessageId>>& lanes, GroupModel* gm) {
+  std::map<Lane, std::pair<MessageId, MessageId>> cursors;
+  INFO("group " << name);
+  auto info = q->InspectGroup(name);
+  if (!info.ok()) {
+    REQUIRE(info.status().code() == absl::StatusCode::kNotFound);
+    REQUIRE(gm->attempt.empty());
+    return cursors;
+  }
+  const bool topic_layout = q->options().layout == Layout::kTopic;
+  for (const GroupInfo::LaneCursor& c : info->cursors) {
+    const Lane lane{c.partition, c.priority, topic_layout ? c.topic : ""};
+    INFO("cursors of lane " << LaneString(lane) << ": " << c.scan.ToString()
+                            << " " << c.completion.ToString());
+    REQUIRE(c.completion <= c.scan);
+    cursors[lane] = {c.scan, c.completion};
+    if (gm->cursors.contains(lane)) {  // Never backwards.
+      REQUIRE(c.scan >= gm->cursors[lane].first);
+      REQUIRE(c.completion >= gm->cursors[lane].second);
+    }
+    auto ids = lanes.find(lane);
+    if (ids == lanes.end()) continue;
+    for (const MessageId& id : ids->second) {
+      if (id >= c.completion) break;
+      const Key k{std::get<0>(lane), id};
+      MODEL_REQUIRE(
+          (gm->completed.contains(k) || gm->maybe_completed.contains(k)),
+          "below the completion cursor: " << id.ToString());
+    }
+  }
+  return cursors;
+}
+
+// Whether a drain of `g` that just claimed nothing is done.
+bool Drained(ConsumerGroup* g) {
+  const GroupStats st = ValueOrDie(g->Stats());
+  INFO("backlog " << st.backlog << " redelivery " << st.redelivery);
+  REQUIRE(st.in_flight == 0);
+  REQUIRE(st.dead_letters == 0);
+  return st.backlog == 0 && st.redelivery == 0 && st.delayed == 0;
+}
+
+// Drains the ordered group "o" of the copy: its claims, one task per
+// partition at a time, go on from the child's in every lane (never below
+// a message handed out before, every message before them completed), and
+// get every stored message not completed before the kill, once each.
+void DrainOrdered(Queue* q, const std::map<Key, Stored>& stored,
+                  const std::map<Lane, std::vector<MessageId>>& lanes,
+                  Model* m) {
+  static const std::vector<MessageId> kNone;
+  const GroupModel& o = m->o;
+  ConsumerGroup* g =
+      ValueOrDie(q->Group("o", {.ordered = true,
+                                .lease = absl::Hours(1),
+                                .max_attempts = 1000000,
+                                .backoff_base = absl::Milliseconds(10),
+                                .backoff_cap = absl::Milliseconds(50)}));
+  // The copy's drain does not go back into the model: the child goes on
+  // from the original.
+  std::map<Lane, MessageId> last = m->o_last, checked = m->o_checked;
+  std::set<Key> drained;
+  auto done = [&](const Key& k) {
+    return o.completed.contains(k) || o.maybe_completed.contains(k) ||
+           drained.contains(k);
+  };
+  const absl::Time give_up = absl::Now() + absl::Seconds(120);
+  for (bool first = true;; first = false) {
+    REQUIRE(absl::Now() < give_up);  // A liveness bound.
+    std::vector<Task> tasks = ValueOrDie(
+        g->Claim({.max = 10000,
+                  .wait = first ? absl::ZeroDuration() : absl::Milliseconds(50),
+                  .consumer = "drain"}));
+    if (tasks.empty()) {
+      if (Drained(g)) break;
+      continue;
+    }
+    std::set<uint32_t> partitions;
+    for (const Task& t : tasks) {
+      const Key k{t.partition, t.id};
+      const Lane lane = m->LaneOf(t.partition, t.priority, t.topic);
+#define DRAIN_REQUIRE(cond)                                           \
+  MODEL_REQUIRE(cond, "drained task of group o "                      \
+                          << KeyString(k) << " attempt " << t.attempt \
+                          << " lane " << LaneString(lane))
+      DRAIN_REQUIRE(!o.completed.contains(k));
+      DRAIN_REQUIRE(!drained.contains(k));  // Once each.
+      DRAIN_REQUIRE(partitions.insert(t.partition).second);
+      if (o.attempt.contains(k)) DRAIN_REQUIRE(t.attempt > o.attempt.at(k));
+      auto it = stored.find(k);
+      DRAIN_REQUIRE(it != stored.end());
+      DRAIN_REQUIRE((Stored{t.priority, t.topic, t.payload} == it->second));
+      // In order, going on from the child's hand-outs.
+      if (last.contains(lane)) DRAIN_REQUIRE(t.id >= last[lane]);
+      last[lane] = t.id;
+      auto ids = lanes.find(lane);
+      const std::string early =
+          FirstNotDone(ids == lanes.end() ? kNone : ids->second, t.partition,
+                       t.id, &checked[lane], done);
+      MODEL_REQUIRE(early.empty(), "drained task of group o "
+                                       << KeyString(k) << " before " << early
+                                       << " of its lane was completed");
+#undef DRAIN_REQUIRE
+    }
+    HQ_REQUIRE_OK(g->Complete(tasks));
+    for (const Task& t : tasks) drained.insert({t.partition, t.id});
+  }
+  for (const auto& [k, s] : stored) {
+    MODEL_REQUIRE(done(k),
+                  "stored, never completed in group o: " << KeyString(k));
+  }
+  m->o.drained += static_cast<int64_t>(drained.size());
+}
+
 // Checks the Db at `path` (a copy of the killed child's directory) against
 // the model and the child's last run, then drains its group and its
 // subscription. Updates the model's view of the stored state.
-void CheckCopy(const std::string& path,
-               const std::map<Lane, std::vector<MessageId>>& run_delivered,
-               Model* m) {
+void CheckCopy(const std::string& path, const RunLines& run, Model* m) {
+  const std::map<Lane, std::vector<MessageId>>& run_delivered = run.delivered;
   auto db = ValueOrDie(Db::Open(path, {}));
   RequireVerified(db.get());
   auto opened = db->OpenQueue("q");
@@ -333,6 +595,7 @@ void CheckCopy(const std::string& path,
     REQUIRE(opened.status().code() == absl::StatusCode::kNotFound);
     REQUIRE(m->acked.empty());
     REQUIRE(run_delivered.empty());
+    REQUIRE(run.ordered.empty());
     return;
   }
   Queue* q = *opened;
@@ -368,9 +631,10 @@ void CheckCopy(const std::string& path,
     MODEL_REQUIRE(it->second == before,
                   "stored at the previous check: " << KeyString(k));
   }
-  for (const auto& [k, attempt] : m->attempt) {
+  for (const auto& [k, attempt] : m->g.attempt) {
     MODEL_REQUIRE(stored.contains(k), "handed out: " << KeyString(k));
   }
+  TakeOrderedLines(run.ordered, stored, lanes, m);
 
   // ---- The subscription's deliveries in the run that was killed.
   auto lane_of = [&](const Lane& lane) -> const std::vector<MessageId>& {
@@ -454,31 +718,9 @@ void CheckCopy(const std::string& path,
     m->drained_messages += static_cast<int64_t>(want);
   }
 
-  // ---- The group: cursors, then a drain.
-  std::map<Lane, std::pair<MessageId, MessageId>> cursors;
-  if (auto info = q->InspectGroup("g"); info.ok()) {
-    for (const GroupInfo::LaneCursor& c : info->cursors) {
-      const Lane lane = m->LaneOf(c.partition, c.priority, c.topic);
-      INFO("cursors of lane " << LaneString(lane) << ": " << c.scan.ToString()
-                              << " " << c.completion.ToString());
-      REQUIRE(c.completion <= c.scan);
-      cursors[lane] = {c.scan, c.completion};
-      if (m->cursors.contains(lane)) {  // Never backwards.
-        REQUIRE(c.scan >= m->cursors[lane].first);
-        REQUIRE(c.completion >= m->cursors[lane].second);
-      }
-      for (const MessageId& id : lane_of(lane)) {
-        if (id >= c.completion) break;
-        const Key k{std::get<0>(lane), id};
-        MODEL_REQUIRE(
-            (m->completed.contains(k) || m->maybe_completed.contains(k)),
-            "below the completion cursor: " << id.ToString());
-      }
-    }
-  } else {
-    REQUIRE(info.status().code() == absl::StatusCode::kNotFound);
-    REQUIRE(m->attempt.empty());
-  }
+  // ---- The groups: cursors, then a drain.
+  std::map<Lane, std::pair<MessageId, MessageId>> cursors =
+      CheckCursors(q, "g", lanes, &m->g);
   {
     ConsumerGroup* g = ValueOrDie(
         q->Group("g", {.lease = absl::Hours(1), .max_attempts = 1000000}));
@@ -497,27 +739,23 @@ void CheckCopy(const std::string& path,
         // claimable at once: in flight, lease expired, or released.
         std::set<Key> now;
         for (const Task& t : tasks) now.insert({t.partition, t.id});
-        for (const auto& [k, attempt] : m->attempt) {
-          MODEL_REQUIRE(now.contains(k) || m->completed.contains(k) ||
-                            m->maybe_completed.contains(k),
+        for (const auto& [k, attempt] : m->g.attempt) {
+          MODEL_REQUIRE(now.contains(k) || m->g.completed.contains(k) ||
+                            m->g.maybe_completed.contains(k),
                         "handed out before the kill, not claimable at once: "
                             << KeyString(k) << " attempt " << attempt);
         }
       }
       if (tasks.empty()) {
-        const GroupStats st = ValueOrDie(g->Stats());
-        INFO("backlog " << st.backlog << " redelivery " << st.redelivery);
-        REQUIRE(st.in_flight == 0);
-        REQUIRE(st.dead_letters == 0);
-        if (st.backlog == 0 && st.redelivery == 0 && st.delayed == 0) break;
+        if (Drained(g)) break;
         continue;
       }
       for (const Task& t : tasks) {
         const Key k{t.partition, t.id};
         INFO("drained task " << KeyString(k) << " attempt " << t.attempt);
-        REQUIRE(!m->completed.contains(k));
+        REQUIRE(!m->g.completed.contains(k));
         REQUIRE(drained.insert(k).second);
-        if (m->attempt.contains(k)) REQUIRE(t.attempt > m->attempt[k]);
+        if (m->g.attempt.contains(k)) REQUIRE(t.attempt > m->g.attempt[k]);
         auto it = stored.find(k);
         REQUIRE(it != stored.end());
         REQUIRE(Stored{t.priority, t.topic, t.payload} == it->second);
@@ -526,11 +764,16 @@ void CheckCopy(const std::string& path,
     }
     // Every stored message was completed before the kill or drained now.
     for (const auto& [k, s] : stored) {
-      MODEL_REQUIRE((m->completed.contains(k) ||
-                     m->maybe_completed.contains(k) || drained.contains(k)),
+      MODEL_REQUIRE((m->g.completed.contains(k) ||
+                     m->g.maybe_completed.contains(k) || drained.contains(k)),
                     "stored, never completed: " << KeyString(k));
     }
-    m->drained_tasks += static_cast<int64_t>(drained.size());
+    m->g.drained += static_cast<int64_t>(drained.size());
+  }
+  std::map<Lane, std::pair<MessageId, MessageId>> o_cursors;
+  if (m->topic_layout) {
+    o_cursors = CheckCursors(q, "o", lanes, &m->o);
+    DrainOrdered(q, stored, lanes, m);
   }
   RequireVerified(db.get());
 
@@ -540,7 +783,8 @@ void CheckCopy(const std::string& path,
   }
   m->stored = std::move(stored);
   m->checkpoints = std::move(checkpoints);
-  m->cursors = std::move(cursors);
+  m->g.cursors = std::move(cursors);
+  m->o.cursors = std::move(o_cursors);
 }
 
 // The loop: `kills` runs of the child, each killed and checked.
@@ -572,14 +816,14 @@ void CrashLoop(bool topic_layout, int kills) {
     INFO("after " << absl::FormatDuration(delay));
     const std::vector<std::string> lines =
         RunAndKill(child, path, run, rng(), layout, delay);
-    const auto delivered = TakeLines(lines, &m);
+    const RunLines run_lines = TakeLines(lines, &m);
     std::filesystem::remove_all(copy);
     // A child killed before its Open made the directory leaves none.
     if (std::filesystem::exists(path)) {
       std::filesystem::copy(path, copy,
                             std::filesystem::copy_options::recursive);
     }
-    CheckCopy(copy, delivered, &m);
+    CheckCopy(copy, run_lines, &m);
     if ((run + 1) % 50 == 0) {  // Progress of a long run.
       std::printf("crash loop: %d kills survived, %zu puts acknowledged\n",
                   run + 1, m.acked.size());
@@ -593,10 +837,20 @@ void CrashLoop(bool topic_layout, int kills) {
       "%lld messages from the copies\n",
       kills, absl::FormatDuration(absl::Now() - start).c_str(), m.acked.size(),
       static_cast<long long>(m.acked_sync), m.stored.size(),
-      static_cast<long long>(m.claims), static_cast<long long>(m.completions),
-      static_cast<long long>(m.releases), static_cast<long long>(m.deliveries),
-      static_cast<long long>(m.drained_tasks),
+      static_cast<long long>(m.g.claims),
+      static_cast<long long>(m.g.completions),
+      static_cast<long long>(m.g.releases),
+      static_cast<long long>(m.deliveries), static_cast<long long>(m.g.drained),
       static_cast<long long>(m.drained_messages));
+  if (topic_layout) {
+    std::printf(
+        "crash loop: ordered group: %lld claims, %lld completions, %lld "
+        "releases; drained %lld tasks from the copies\n",
+        static_cast<long long>(m.o.claims),
+        static_cast<long long>(m.o.completions),
+        static_cast<long long>(m.o.releases),
+        static_cast<long long>(m.o.drained));
+  }
   std::fflush(stdout);
   // The loop did what it is for (not a timing check: a run this short
   // with no acknowledged Put would make every check above vacuous).
