@@ -669,6 +669,30 @@ std::map<std::string, std::vector<std::string>> ByTopic(
   return out;
 }
 
+// After a restart: each of `interrupted` (in flight at the restart) came
+// again in `after` as its second attempt, and `done` (completed before)
+// with `after` hands out the three messages of each of `topics` topics
+// ("<topic>/0".."/2") once each, in order.
+void CheckRestartDrain(const std::vector<Task>& interrupted,
+                       const std::vector<Task>& after, std::vector<Task> done,
+                       size_t topics) {
+  for (const Task& x : interrupted) {
+    auto again = std::find_if(after.begin(), after.end(),
+                              [&](const Task& y) { return y.id == x.id; });
+    REQUIRE(again != after.end());
+    CHECK(again->attempt == 2);
+  }
+  done.insert(done.end(), after.begin(), after.end());
+  const auto seen = ByTopic(done);
+  REQUIRE(seen.size() == topics);
+  for (const auto& [topic, payloads] : seen) {
+    INFO(topic);
+    CHECK(payloads == std::vector<std::string>{absl::StrCat(topic, "/0"),
+                                               absl::StrCat(topic, "/1"),
+                                               absl::StrCat(topic, "/2")});
+  }
+}
+
 TEST_CASE("issue17: an ordered group of 4000 topics pages its lanes") {
   DbFixture f(Storage::kMemory, NoBackgroundSweeps());
   Queue* q = ValueOrDie(
@@ -794,21 +818,7 @@ TEST_CASE("a paged ordered lane in flight at a restart is delivered again") {
       DrainOrdered(g, 10, &max_resident, &max_active);
   // Each task in flight at the restart comes again, as its second attempt;
   // nothing completed comes again.
-  for (const Task& x : interrupted) {
-    auto again = std::find_if(after.begin(), after.end(),
-                              [&](const Task& y) { return y.id == x.id; });
-    REQUIRE(again != after.end());
-    CHECK(again->attempt == 2);
-  }
-  done.insert(done.end(), after.begin(), after.end());
-  const auto seen = ByTopic(done);
-  REQUIRE(seen.size() == 12);
-  for (const auto& [topic, payloads] : seen) {
-    INFO(topic);  // In order, each once.
-    CHECK(payloads == std::vector<std::string>{absl::StrCat(topic, "/0"),
-                                               absl::StrCat(topic, "/1"),
-                                               absl::StrCat(topic, "/2")});
-  }
+  CheckRestartDrain(interrupted, after, done, 12);
 }
 
 TEST_CASE("an ordered group without a source position walks its lanes") {
@@ -852,21 +862,7 @@ TEST_CASE("an ordered group without a source position walks its lanes") {
   size_t max_resident = 0, max_active = 0;
   const std::vector<Task> after =
       DrainOrdered(g, 10, &max_resident, &max_active);
-  for (const Task& x : interrupted) {
-    auto again = std::find_if(after.begin(), after.end(),
-                              [&](const Task& y) { return y.id == x.id; });
-    REQUIRE(again != after.end());
-    CHECK(again->attempt == 2);
-  }
-  done.insert(done.end(), after.begin(), after.end());
-  const auto seen = ByTopic(done);
-  REQUIRE(seen.size() == 10);
-  for (const auto& [topic, payloads] : seen) {
-    INFO(topic);
-    CHECK(payloads == std::vector<std::string>{absl::StrCat(topic, "/0"),
-                                               absl::StrCat(topic, "/1"),
-                                               absl::StrCat(topic, "/2")});
-  }
+  CheckRestartDrain(interrupted, after, done, 10);
 }
 
 TEST_CASE("a paged ordered partition is not starved by a busy one's lanes") {
