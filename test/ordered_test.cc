@@ -17,6 +17,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "hq/hq.h"
 #include "leveldb/db.h"
 #include "lib/engine/queue_impl.h"
@@ -1000,6 +1001,95 @@ TEST_CASE("a consumer is not starved by another's idle partition's lanes") {
     HQ_REQUIRE_OK(g->Complete(t));
   }
   CHECK(b.size() == 600);
+}
+
+// Whether a park record of queue `q` names a lane of topic `topic`.
+bool HasParkRecord(Db* db, Queue* q, const std::string& topic) {
+  const std::string parks =
+      format::QueuePrefix(format::kParkTag, static_cast<QueueImpl*>(q)->id());
+  std::unique_ptr<leveldb::Iterator> it(
+      test::Impl(db)->leveldb()->NewIterator(leveldb::ReadOptions()));
+  for (it->Seek(parks); it->Valid() && it->key().starts_with(parks);
+       it->Next()) {
+    if (it->key().ToString().find(topic) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST_CASE("a parked lane whose head waits is found again after a restart") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(
+      f.db()->CreateQueue("q", {.partitions = 2, .layout = Layout::kTopic}));
+  GroupOptions o = Ordered();
+  o.max_active_lanes = 4;
+  o.lease = absl::Hours(1);
+  o.ownership_lease = absl::Hours(100);
+  ConsumerGroup* g = ValueOrDie(q->Group("g", o));
+  const ClaimOptions one{.max = 1, .consumer = "a"};
+  PutN(q, 2, "x/", 0, 0, "x");
+  PutN(q, 2, "a/", 0, 0, "a");
+  // The first lane's head is released for an hour (a waiting record): the
+  // lane is held back.
+  std::vector<Task> t = ValueOrDie(g->Claim(one));
+  REQUIRE(t.size() == 1);
+  const std::string w = t[0].topic;
+  const std::string b = w == "x" ? "a" : "x";
+  REQUIRE(t[0].payload == w + "/0");
+  HQ_REQUIRE_OK(g->Release(t[0], absl::Hours(1)));
+  // The other's head keeps partition 0 busy, as a second attempt (a task
+  // record).
+  t = ValueOrDie(g->Claim(one));
+  REQUIRE(t.size() == 1);
+  REQUIRE(t[0].payload == b + "/0");
+  HQ_REQUIRE_OK(g->Release(t[0], absl::ZeroDuration()));
+  std::vector<Task> held = ValueOrDie(g->Claim(one));
+  REQUIRE(held.size() == 1);
+  REQUIRE(held[0].payload == b + "/0");
+  constexpr int kTopics = 600;
+  for (uint32_t p : {0u, 1u}) {
+    for (int i = 0; i < kTopics; ++i) {
+      PutN(q, 1, absl::StrCat("p", p, "t", i, "/"), p, 0,
+           absl::StrCat("p", p, "t", i));
+    }
+  }
+  std::set<std::string> seen{b + "/0"};
+  for (int i = 0; i < 4 * kTopics; ++i) {
+    t = ValueOrDie(g->Claim({.max = 2, .consumer = "a"}));
+    if (t.empty()) break;
+    for (const Task& x : t) {
+      REQUIRE(x.partition == 1);
+      seen.insert(x.payload);
+      HQ_REQUIRE_OK(g->Complete(std::span(&x, 1)));
+    }
+  }
+  INFO("waiting lane " << w);
+  REQUIRE(HasParkRecord(f.db(), q, w));
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  g = ValueOrDie(q->Group("g", o));
+  size_t max_resident = 0, max_active = 0;
+  for (const Task& x : DrainOrdered(g, 2, &max_resident, &max_active)) {
+    seen.insert(x.payload);
+  }
+  INFO("park record of the waiting lane after the first drain: "
+       << HasParkRecord(f.db(), q, w));
+  // x/0 falls due: then x/1.
+  f.clock().Advance(absl::Hours(2));
+  for (const Task& x : DrainOrdered(g, 2, &max_resident, &max_active)) {
+    seen.insert(x.payload);
+  }
+  INFO("park record of the waiting lane at the end: " << HasParkRecord(f.db(),
+                                                                       q, w));
+  CHECK(seen.contains(w + "/0"));
+  CHECK(seen.contains(w + "/1"));
+  CHECK(seen.contains(b + "/1"));
+  CHECK(seen.size() == 2 * kTopics + 4);
+  // Not even after another restart.
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  g = ValueOrDie(q->Group("g", o));
+  const std::vector<Task> late = DrainOrdered(g, 2, &max_resident, &max_active);
+  CHECK(Payloads(late) == std::vector<std::string>{});
 }
 
 }  // namespace

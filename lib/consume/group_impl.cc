@@ -185,6 +185,10 @@ absl::Status GroupImpl::Load() {
       if (lane->done < lane->scan) {
         HQ_RETURN_IF_ERROR(LoadWindow(lane.get(), cutoff, it.get()));
       }
+      // Ordered: a lane with a park record may have work that only the
+      // record leads to: parked, until its partition takes it.
+      HQ_RETURN_IF_ERROR(ReadParkRecord(lane.get()));
+      lane->parked_out = lane->park_record;
     }
   } else {
     HQ_RETURN_IF_ERROR(DiscoverLanes());

@@ -318,6 +318,9 @@ absl::StatusOr<bool> GroupImpl::TakeRound(PagedRound* r, ClaimPass* p) {
               &later);
       continue;
     }
+    // Ordered: the lane's partition may have lanes waiting parked.
+    const bool parked_behind =
+        p->consumer != nullptr && !park_empty_[lane->partition][lane->priority];
     const size_t left = p->o.max - p->out.size();
     // An ordered lane hands out one task at a time.
     const size_t want =
@@ -333,8 +336,8 @@ absl::StatusOr<bool> GroupImpl::TakeRound(PagedRound* r, ClaimPass* p) {
       --active_count_;
     } else {
       Requeue(lane,
-              source_->pending(r->prio) || !r->requeued_dq.empty() ||
-                  !r->requeued.empty(),
+              parked_behind || source_->pending(r->prio) ||
+                  !r->requeued_dq.empty() || !r->requeued.empty(),
               &r->requeued);
     }
   }

@@ -143,8 +143,8 @@ absl::Status GroupImpl::Unpark(uint32_t partition, int priority, ClaimPass* p,
     }
     Lane* lane = FindLane(prefix);
     if (lane != nullptr && !lane->parked_out) {
-      // In the working set (from the source since it was parked): its
-      // record goes when it is released.
+      // In the working set (from the source since it was parked), or
+      // drained by this claim: its record goes when it is released.
       lane->park_record = true;
       continue;
     }
