@@ -1092,5 +1092,61 @@ TEST_CASE("a parked lane whose head waits is found again after a restart") {
   CHECK(Payloads(late) == std::vector<std::string>{});
 }
 
+TEST_CASE(
+    "parked lanes take turns with a long active lane of their partition") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(
+      f.db()->CreateQueue("q", {.partitions = 2, .layout = Layout::kTopic}));
+  GroupOptions o = Ordered();
+  o.max_active_lanes = 4;
+  o.lease = absl::Hours(1);
+  o.ownership_lease = absl::Hours(100);
+  ConsumerGroup* g = ValueOrDie(q->Group("g", o));
+  constexpr int kTopics = 600;
+  for (uint32_t p : {0u, 1u}) {
+    for (int i = 0; i < kTopics; ++i) {
+      PutN(q, 1, absl::StrCat("p", p, "t", i, "/"), p, 0,
+           absl::StrCat("p", p, "t", i));
+    }
+  }
+  constexpr int kLong = 300;
+  std::vector<Task> held;
+  for (int i = 0; i < 4 * kTopics; ++i) {
+    std::vector<Task> t = ValueOrDie(g->Claim({.max = 2, .consumer = "a"}));
+    if (t.empty()) break;
+    for (const Task& x : t) {
+      if (x.partition == 0) {
+        held.push_back(x);
+      } else {
+        HQ_REQUIRE_OK(g->Complete(std::span(&x, 1)));
+      }
+    }
+  }
+  REQUIRE(held.size() == 1);
+  const size_t parked = test::CountKeys(
+      f.db(),
+      format::QueuePrefix(format::kParkTag, static_cast<QueueImpl*>(q)->id()));
+  HQ_REQUIRE_OK(g->Complete(held));
+  // A new lane of partition 0 with a backlog.
+  PutN(q, kLong, "long/", 0, 0, "long");
+  size_t max_resident = 0, max_active = 0;
+  const std::vector<Task> rest = DrainOrdered(g, 2, &max_resident, &max_active);
+  // Where the long lane's last task came, and how many other lanes had a
+  // turn before it.
+  size_t others_before_long_done = 0, seen_long = 0;
+  for (const Task& x : rest) {
+    if (x.topic == "long") {
+      if (++seen_long == kLong) break;
+    } else {
+      ++others_before_long_done;
+    }
+  }
+  INFO("parked " << parked);
+  CHECK(rest.size() == kTopics - 1 + kLong);
+  // Round-robin: the 599 other lanes (one task each) all have their turn
+  // within the long lane's 300.
+  CHECK(others_before_long_done >= 299);
+}
+
 }  // namespace
 }  // namespace hq

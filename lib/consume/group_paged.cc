@@ -281,6 +281,10 @@ void GroupImpl::ReactivateRequeued(PagedRound* r, size_t slack) {
     Lane* lane = r->requeued_dq.front();
     r->requeued_dq.pop_front();
     if (lane->active) continue;  // Taken from the source again.
+    // Ordered: lanes of its partition may wait parked; its hint covers it.
+    if (record_.ordered && !park_empty_[lane->partition][lane->priority]) {
+      continue;
+    }
     Activate(lane);
     ++active_count_;
   }
