@@ -53,6 +53,19 @@ std::vector<uint32_t> Owned(ConsumerGroup* g, const std::string& consumer) {
   return {};
 }
 
+// Claims with `c` `rounds` times, completing each claim; returns the tasks
+// in the order handed out.
+std::vector<Task> ClaimRounds(ConsumerGroup* g, const ClaimOptions& c,
+                              int rounds) {
+  std::vector<Task> all;
+  for (int i = 0; i < rounds; ++i) {
+    const std::vector<Task> t = ValueOrDie(g->Claim(c));
+    HQ_REQUIRE_OK(g->Complete(t));
+    all.insert(all.end(), t.begin(), t.end());
+  }
+  return all;
+}
+
 TEST_CASE("an ordered group hands out one task per partition, in order") {
   const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);
   const Layout layout = GENERATE(Layout::kTime, Layout::kTopic);
@@ -369,10 +382,8 @@ TEST_CASE("ordered delivery survives a restart") {
   const ClaimOptions c{.max = 10, .consumer = "a"};
   std::map<uint32_t, std::vector<std::string>> seen;
   std::vector<Task> t;
-  for (int i = 0; i < 3; ++i) {
-    t = ValueOrDie(g->Claim(c));
-    for (const Task& x : t) seen[x.partition].push_back(x.payload);
-    HQ_REQUIRE_OK(g->Complete(t));
+  for (const Task& x : ClaimRounds(g, c, 3)) {
+    seen[x.partition].push_back(x.payload);
   }
   t = ValueOrDie(g->Claim(c));  // a3 and b3 in flight.
   REQUIRE(t.size() == 2);
@@ -382,19 +393,15 @@ TEST_CASE("ordered delivery survives a restart") {
   CHECK(absl::IsInvalidArgument(q->Group("g", {}).status()));  // Fixed.
   g = ValueOrDie(q->Group("g", Ordered()));
   CHECK(ValueOrDie(g->Consumers()).empty());  // Ownership is in memory.
-  for (int i = 0; i < 6; ++i) {
-    t = ValueOrDie(g->Claim(c));
-    for (const Task& x : t) seen[x.partition].push_back(x.payload);
-    HQ_REQUIRE_OK(g->Complete(t));
+  for (const Task& x : ClaimRounds(g, c, 6)) {
+    seen[x.partition].push_back(x.payload);
   }
   CHECK(seen[0] == std::vector<std::string>{"a0", "a1", "a2", "a3", "a4"});
   // The delayed message holds "c0" back, across the restart too.
   CHECK(seen[1] == std::vector<std::string>{"b0", "b1", "b2", "b3", "b4"});
   f.clock().Advance(absl::Minutes(10));
-  for (int i = 0; i < 3; ++i) {
-    t = ValueOrDie(g->Claim(c));
-    for (const Task& x : t) seen[x.partition].push_back(x.payload);
-    HQ_REQUIRE_OK(g->Complete(t));
+  for (const Task& x : ClaimRounds(g, c, 3)) {
+    seen[x.partition].push_back(x.payload);
   }
   CHECK(seen[1] ==
         std::vector<std::string>{"b0", "b1", "b2", "b3", "b4", "late", "c0"});
@@ -801,12 +808,7 @@ TEST_CASE("a paged ordered lane in flight at a restart is delivered again") {
     }
   }
   const ClaimOptions c{.max = 10, .consumer = "a"};
-  std::vector<Task> done;
-  for (int i = 0; i < 5; ++i) {
-    const std::vector<Task> t = ValueOrDie(g->Claim(c));
-    HQ_REQUIRE_OK(g->Complete(t));
-    done.insert(done.end(), t.begin(), t.end());
-  }
+  const std::vector<Task> done = ClaimRounds(g, c, 5);
   const std::vector<Task> interrupted = ValueOrDie(g->Claim(c));
   REQUIRE(interrupted.size() == 2);
   INFO("cap " << cap);
@@ -834,12 +836,7 @@ TEST_CASE("an ordered group without a source position walks its lanes") {
     PutN(q, 3, topic + "/", std::nullopt, 0, topic);
   }
   const ClaimOptions c{.max = 10, .consumer = "a"};
-  std::vector<Task> done;
-  for (int i = 0; i < 4; ++i) {
-    const std::vector<Task> t = ValueOrDie(g->Claim(c));
-    HQ_REQUIRE_OK(g->Complete(t));
-    done.insert(done.end(), t.begin(), t.end());
-  }
+  const std::vector<Task> done = ClaimRounds(g, c, 4);
   const std::vector<Task> interrupted = ValueOrDie(g->Claim(c));
   REQUIRE(interrupted.size() == 2);
   const std::string sources =
