@@ -66,6 +66,17 @@ std::vector<Task> ClaimRounds(ConsumerGroup* g, const ClaimOptions& c,
   return all;
 }
 
+// Puts one message to each of `topics` topics "p<P>t<i>" (payload
+// "p<P>t<i>/0") of partition 0, then of partition 1.
+void PutTopicsPerPartition(Queue* q, int topics) {
+  for (uint32_t p : {0u, 1u}) {
+    for (int i = 0; i < topics; ++i) {
+      PutN(q, 1, absl::StrCat("p", p, "t", i, "/"), p, 0,
+           absl::StrCat("p", p, "t", i));
+    }
+  }
+}
+
 TEST_CASE("an ordered group hands out one task per partition, in order") {
   const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);
   const Layout layout = GENERATE(Layout::kTime, Layout::kTopic);
@@ -879,12 +890,7 @@ TEST_CASE("a paged ordered partition is not starved by a busy one's lanes") {
   ConsumerGroup* g = nullptr;
   if (!walked) g = ValueOrDie(q->Group("g", o));
   constexpr int kTopics = 600;  // A partition; over 4 + 256.
-  for (uint32_t p : {0u, 1u}) {
-    for (int t = 0; t < kTopics; ++t) {
-      PutN(q, 1, absl::StrCat("p", p, "t", t, "/"), p, 0,
-           absl::StrCat("p", p, "t", t));
-    }
-  }
+  PutTopicsPerPartition(q, kTopics);
   if (walked) g = ValueOrDie(q->Group("g", o));
   INFO("walked " << walked << ", restart " << restart);
   const uint32_t qid = static_cast<QueueImpl*>(q)->id();
@@ -1043,12 +1049,7 @@ TEST_CASE("a parked lane whose head waits is found again after a restart") {
   REQUIRE(held.size() == 1);
   REQUIRE(held[0].payload == b + "/0");
   constexpr int kTopics = 600;
-  for (uint32_t p : {0u, 1u}) {
-    for (int i = 0; i < kTopics; ++i) {
-      PutN(q, 1, absl::StrCat("p", p, "t", i, "/"), p, 0,
-           absl::StrCat("p", p, "t", i));
-    }
-  }
+  PutTopicsPerPartition(q, kTopics);
   std::set<std::string> seen{b + "/0"};
   for (int i = 0; i < 4 * kTopics; ++i) {
     t = ValueOrDie(g->Claim({.max = 2, .consumer = "a"}));
@@ -1100,12 +1101,7 @@ TEST_CASE(
   o.ownership_lease = absl::Hours(100);
   ConsumerGroup* g = ValueOrDie(q->Group("g", o));
   constexpr int kTopics = 600;
-  for (uint32_t p : {0u, 1u}) {
-    for (int i = 0; i < kTopics; ++i) {
-      PutN(q, 1, absl::StrCat("p", p, "t", i, "/"), p, 0,
-           absl::StrCat("p", p, "t", i));
-    }
-  }
+  PutTopicsPerPartition(q, kTopics);
   constexpr int kLong = 300;
   std::vector<Task> held;
   for (int i = 0; i < 4 * kTopics; ++i) {
