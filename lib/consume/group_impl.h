@@ -342,6 +342,12 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // if there are more.
   absl::Status PeekParked(size_t max, leveldb::Iterator* it,
                           std::vector<std::string>* out, bool* all) const;
+  // Reads the lane `prefix` (not in memory) into memory; the tasks a
+  // restart interrupted in it are due at `now` (recovered_since_ counts
+  // them).
+  absl::StatusOr<Lane*> ReadInLane(std::string_view prefix, absl::Time now,
+                                   leveldb::Iterator* it)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Makes the lane of `t` active (read from disk if not in memory; tasks
   // interrupted by a restart are due at `now`).
   absl::Status Admit(LaneSource::Taken* t, absl::Time now,

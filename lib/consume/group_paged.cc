@@ -51,15 +51,8 @@ absl::Status GroupImpl::Admit(LaneSource::Taken* t, absl::Time now,
   }
   Lane* lane = FindLane(t->prefix);
   if (lane == nullptr) {
-    HQ_ASSIGN_OR_RETURN(lane, GetLane(t->prefix));
+    HQ_ASSIGN_OR_RETURN(lane, ReadInLane(t->prefix, now, it));
     HQ_RETURN_IF_ERROR(ReadParkRecord(lane));
-    if (lane->done < lane->scan) {
-      // Handed out before a restart and not completed: only a lane not in
-      // memory since then can have such a window.
-      HQ_RETURN_IF_ERROR(LoadWindow(lane, queue_->TtlCutoff(now), it));
-      recovered_since_ += recovered_.size();
-      Recover(now);
-    }
   }
   if (lane->hold.held()) {
     source_->Release(t->hold);  // Already held back by an earlier one.
@@ -72,6 +65,20 @@ absl::Status GroupImpl::Admit(LaneSource::Taken* t, absl::Time now,
     ++active_count_;
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<GroupImpl::Lane*> GroupImpl::ReadInLane(std::string_view prefix,
+                                                       absl::Time now,
+                                                       leveldb::Iterator* it) {
+  HQ_ASSIGN_OR_RETURN(Lane * lane, GetLane(prefix));
+  if (lane->done < lane->scan) {
+    // Handed out before a restart and not completed: only a lane not in
+    // memory since then can have such a window.
+    HQ_RETURN_IF_ERROR(LoadWindow(lane, queue_->TtlCutoff(now), it));
+    recovered_since_ += recovered_.size();
+    Recover(now);
+  }
+  return lane;
 }
 
 void GroupImpl::MakeRoom(int priority, size_t n, size_t max, ClaimPass* p) {

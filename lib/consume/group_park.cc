@@ -149,13 +149,7 @@ absl::Status GroupImpl::Unpark(uint32_t partition, int priority, ClaimPass* p,
       continue;
     }
     if (lane == nullptr) {
-      HQ_ASSIGN_OR_RETURN(lane, GetLane(prefix));
-      if (lane->done < lane->scan) {
-        // Handed out before a restart and not completed.
-        HQ_RETURN_IF_ERROR(LoadWindow(lane, p->cutoff, it));
-        recovered_since_ += recovered_.size();
-        Recover(p->now);
-      }
+      HQ_ASSIGN_OR_RETURN(lane, ReadInLane(prefix, p->now, it));
     }
     lane->park_record = true;
     lane->parked_out = false;
