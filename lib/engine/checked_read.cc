@@ -39,22 +39,34 @@ class CheckedIterator final : public leveldb::Iterator {
   bool Valid() const override { return valid_; }
   void SeekToFirst() override {
     it_->SeekToFirst();
+    floor_.clear();
+    floor_kind_ = kInclusive;
     After();
   }
   void SeekToLast() override {
     it_->SeekToLast();
+    floor_kind_ = kUnknown;
     After();
   }
   void Seek(const leveldb::Slice& target) override {
+    if (AtSeekOf(Abs(target))) return;
     it_->Seek(target);
+    floor_.assign(target.data(), target.size());
+    floor_kind_ = kInclusive;
     After();
   }
   void Next() override {
+    // The key left behind bounds the keys not yet seen.
+    floor_.swap(last_key_);
+    floor_kind_ = kExclusive;
     it_->Next();
+    // At the end or an error, last_key_ stays the last key yielded.
+    if (!it_->Valid() || !it_->status().ok()) last_key_ = floor_;
     After();
   }
   void Prev() override {
     it_->Prev();
+    floor_kind_ = kUnknown;
     After();
   }
   leveldb::Slice key() const override { return it_->key(); }
@@ -62,6 +74,24 @@ class CheckedIterator final : public leveldb::Iterator {
   leveldb::Status status() const override { return status_; }
 
  private:
+  // What the position says of the keys before it: every key from floor_
+  // (or after it) up to the current key, exclusive, is absent.
+  enum FloorKind { kUnknown, kInclusive, kExclusive };
+
+  // Whether Seek(target) would stay where the iterator is: the target lies
+  // in the gap below the current key (or below the end, once the iterator
+  // ran past the last key). An iterator reads one snapshot, so the gap
+  // stays empty. Saves a seek of every level's table for a reader that
+  // seeks from one lane to the next, as claims and walks do.
+  bool AtSeekOf(absl::string_view target) const {
+    if (!status_.ok() || floor_kind_ == kUnknown) return false;
+    const absl::string_view floor(floor_);
+    if (floor_kind_ == kInclusive ? target < floor : target <= floor) {
+      return false;
+    }
+    return !valid_ || target <= absl::string_view(last_key_);
+  }
+
   // After every move: an error ends the iteration.
   void After() {
     if (!status_.ok()) {
@@ -94,7 +124,9 @@ class CheckedIterator final : public leveldb::Iterator {
   const std::unique_ptr<leveldb::Iterator> it_;
   bool valid_ = false;
   leveldb::Status status_;
-  std::string last_key_;  // The last key yielded, for messages.
+  std::string last_key_;  // The current key (the last one yielded).
+  std::string floor_;
+  FloorKind floor_kind_ = kUnknown;
 };
 
 class CheckedTableFile final : public leveldb::RandomAccessFile {
@@ -166,7 +198,11 @@ std::string StatusMessage(const leveldb::Status& s) {
 
 leveldb::Iterator* NewCheckedIterator(leveldb::DB* db,
                                       const leveldb::ReadOptions& ro) {
-  return new CheckedIterator(db->NewIterator(ro));
+  return WrapCheckedIterator(db->NewIterator(ro));
+}
+
+leveldb::Iterator* WrapCheckedIterator(leveldb::Iterator* it) {
+  return new CheckedIterator(it);
 }
 
 leveldb::Status CheckedGet(leveldb::DB* db, const leveldb::ReadOptions& ro,

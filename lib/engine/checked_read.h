@@ -45,8 +45,18 @@ inline leveldb::ReadOptions CheckedReadOptions() { return {}; }
 // error, and whose status() then names the damage and the keys around it.
 // The error is sticky: no later Seek makes it Valid() again. Caller owns
 // the result.
+//
+// A Seek whose target lies between the last key passed and the current
+// one (or past the last key passed, once the iterator is at the end)
+// leaves the iterator where it is, without seeking LevelDB's tables: the
+// iterator reads one snapshot, so that gap has no key. A reader going
+// from one lane to the next pays one seek for a run of adjacent lanes.
 leveldb::Iterator* NewCheckedIterator(leveldb::DB* db,
                                       const leveldb::ReadOptions& ro);
+
+// As NewCheckedIterator, over `it` (owned by the result), which must read
+// one snapshot in bytewise key order, as LevelDB's iterators do.
+leveldb::Iterator* WrapCheckedIterator(leveldb::Iterator* it);
 
 // db->Get, except that a table file that cannot be found is Corruption
 // (naming the file), not NotFound.

@@ -1,0 +1,200 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// The checked iterator (lib/engine/checked_read.h) moves exactly as
+// LevelDB's own over tables, overwrites and deletions, while it skips the
+// seeks its position already answers: a reader going from one lane to the
+// next seeks LevelDB once.
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "catch2/catch.hpp"
+#include "leveldb/db.h"
+#include "leveldb/env.h"
+#include "leveldb/helpers/memenv.h"
+#include "lib/engine/checked_read.h"
+
+namespace hq {
+namespace {
+
+// A LevelDB in memory with small memtables, so that its keys spread over
+// several tables and levels.
+class Store {
+ public:
+  Store() : env_(leveldb::NewMemEnv(leveldb::Env::Default())) {
+    leveldb::Options o;
+    o.env = env_.get();
+    o.create_if_missing = true;
+    o.write_buffer_size = 16 << 10;
+    leveldb::DB* db = nullptr;
+    REQUIRE(leveldb::DB::Open(o, "/checked-iterator", &db).ok());
+    db_.reset(db);
+  }
+  leveldb::DB* db() { return db_.get(); }
+  void Put(const std::string& key, const std::string& value) {
+    REQUIRE(db_->Put(leveldb::WriteOptions(), key, value).ok());
+  }
+  void Delete(const std::string& key) {
+    REQUIRE(db_->Delete(leveldb::WriteOptions(), key).ok());
+  }
+
+ private:
+  std::unique_ptr<leveldb::Env> env_;
+  std::unique_ptr<leveldb::DB> db_;
+};
+
+// Forwards to a LevelDB iterator and counts the seeks that reach it.
+class CountingIterator final : public leveldb::Iterator {
+ public:
+  CountingIterator(leveldb::Iterator* it, int* seeks)
+      : it_(it), seeks_(seeks) {}
+  bool Valid() const override { return it_->Valid(); }
+  void SeekToFirst() override {
+    ++*seeks_;
+    it_->SeekToFirst();
+  }
+  void SeekToLast() override {
+    ++*seeks_;
+    it_->SeekToLast();
+  }
+  void Seek(const leveldb::Slice& target) override {
+    ++*seeks_;
+    it_->Seek(target);
+  }
+  void Next() override { it_->Next(); }
+  void Prev() override { it_->Prev(); }
+  leveldb::Slice key() const override { return it_->key(); }
+  leveldb::Slice value() const override { return it_->value(); }
+  leveldb::Status status() const override { return it_->status(); }
+
+ private:
+  std::unique_ptr<leveldb::Iterator> it_;
+  int* seeks_;
+};
+
+std::string LaneKey(int lane, int message) {
+  return absl::StrFormat("lane%05d/%03d", lane, message);
+}
+
+std::string Where(const leveldb::Iterator& it) {
+  return it.Valid() ? it.key().ToString() : std::string("(end)");
+}
+
+TEST_CASE("a checked iterator moves as LevelDB's own") {
+  Store store;
+  std::mt19937 rng(17);
+  // Lanes of 0..4 messages, some overwritten or deleted, over several
+  // tables: gaps of every size between keys.
+  for (int round = 0; round < 3; ++round) {
+    for (int lane = 0; lane < 400; ++lane) {
+      const int n = static_cast<int>(rng() % 5);
+      for (int m = 0; m < n; ++m) {
+        const std::string key = LaneKey(lane, m);
+        if (rng() % 4 == 0) {
+          store.Delete(key);
+        } else {
+          store.Put(key, absl::StrFormat("r%d-%d", round, rng() % 1000));
+        }
+      }
+    }
+  }
+  int seeks = 0;
+  std::unique_ptr<leveldb::Iterator> checked(WrapCheckedIterator(
+      new CountingIterator(store.db()->NewIterator({}), &seeks)));
+  std::unique_ptr<leveldb::Iterator> plain(store.db()->NewIterator({}));
+  // Writes after the iterators were made: neither sees them.
+  store.Put(LaneKey(7, 9), "late");
+  store.Delete(LaneKey(8, 0));
+
+  int skipped = 0;
+  for (int op = 0; op < 40000; ++op) {
+    const int r = static_cast<int>(rng() % 100);
+    std::string what;
+    if (r < 40 && plain->Valid()) {
+      what = "Next";
+      checked->Next();
+      plain->Next();
+    } else if (r < 43 && plain->Valid()) {
+      what = "Prev";
+      checked->Prev();
+      plain->Prev();
+    } else if (r < 44) {
+      what = "SeekToFirst";
+      checked->SeekToFirst();
+      plain->SeekToFirst();
+    } else if (r < 45) {
+      what = "SeekToLast";
+      checked->SeekToLast();
+      plain->SeekToLast();
+    } else {
+      // Mostly near the current key (the case the iterator answers),
+      // sometimes anywhere, sometimes exactly at a key or between keys.
+      const int lane = rng() % 3 == 0 ? static_cast<int>(rng() % 402)
+                                      : static_cast<int>(rng() % 8);
+      std::string target = LaneKey(lane, static_cast<int>(rng() % 6));
+      if (rng() % 2 == 0) target = absl::StrFormat("lane%05d", lane);
+      if (rng() % 5 == 0 && plain->Valid()) target = plain->key().ToString();
+      what = "Seek " + target;
+      const int before = seeks;
+      checked->Seek(target);
+      plain->Seek(target);
+      if (seeks == before) ++skipped;
+    }
+    INFO("op " << op << ": " << what);
+    REQUIRE(checked->Valid() == plain->Valid());
+    REQUIRE(Where(*checked) == Where(*plain));
+    if (plain->Valid()) {
+      REQUIRE(checked->value().ToString() == plain->value().ToString());
+    }
+    REQUIRE(checked->status().ok());
+  }
+  // The case the change is for happened, and was answered right above.
+  CHECK(skipped > 1000);
+}
+
+TEST_CASE("a checked iterator seeks once for a run of adjacent lanes") {
+  Store store;
+  for (int lane = 0; lane < 300; ++lane) {
+    for (int m = 0; m < lane % 3 + 1; ++m) store.Put(LaneKey(lane, m), "v");
+  }
+  int seeks = 0;
+  std::unique_ptr<leveldb::Iterator> it(WrapCheckedIterator(
+      new CountingIterator(store.db()->NewIterator({}), &seeks)));
+  // Lane by lane, as a claim reads the lanes a walk found: each lane from
+  // its prefix to the first key past it.
+  int read = 0;
+  for (int lane = 0; lane < 300; ++lane) {
+    const std::string prefix = absl::StrFormat("lane%05d/", lane);
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
+         it->Next()) {
+      ++read;
+    }
+  }
+  REQUIRE(it->status().ok());
+  CHECK(read == 100 * (1 + 2 + 3));
+  CHECK(seeks == 1);
+
+  // Past the end: the end, without a seek.
+  it->Seek("zzz");
+  CHECK_FALSE(it->Valid());
+  CHECK(seeks == 1);
+  // Back, or past a key not yet seen: a real seek, to the right key.
+  it->Seek(LaneKey(5, 0));
+  REQUIRE(it->Valid());
+  CHECK(it->key().ToString() == LaneKey(5, 0));
+  CHECK(seeks == 2);
+  it->Seek(LaneKey(9, 0));
+  REQUIRE(it->Valid());
+  CHECK(it->key().ToString() == LaneKey(9, 0));
+  CHECK(seeks == 3);
+  // The key it is at: where it is.
+  it->Seek(LaneKey(9, 0));
+  CHECK(it->key().ToString() == LaneKey(9, 0));
+  CHECK(seeks == 3);
+}
+
+}  // namespace
+}  // namespace hq
