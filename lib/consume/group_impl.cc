@@ -108,10 +108,12 @@ std::string GroupImpl::TaskKey(const Lane& lane, MessageId id) const {
 
 absl::StatusOr<format::CursorValue> GroupImpl::ReadCursor(
     std::string_view prefix, uint32_t partition, const leveldb::ReadOptions& ro,
-    bool* stored) const {
+    bool* stored, OrderedLookup* in_order) const {
   std::string value;
   const leveldb::Status s =
-      CheckedGet(db_->leveldb(), ro, CursorKey(prefix), &value);
+      in_order != nullptr
+          ? in_order->Get(CursorKey(prefix), &value)
+          : CheckedGet(db_->leveldb(), ro, CursorKey(prefix), &value);
   if (stored != nullptr) *stored = s.ok();
   format::CursorValue c;
   if (s.IsNotFound()) {
@@ -362,7 +364,8 @@ GroupImpl::Lane* GroupImpl::FindLane(std::string_view prefix) {
 }
 
 absl::StatusOr<GroupImpl::Lane*> GroupImpl::GetLane(
-    std::string_view prefix, const format::CursorValue* cursor) {
+    std::string_view prefix, const format::CursorValue* cursor,
+    OrderedLookup* in_order) {
   if (Lane* lane = FindLane(prefix)) return lane;
   auto lane = std::make_unique<Lane>();
   lane->prefix.assign(prefix);
@@ -383,7 +386,7 @@ absl::StatusOr<GroupImpl::Lane*> GroupImpl::GetLane(
   } else {
     HQ_ASSIGN_OR_RETURN(
         c, ReadCursor(prefix, lane->partition, CheckedReadOptions(),
-                      &lane->saved_exists));
+                      &lane->saved_exists, in_order));
   }
   lane->scan = c.scan;
   lane->done = c.done;

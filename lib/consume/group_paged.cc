@@ -35,8 +35,7 @@ void GroupImpl::TakePagedNotes() {
   if (paged_notes_.exchange(false)) source_->NoteWritten();
 }
 
-absl::Status GroupImpl::Admit(LaneSource::Taken* t, absl::Time now,
-                              leveldb::Iterator* it) {
+absl::Status GroupImpl::Admit(LaneSource::Taken* t, ClaimPass* p) {
   uint32_t partition;
   int priority;
   std::string_view topic;
@@ -51,7 +50,14 @@ absl::Status GroupImpl::Admit(LaneSource::Taken* t, absl::Time now,
   }
   Lane* lane = FindLane(t->prefix);
   if (lane == nullptr) {
-    HQ_ASSIGN_OR_RETURN(lane, ReadInLane(t->prefix, now, it));
+    OrderedLookup* in_order = nullptr;
+    if (!t->hold.walk_key.empty()) {
+      if (p->walked_cursors == nullptr) {
+        p->walked_cursors = std::make_unique<OrderedLookup>(db_->leveldb());
+      }
+      in_order = p->walked_cursors.get();
+    }
+    HQ_ASSIGN_OR_RETURN(lane, ReadInLane(t->prefix, p->now, p->it, in_order));
     HQ_RETURN_IF_ERROR(ReadParkRecord(lane));
   }
   if (lane->hold.held()) {
@@ -67,10 +73,10 @@ absl::Status GroupImpl::Admit(LaneSource::Taken* t, absl::Time now,
   return absl::OkStatus();
 }
 
-absl::StatusOr<GroupImpl::Lane*> GroupImpl::ReadInLane(std::string_view prefix,
-                                                       absl::Time now,
-                                                       leveldb::Iterator* it) {
-  HQ_ASSIGN_OR_RETURN(Lane * lane, GetLane(prefix));
+absl::StatusOr<GroupImpl::Lane*> GroupImpl::ReadInLane(
+    std::string_view prefix, absl::Time now, leveldb::Iterator* it,
+    OrderedLookup* in_order) {
+  HQ_ASSIGN_OR_RETURN(Lane * lane, GetLane(prefix, nullptr, in_order));
   if (lane->done < lane->scan) {
     // Handed out before a restart and not completed: only a lane not in
     // memory since then can have such a window.
@@ -105,8 +111,7 @@ void GroupImpl::Evict(Lane* lane, ClaimPass* p) {
 }
 
 absl::Status GroupImpl::PageIn(int priority, size_t n, size_t slack,
-                               absl::Time now, size_t* budget, ClaimPass* p,
-                               size_t* taken) {
+                               size_t* budget, ClaimPass* p, size_t* taken) {
   *taken = 0;
   const size_t max = MaxActive() + slack;
   if (p->consumer != nullptr) {
@@ -137,7 +142,7 @@ absl::Status GroupImpl::PageIn(int priority, size_t n, size_t slack,
   *budget -= lanes.size();
   *taken += lanes.size();
   for (LaneSource::Taken& t : lanes) {
-    HQ_RETURN_IF_ERROR(Admit(&t, now, p->it));
+    HQ_RETURN_IF_ERROR(Admit(&t, p));
   }
   return absl::OkStatus();
 }
@@ -243,8 +248,7 @@ absl::Status GroupImpl::CollectPagedPriority(int prio, size_t slack,
     const size_t wanted = Shortfall(dq, p->o.max - p->out.size(), *p);
     size_t taken = 0;
     if (wanted > 0) {
-      HQ_RETURN_IF_ERROR(
-          PageIn(prio, wanted, slack, p->now, budget, p, &taken));
+      HQ_RETURN_IF_ERROR(PageIn(prio, wanted, slack, budget, p, &taken));
     }
     if (recovered_since_ > 0) {
       // Tasks the lanes just paged in had in flight when the process
