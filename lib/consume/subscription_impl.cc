@@ -92,8 +92,7 @@ absl::Status SubscriptionImpl::AddListener(MessageListener* listener,
 // ------------------------------------------------------------------ lanes
 
 absl::StatusOr<SubscriptionImpl::Lane*> SubscriptionImpl::GetLane(
-    std::string_view prefix, const MessageId* checkpoint,
-    OrderedLookup* in_order) {
+    std::string_view prefix, const MessageId* checkpoint) {
   if (auto it = lanes_.find(Av(prefix)); it != lanes_.end()) {
     return it->second.get();
   }
@@ -113,11 +112,8 @@ absl::StatusOr<SubscriptionImpl::Lane*> SubscriptionImpl::GetLane(
     lane->written_exists = true;
   } else {
     std::string value;
-    const std::string key = CheckpointKey(prefix);
-    leveldb::Status s =
-        in_order != nullptr
-            ? in_order->Get(key, &value)
-            : CheckedGet(db_->leveldb(), CheckedReadOptions(), key, &value);
+    leveldb::Status s = CheckedGet(db_->leveldb(), CheckedReadOptions(),
+                                   CheckpointKey(prefix), &value);
     if (s.ok()) {
       if (!format::DecodeCheckpoint(value, &at)) {
         return absl::DataLossError(absl::StrCat(
@@ -188,8 +184,7 @@ bool SubscriptionImpl::SourceHasMore() const {
   return active_.size() < MaxActive() && !Full() && SourcePending();
 }
 
-absl::Status SubscriptionImpl::Admit(LaneSource::Taken* t,
-                                     OrderedLookup* walked) {
+absl::Status SubscriptionImpl::Admit(LaneSource::Taken* t) {
   uint32_t partition;
   int priority;
   std::string_view topic;
@@ -202,9 +197,7 @@ absl::Status SubscriptionImpl::Admit(LaneSource::Taken* t,
     source_->Release(t->hold);
     return absl::OkStatus();
   }
-  HQ_ASSIGN_OR_RETURN(
-      Lane * lane,
-      GetLane(t->prefix, nullptr, t->hold.walk_key.empty() ? nullptr : walked));
+  HQ_ASSIGN_OR_RETURN(Lane * lane, GetLane(t->prefix));
   if (lane->hold.held()) {
     source_->Release(t->hold);  // Already held back by an earlier one.
   } else {
@@ -217,7 +210,6 @@ absl::Status SubscriptionImpl::Admit(LaneSource::Taken* t,
 absl::Status SubscriptionImpl::PageIn(leveldb::Iterator* it) {
   if (paged_notes_.exchange(false)) source_->NoteWritten();
   size_t budget = kPageInBudget;
-  OrderedLookup walked(db_->leveldb());
   for (int p = queue_->options().priorities - 1; p >= 0; --p) {
     while (budget > 0 && active_.size() < MaxActive() && source_->pending(p)) {
       std::vector<LaneSource::Taken> lanes;
@@ -225,9 +217,7 @@ absl::Status SubscriptionImpl::PageIn(leveldb::Iterator* it) {
           p, std::min(budget, MaxActive() - active_.size()), it, &lanes));
       if (lanes.empty()) break;
       budget -= lanes.size();
-      for (LaneSource::Taken& t : lanes) {
-        HQ_RETURN_IF_ERROR(Admit(&t, &walked));
-      }
+      for (LaneSource::Taken& t : lanes) HQ_RETURN_IF_ERROR(Admit(&t));
     }
   }
   return absl::OkStatus();

@@ -41,7 +41,6 @@
 #include "lib/consume/lane_notes.h"
 #include "lib/consume/lane_source.h"
 #include "lib/engine/delivery_pool.h"
-#include "lib/engine/ordered_lookup.h"
 #include "lib/engine/queue_impl.h"
 #include "lib/format/format.h"
 #include "lib/util/sync.h"
@@ -126,12 +125,8 @@ class SubscriptionImpl final : public Subscription,
   };
 
   bool InScope(uint32_t partition, std::string_view topic) const;
-  // The lane `prefix`, created if not in memory: at `checkpoint` if not
-  // null, else at its stored checkpoint, read through `in_order` if not
-  // null.
   absl::StatusOr<Lane*> GetLane(std::string_view prefix,
-                                const MessageId* checkpoint = nullptr,
-                                OrderedLookup* in_order = nullptr)
+                                const MessageId* checkpoint = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Activate(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status TakeNotes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -140,10 +135,7 @@ class SubscriptionImpl final : public Subscription,
   // Paged: takes lanes from the source, highest priority first, while
   // fewer than MaxActive are active (at most kPageInBudget a call).
   absl::Status PageIn(leveldb::Iterator* it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Activates the lane of `t`; `walked` reads the checkpoints of lanes
-  // from the source's walk (in key order).
-  absl::Status Admit(LaneSource::Taken* t, OrderedLookup* walked)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Admit(LaneSource::Taken* t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Paged: the source may have lanes not yet taken...
   bool SourcePending() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // ...and they wait for a place among the active lanes...
