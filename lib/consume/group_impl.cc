@@ -108,12 +108,10 @@ std::string GroupImpl::TaskKey(const Lane& lane, MessageId id) const {
 
 absl::StatusOr<format::CursorValue> GroupImpl::ReadCursor(
     std::string_view prefix, uint32_t partition, const leveldb::ReadOptions& ro,
-    bool* stored, OrderedLookup* in_order) const {
+    bool* stored) const {
   std::string value;
   const leveldb::Status s =
-      in_order != nullptr
-          ? in_order->Get(CursorKey(prefix), &value)
-          : CheckedGet(db_->leveldb(), ro, CursorKey(prefix), &value);
+      CheckedGet(db_->leveldb(), ro, CursorKey(prefix), &value);
   if (stored != nullptr) *stored = s.ok();
   format::CursorValue c;
   if (s.IsNotFound()) {
@@ -175,6 +173,11 @@ absl::Status GroupImpl::Load() {
     HQ_RETURN_IF_ERROR(LoadParked());
   }
   HQ_RETURN_IF_ERROR(LoadPacing());
+  if (paged()) {
+    HQ_RETURN_IF_ERROR(cursor_ceiling_.Load(
+        db_->leveldb(), format::GroupRecordPrefix(format::kCursorTag,
+                                                  queue_->id(), record_.id)));
+  }
   HQ_RETURN_IF_ERROR(LoadRecords());
   if (paged()) {
     // Only the lanes of task records: the others are found in the source
@@ -248,6 +251,10 @@ absl::Status GroupImpl::ForgetDeadIfQueueGone() {
   HQ_RETURN_IF_ERROR(Write(batch));
   dead_count_ = 0;
   return absl::OkStatus();
+}
+
+bool GroupImpl::CursorMayExist(std::string_view key) const {
+  return !paged() || cursor_ceiling_.MayExist(key);
 }
 
 absl::Status GroupImpl::LoadRecords() {
@@ -364,8 +371,7 @@ GroupImpl::Lane* GroupImpl::FindLane(std::string_view prefix) {
 }
 
 absl::StatusOr<GroupImpl::Lane*> GroupImpl::GetLane(
-    std::string_view prefix, const format::CursorValue* cursor,
-    OrderedLookup* in_order) {
+    std::string_view prefix, const format::CursorValue* cursor) {
   if (Lane* lane = FindLane(prefix)) return lane;
   auto lane = std::make_unique<Lane>();
   lane->prefix.assign(prefix);
@@ -383,10 +389,13 @@ absl::StatusOr<GroupImpl::Lane*> GroupImpl::GetLane(
   if (cursor != nullptr) {
     c = *cursor;
     lane->saved_exists = true;
+  } else if (!CursorMayExist(CursorKey(prefix))) {
+    c.scan = c.done = StartOf(lane->partition);
+    lane->saved_exists = false;
   } else {
     HQ_ASSIGN_OR_RETURN(
         c, ReadCursor(prefix, lane->partition, CheckedReadOptions(),
-                      &lane->saved_exists, in_order));
+                      &lane->saved_exists));
   }
   lane->scan = c.scan;
   lane->done = c.done;
@@ -558,8 +567,11 @@ void GroupImpl::Settle(Lane* lane, leveldb::WriteBatch* batch) {
       lane->saved_exists
           ? (now.scan == lane->saved.scan && now.done == lane->saved.done)
           : (now.scan == MessageId::Min() && now.done == MessageId::Min());
-  if (!unchanged)
-    batch->Put(CursorKey(lane->prefix), format::EncodeCursor(now));
+  if (!unchanged) {
+    const std::string key = CursorKey(lane->prefix);
+    batch->Put(key, format::EncodeCursor(now));
+    cursor_ceiling_.Raise(key);
+  }
   if (paged()) MaybeRelease(lane, batch);
 }
 

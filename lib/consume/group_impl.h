@@ -57,7 +57,7 @@
 #include "lib/consume/lane_notes.h"
 #include "lib/consume/lane_source.h"
 #include "lib/consume/pacer.h"
-#include "lib/engine/ordered_lookup.h"
+#include "lib/consume/record_ceiling.h"
 #include "lib/engine/queue_impl.h"
 #include "lib/format/format.h"
 #include "lib/util/sync.h"
@@ -225,12 +225,14 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // Records `s` as the group's sticky error if it is a write failure.
   absl::Status Fail(absl::Status s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status LoadRecords() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether a cursor record with key `key` may exist.
+  bool CursorMayExist(std::string_view key) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status DiscoverLanes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The lane with prefix `prefix`, created (its cursor read, through
-  // `in_order` if not null, or taken from `cursor`) if not in memory.
+  // The lane with prefix `prefix`, created (its cursor read, or taken from
+  // `cursor`) if not in memory.
   absl::StatusOr<Lane*> GetLane(std::string_view prefix,
-                                const format::CursorValue* cursor = nullptr,
-                                OrderedLookup* in_order = nullptr)
+                                const format::CursorValue* cursor = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Lane* FindLane(std::string_view prefix) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Activate(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -259,9 +261,6 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
     std::vector<Lane*> made_room;
     // Ordered groups: the calling consumer.
     const Consumer* consumer = nullptr;
-    // Paged groups: reads the cursors of the lanes the source's walk gives,
-    // which come in key order (made at the first).
-    std::unique_ptr<OrderedLookup> walked_cursors;
   };
   // Collects the tasks of an unordered or an ordered claim.
   absl::Status CollectUnordered(ClaimPass* p)
@@ -303,8 +302,8 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // `*budget` (lanes taken, decremented). Sets `*taken` to their number.
   // `slack`: active lanes allowed over MaxActive() (a filtered claim).
   // Lanes of lower priorities make room (MakeRoom).
-  absl::Status PageIn(int priority, size_t n, size_t slack, size_t* budget,
-                      ClaimPass* p, size_t* taken)
+  absl::Status PageIn(int priority, size_t n, size_t slack, absl::Time now,
+                      size_t* budget, ClaimPass* p, size_t* taken)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Evicts active lanes of priorities below `priority`, lowest first, each
   // with a new hint, until `n` more fit under `max` (or none is left); adds
@@ -347,17 +346,16 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // if there are more.
   absl::Status PeekParked(size_t max, leveldb::Iterator* it,
                           std::vector<std::string>* out, bool* all) const;
-  // Reads the lane `prefix` (not in memory) into memory, its cursor
-  // through `in_order` if not null; the tasks a restart interrupted in it
-  // are due at `now` (recovered_since_ counts them).
+  // Reads the lane `prefix` (not in memory) into memory; the tasks a
+  // restart interrupted in it are due at `now` (recovered_since_ counts
+  // them).
   absl::StatusOr<Lane*> ReadInLane(std::string_view prefix, absl::Time now,
-                                   leveldb::Iterator* it,
-                                   OrderedLookup* in_order = nullptr)
+                                   leveldb::Iterator* it)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Makes the lane of `t` active (read from disk if not in memory; tasks
-  // interrupted by a restart are due at `p->now`).
-  absl::Status Admit(LaneSource::Taken* t, ClaimPass* p)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // interrupted by a restart are due at `now`).
+  absl::Status Admit(LaneSource::Taken* t, absl::Time now,
+                     leveldb::Iterator* it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `lane` had its turn and has messages left: to the back of the
   // round-robin. If lanes wait `behind` the active ones (in the source, or
   // hinted again by this claim), it leaves the active list with a new hint
@@ -559,13 +557,12 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
                                       MessageId from, leveldb::Iterator* it,
                                       absl::FunctionRef<bool(MessageId)> fn);
   // The cursors of the lane `prefix` (of `partition`) as stored, read with
-  // `ro` (or through `in_order`, if not null); a lane without a cursor
-  // record is at StartOf(partition), and *stored (if not null) says which.
-  // DataLoss for a malformed record.
-  absl::StatusOr<format::CursorValue> ReadCursor(
-      std::string_view prefix, uint32_t partition,
-      const leveldb::ReadOptions& ro, bool* stored = nullptr,
-      OrderedLookup* in_order = nullptr) const;
+  // `ro`; a lane without a cursor record is at StartOf(partition), and
+  // *stored (if not null) says which. DataLoss for a malformed record.
+  absl::StatusOr<format::CursorValue> ReadCursor(std::string_view prefix,
+                                                 uint32_t partition,
+                                                 const leveldb::ReadOptions& ro,
+                                                 bool* stored = nullptr) const;
 
   // Constant after construction.
   DbImpl* const db_;
@@ -621,6 +618,10 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // Ordered paged groups: park records may exist (found at load, or
   // written since).
   bool parks_maybe_ ABSL_GUARDED_BY(mu_) = false;
+  // Paged groups: the greatest key of the group's cursor records (read at
+  // Load, raised by Settle, which alone writes them): a lane above it has
+  // no cursor to read, as every lane of a first walk.
+  RecordCeiling cursor_ceiling_ ABSL_GUARDED_BY(mu_);
 
   // Ordered groups.
   absl::flat_hash_map<std::string, std::unique_ptr<Consumer>> consumers_

@@ -35,7 +35,8 @@ void GroupImpl::TakePagedNotes() {
   if (paged_notes_.exchange(false)) source_->NoteWritten();
 }
 
-absl::Status GroupImpl::Admit(LaneSource::Taken* t, ClaimPass* p) {
+absl::Status GroupImpl::Admit(LaneSource::Taken* t, absl::Time now,
+                              leveldb::Iterator* it) {
   uint32_t partition;
   int priority;
   std::string_view topic;
@@ -50,14 +51,7 @@ absl::Status GroupImpl::Admit(LaneSource::Taken* t, ClaimPass* p) {
   }
   Lane* lane = FindLane(t->prefix);
   if (lane == nullptr) {
-    OrderedLookup* in_order = nullptr;
-    if (!t->hold.walk_key.empty()) {
-      if (p->walked_cursors == nullptr) {
-        p->walked_cursors = std::make_unique<OrderedLookup>(db_->leveldb());
-      }
-      in_order = p->walked_cursors.get();
-    }
-    HQ_ASSIGN_OR_RETURN(lane, ReadInLane(t->prefix, p->now, p->it, in_order));
+    HQ_ASSIGN_OR_RETURN(lane, ReadInLane(t->prefix, now, it));
     HQ_RETURN_IF_ERROR(ReadParkRecord(lane));
   }
   if (lane->hold.held()) {
@@ -73,10 +67,10 @@ absl::Status GroupImpl::Admit(LaneSource::Taken* t, ClaimPass* p) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<GroupImpl::Lane*> GroupImpl::ReadInLane(
-    std::string_view prefix, absl::Time now, leveldb::Iterator* it,
-    OrderedLookup* in_order) {
-  HQ_ASSIGN_OR_RETURN(Lane * lane, GetLane(prefix, nullptr, in_order));
+absl::StatusOr<GroupImpl::Lane*> GroupImpl::ReadInLane(std::string_view prefix,
+                                                       absl::Time now,
+                                                       leveldb::Iterator* it) {
+  HQ_ASSIGN_OR_RETURN(Lane * lane, GetLane(prefix));
   if (lane->done < lane->scan) {
     // Handed out before a restart and not completed: only a lane not in
     // memory since then can have such a window.
@@ -111,7 +105,8 @@ void GroupImpl::Evict(Lane* lane, ClaimPass* p) {
 }
 
 absl::Status GroupImpl::PageIn(int priority, size_t n, size_t slack,
-                               size_t* budget, ClaimPass* p, size_t* taken) {
+                               absl::Time now, size_t* budget, ClaimPass* p,
+                               size_t* taken) {
   *taken = 0;
   const size_t max = MaxActive() + slack;
   if (p->consumer != nullptr) {
@@ -142,7 +137,7 @@ absl::Status GroupImpl::PageIn(int priority, size_t n, size_t slack,
   *budget -= lanes.size();
   *taken += lanes.size();
   for (LaneSource::Taken& t : lanes) {
-    HQ_RETURN_IF_ERROR(Admit(&t, p));
+    HQ_RETURN_IF_ERROR(Admit(&t, now, p->it));
   }
   return absl::OkStatus();
 }
@@ -248,7 +243,8 @@ absl::Status GroupImpl::CollectPagedPriority(int prio, size_t slack,
     const size_t wanted = Shortfall(dq, p->o.max - p->out.size(), *p);
     size_t taken = 0;
     if (wanted > 0) {
-      HQ_RETURN_IF_ERROR(PageIn(prio, wanted, slack, budget, p, &taken));
+      HQ_RETURN_IF_ERROR(
+          PageIn(prio, wanted, slack, p->now, budget, p, &taken));
     }
     if (recovered_since_ > 0) {
       // Tasks the lanes just paged in had in flight when the process

@@ -110,6 +110,8 @@ absl::StatusOr<SubscriptionImpl::Lane*> SubscriptionImpl::GetLane(
   if (checkpoint != nullptr) {
     at = *checkpoint;
     lane->written_exists = true;
+  } else if (paged() && !checkpoint_ceiling_.MayExist(CheckpointKey(prefix))) {
+    // No checkpoint: at the start.
   } else {
     std::string value;
     leveldb::Status s = CheckedGet(db_->leveldb(), CheckedReadOptions(),
@@ -246,7 +248,12 @@ absl::Status SubscriptionImpl::TakeNotes() {
 
 absl::Status SubscriptionImpl::Load() {
   MutexLock l(&mu_);
-  if (paged()) return source_->Load();
+  if (paged()) {
+    HQ_RETURN_IF_ERROR(checkpoint_ceiling_.Load(
+        db_->leveldb(), format::GroupRecordPrefix(format::kCheckpointTag,
+                                                  queue_->id(), record_.id)));
+    return source_->Load();
+  }
   // The lanes joined with the checkpoints; each lane in scope is sought at
   // its checkpoint.
   const bool has_topic = queue_->codec().lane_has_topic();
@@ -568,7 +575,9 @@ absl::Status SubscriptionImpl::WriteCheckpoints() {
   std::vector<std::string> rehint;
   for (auto& [prefix, lane] : lanes_) {
     if (Dirty(*lane)) {
-      batch.Put(CheckpointKey(prefix), format::EncodeCheckpoint(lane->next()));
+      const std::string key = CheckpointKey(prefix);
+      batch.Put(key, format::EncodeCheckpoint(lane->next()));
+      checkpoint_ceiling_.Raise(key);
       wrote.push_back(lane.get());
     }
     if (paged() && Idle(*lane) && lane->hold.held()) {

@@ -40,6 +40,7 @@
 #include "leveldb/write_batch.h"
 #include "lib/consume/lane_notes.h"
 #include "lib/consume/lane_source.h"
+#include "lib/consume/record_ceiling.h"
 #include "lib/engine/delivery_pool.h"
 #include "lib/engine/queue_impl.h"
 #include "lib/format/format.h"
@@ -206,6 +207,10 @@ class SubscriptionImpl final : public Subscription,
   // A lane that left the active ones with messages to read has nothing
   // buffered: WriteCheckpoints gives it a new hint.
   bool rotated_idle_ ABSL_GUARDED_BY(mu_) = false;
+  // Paged: the greatest key of the subscription's checkpoint records (read
+  // at Load, raised by WriteCheckpoints, which alone writes them once it
+  // exists): a lane above it has no checkpoint to read.
+  RecordCeiling checkpoint_ceiling_ ABSL_GUARDED_BY(mu_);
   // Lanes waiting for a retry, and their head messages' payload bytes.
   uint64_t blocked_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t blocked_bytes_ ABSL_GUARDED_BY(mu_) = 0;
