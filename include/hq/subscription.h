@@ -164,6 +164,12 @@ class HQ_EXPORT Subscription {
   Subscription(const Subscription&) = delete;
   Subscription& operator=(const Subscription&) = delete;
   virtual const std::string& name() const = 0;
+  // Reads every checkpoint record (SubscriptionStats::lanes): time and
+  // memory grow with the lanes that have one (the topics of a topic layout
+  // queue), and deliveries wait meanwhile. The live status file
+  // (Options::status_interval, hq/options.h) counts the same figures without
+  // the lanes, for the cost of the lanes in memory. Errors: as Checkpoint's,
+  // and DataLoss for a malformed checkpoint record.
   virtual absl::StatusOr<SubscriptionStats> Stats() = 0;
   // Writes the checkpoints now (one write), also when the interval has not
   // passed. Errors: NotFound (the queue was dropped); FailedPrecondition

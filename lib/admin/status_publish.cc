@@ -49,7 +49,9 @@ void QueueImpl::CollectLiveStatus(LiveStatus* out) {
     for (auto& [name, sub] : subs_) subs.push_back(sub.get());
   }
   for (SubscriptionImpl* sub : subs) {
-    absl::StatusOr<SubscriptionStats> st = sub->Stats();
+    // Without the lanes: reading every checkpoint (one per topic of a topic
+    // layout queue) under the subscription's lock would stall it.
+    absl::StatusOr<SubscriptionStats> st = sub->Stats(/*with_lanes=*/false);
     if (!st.ok()) continue;
     out->subscriptions.push_back({.queue = name_,
                                   .name = sub->name(),

@@ -720,7 +720,7 @@ absl::Status SubscriptionImpl::CountWaiting(MessageId cutoff,
   return absl::OkStatus();
 }
 
-absl::StatusOr<SubscriptionStats> SubscriptionImpl::Stats() {
+absl::StatusOr<SubscriptionStats> SubscriptionImpl::Stats(bool with_lanes) {
   DbImpl::OpScope op(db_);
   HQ_RETURN_IF_ERROR(op.status());
   MutexLock l(&mu_);
@@ -742,8 +742,9 @@ absl::StatusOr<SubscriptionStats> SubscriptionImpl::Stats() {
   const std::string cp_prefix = format::GroupRecordPrefix(
       format::kCheckpointTag, queue_->id(), record_.id);
   std::string prefix;
-  for (cp->Seek(cp_prefix);
-       cp->Valid() && View(cp->key()).starts_with(cp_prefix); cp->Next()) {
+  if (with_lanes) cp->Seek(cp_prefix);
+  for (; with_lanes && cp->Valid() && View(cp->key()).starts_with(cp_prefix);
+       cp->Next()) {
     prefix = format::MessagePrefix(queue_->id());
     prefix.append(View(cp->key()).substr(cp_prefix.size()));
     if (lanes_.contains(prefix)) continue;
@@ -764,14 +765,16 @@ absl::StatusOr<SubscriptionStats> SubscriptionImpl::Stats() {
   std::unique_ptr<leveldb::Iterator> it(
       NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
   for (const Lane* lane : lanes) {
-    LaneCheckpoint c;
-    c.partition = lane->partition;
-    c.priority = lane->priority;
-    c.topic = lane->topic;
-    c.next = lane->next();
-    c.written =
-        lane->written_exists ? lane->written : record_.StartOf(lane->partition);
-    st.lanes.push_back(std::move(c));
+    if (with_lanes) {
+      LaneCheckpoint c;
+      c.partition = lane->partition;
+      c.priority = lane->priority;
+      c.topic = lane->topic;
+      c.next = lane->next();
+      c.written = lane->written_exists ? lane->written
+                                       : record_.StartOf(lane->partition);
+      st.lanes.push_back(std::move(c));
+    }
     st.lag += lane->buf.size();
     // Read to its end unless it is to be read again.
     if (lane->active || lane->reread || lane->rehint) {

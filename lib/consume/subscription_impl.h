@@ -77,7 +77,11 @@ class SubscriptionImpl final : public Subscription,
 
   // Subscription.
   const std::string& name() const override { return name_; }
-  absl::StatusOr<SubscriptionStats> Stats() override;
+  absl::StatusOr<SubscriptionStats> Stats() override { return Stats(true); }
+  // Stats, with `lanes` filled only if `with_lanes`: without, it reads no
+  // checkpoint record of a lane not in memory (bounded by the working set,
+  // not by the topics), as the live status file needs.
+  absl::StatusOr<SubscriptionStats> Stats(bool with_lanes);
   absl::Status Checkpoint() override;
 
   // LaneListener.
