@@ -885,8 +885,12 @@ TEST_CASE("the live status's stats skip the lanes and count the same") {
   c.SetFail([](const MessageView& m) { return m.payload == "p7"; });
   Subscription* s = ValueOrDie(q->Subscribe({.name = "s"}, &c));
   c.WaitFor(kTopics - 1);
+  // Counted once each listener call returned.
+  Eventually([&] {
+    const SubscriptionStats st = ValueOrDie(s->Stats());
+    return st.delivered == kTopics - 1 && st.failed_attempts >= 1;
+  });
   HQ_REQUIRE_OK(s->Checkpoint());
-  Eventually([&] { return ValueOrDie(s->Stats()).failed_attempts >= 1; });
   const SubscriptionStats all = ValueOrDie(s->Stats());
   const SubscriptionStats counts =
       ValueOrDie(static_cast<SubscriptionImpl*>(s)->Stats(false));
