@@ -720,6 +720,34 @@ absl::Status SubscriptionImpl::CountWaiting(MessageId cutoff,
   return absl::OkStatus();
 }
 
+absl::Status SubscriptionImpl::AddStoredLanes(SubscriptionStats* st) {
+  const bool has_topic = queue_->codec().lane_has_topic();
+  // Lanes not in memory are idle: their checkpoints are as written.
+  std::unique_ptr<leveldb::Iterator> cp(
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
+  const std::string cp_prefix = format::GroupRecordPrefix(
+      format::kCheckpointTag, queue_->id(), record_.id);
+  std::string prefix;
+  for (cp->Seek(cp_prefix);
+       cp->Valid() && View(cp->key()).starts_with(cp_prefix); cp->Next()) {
+    prefix = format::MessagePrefix(queue_->id());
+    prefix.append(View(cp->key()).substr(cp_prefix.size()));
+    if (lanes_.contains(prefix)) continue;
+    LaneCheckpoint c;
+    std::string_view topic;
+    if (!LayoutCodec::ParseLanePrefix(prefix, has_topic, &c.partition,
+                                      &c.priority, &topic) ||
+        !format::DecodeCheckpoint(View(cp->value()), &c.next)) {
+      return absl::DataLossError(absl::StrCat(
+          "subscription '", name_, "': malformed checkpoint record"));
+    }
+    c.topic.assign(topic);
+    c.written = c.next;
+    st->lanes.push_back(std::move(c));
+  }
+  return FromLevelDb(cp->status(), "reading checkpoints");
+}
+
 absl::StatusOr<SubscriptionStats> SubscriptionImpl::Stats(bool with_lanes) {
   DbImpl::OpScope op(db_);
   HQ_RETURN_IF_ERROR(op.status());
@@ -735,32 +763,7 @@ absl::StatusOr<SubscriptionStats> SubscriptionImpl::Stats(bool with_lanes) {
   st.listeners = static_cast<uint32_t>(listeners_.size());
   std::vector<const Lane*> lanes;
   for (const auto& [prefix, lane] : lanes_) lanes.push_back(lane.get());
-  const bool has_topic = queue_->codec().lane_has_topic();
-  // Lanes not in memory are idle: their checkpoints are as written.
-  std::unique_ptr<leveldb::Iterator> cp(
-      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
-  const std::string cp_prefix = format::GroupRecordPrefix(
-      format::kCheckpointTag, queue_->id(), record_.id);
-  std::string prefix;
-  if (with_lanes) cp->Seek(cp_prefix);
-  for (; with_lanes && cp->Valid() && View(cp->key()).starts_with(cp_prefix);
-       cp->Next()) {
-    prefix = format::MessagePrefix(queue_->id());
-    prefix.append(View(cp->key()).substr(cp_prefix.size()));
-    if (lanes_.contains(prefix)) continue;
-    LaneCheckpoint c;
-    std::string_view topic;
-    if (!LayoutCodec::ParseLanePrefix(prefix, has_topic, &c.partition,
-                                      &c.priority, &topic) ||
-        !format::DecodeCheckpoint(View(cp->value()), &c.next)) {
-      return absl::DataLossError(absl::StrCat(
-          "subscription '", name_, "': malformed checkpoint record"));
-    }
-    c.topic.assign(topic);
-    c.written = c.next;
-    st.lanes.push_back(std::move(c));
-  }
-  HQ_RETURN_IF_ERROR(FromLevelDb(cp->status(), "reading checkpoints"));
+  if (with_lanes) HQ_RETURN_IF_ERROR(AddStoredLanes(&st));
   const MessageId cutoff = queue_->TtlCutoff(db_->clock()->Now());
   std::unique_ptr<leveldb::Iterator> it(
       NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));

@@ -82,6 +82,10 @@ class SubscriptionImpl final : public Subscription,
   // checkpoint record of a lane not in memory (bounded by the working set,
   // not by the topics), as the live status file needs.
   absl::StatusOr<SubscriptionStats> Stats(bool with_lanes);
+  // Adds to st->lanes the checkpoint of every lane not in memory (one per
+  // record: O(lanes with one)).
+  absl::Status AddStoredLanes(SubscriptionStats* st)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Checkpoint() override;
 
   // LaneListener.
