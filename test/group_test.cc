@@ -1792,6 +1792,129 @@ TEST_CASE(
   CHECK(Paged(g)->TEST_ResidentLanes() == 0);
 }
 
+// Puts `each` messages into each of `topics` topics, one round of topics
+// at a time (payload "topic/message").
+void PutRounds(Queue* q, int topics, int each, size_t bytes = 0) {
+  for (int m = 0; m < each; ++m) {
+    for (int t = 0; t < topics; ++t) {
+      std::string payload = absl::StrCat(t, "/", m);
+      payload.resize(std::max(payload.size(), bytes), '.');
+      HQ_REQUIRE_OK(
+          q->Put({.topic = absl::StrCat("t", t), .payload = payload}).status());
+    }
+  }
+}
+
+// Claims one task at a time until none is left, completing each; checks
+// that every topic has its n-th turn before any has its n+1-th. Returns
+// the payloads in order.
+std::vector<std::string> DrainRoundRobin(ConsumerGroup* g, int topics,
+                                         size_t* max_resident = nullptr) {
+  std::vector<std::string> out;
+  std::map<std::string, int> turns;
+  for (;;) {
+    std::vector<Task> tasks = ValueOrDie(g->Claim({}));
+    if (max_resident != nullptr) {
+      *max_resident = std::max(*max_resident, Paged(g)->TEST_ResidentLanes());
+    }
+    if (tasks.empty()) break;
+    REQUIRE(tasks.size() == 1);
+    const int turn = ++turns[tasks[0].topic];
+    CHECK(turn == static_cast<int>(out.size()) / topics + 1);
+    out.push_back(tasks[0].payload);
+    HQ_REQUIRE_OK(g->Complete(tasks));
+  }
+  return out;
+}
+
+TEST_CASE("issue17: lanes with backlogs come back from rest without a read") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(
+      f.db()->CreateQueue("q", {.partitions = 2, .layout = Layout::kTopic}));
+  constexpr int kTopics = 12, kEach = 5;
+  PutRounds(q, kTopics, kEach);
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  size_t max_resident = 0;
+  const std::vector<std::string> got =
+      DrainRoundRobin(g, kTopics, &max_resident);
+  CHECK(got.size() == size_t{kTopics} * kEach);
+  const size_t cap = Paged(g)->TEST_MaxActive();
+  INFO("working set cap " << cap);
+  // Lanes that had their turn while others waited on disk rest in memory,
+  // within the cap (with one task in flight).
+  CHECK(max_resident <= std::max<size_t>(cap, 1) + 1);
+  if (cap >= kTopics) {
+    // Each comes back through its new hint and reads no cursor: the first
+    // walk needs none either (no cursor record existed).
+    CHECK(Paged(g)->TEST_CursorReads() == 0);
+    CHECK(max_resident >= kTopics);
+  }
+  // Drained lanes do not rest.
+  CHECK(Paged(g)->TEST_ResidentLanes() == 0);
+}
+
+TEST_CASE("issue17: a backlogged lane's turns use what it read ahead") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(
+      f.db()->CreateQueue("q", {.partitions = 2, .layout = Layout::kTopic}));
+  constexpr int kTopics = 12, kEach = 40;
+  // Some values too large to read ahead: those lanes seek every turn.
+  const size_t bytes = GENERATE(size_t{0}, ReadAhead::kMaxBytes + 1);
+  INFO("payload bytes " << bytes);
+  PutRounds(q, kTopics, kEach, bytes);
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  const std::vector<std::string> got = DrainRoundRobin(g, kTopics);
+  REQUIRE(got.size() == size_t{kTopics} * kEach);
+  // In order within each topic, every payload intact.
+  std::map<std::string, int> next;
+  for (const std::string& payload : got) {
+    const std::string t = payload.substr(0, payload.find('/'));
+    const std::string head = absl::StrCat(t, "/", next[t]++);
+    CHECK(payload.substr(0, payload.find('.')) == head);
+    CHECK(payload.size() == std::max(head.size(), bytes));
+  }
+  const size_t cap = Paged(g)->TEST_MaxActive();
+  INFO("working set cap " << cap);
+  const uint64_t seeks = Paged(g)->TEST_LaneSeeks();
+  if (bytes > ReadAhead::kMaxBytes) {
+    CHECK(seeks >= size_t{kTopics} * kEach);
+  } else if (cap >= kTopics) {
+    // A seek reads the lane's next turns ahead; one more finds its end.
+    CHECK(seeks <= size_t{kTopics} * (kEach / ReadAhead::kMaxMessages + 2));
+  }
+  CHECK(Paged(g)->TEST_ReadAheadBytes() == 0);
+}
+
+TEST_CASE("issue17: messages read ahead and then expired are not handed out") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue(
+      "q", {.ttl = absl::Minutes(1), .layout = Layout::kTopic}));
+  constexpr int kTopics = 3;
+  PutRounds(q, kTopics, 5);
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  std::vector<Task> first = ValueOrDie(g->Claim({.max = kTopics}));
+  REQUIRE(first.size() == kTopics);
+  for (const Task& t : first) CHECK(t.payload.ends_with("/0"));
+  HQ_REQUIRE_OK(g->Complete(first));
+  if (Paged(g)->TEST_MaxActive() >= kTopics) {
+    CHECK(Paged(g)->TEST_ReadAheadBytes() > 0);
+  }
+  f.clock().Advance(absl::Minutes(2));
+  for (int t = 0; t < kTopics; ++t) {
+    HQ_REQUIRE_OK(
+        q->Put({.topic = absl::StrCat("t", t), .payload = "new"}).status());
+  }
+  std::vector<std::string> got;
+  for (;;) {
+    std::vector<Task> tasks = ValueOrDie(g->Claim({.max = 10}));
+    if (tasks.empty()) break;
+    for (const Task& t : tasks) got.push_back(t.payload);
+    HQ_REQUIRE_OK(g->Complete(tasks));
+  }
+  CHECK(got == std::vector<std::string>(kTopics, "new"));
+  CHECK(Paged(g)->TEST_ReadAheadBytes() == 0);
+}
+
 TEST_CASE("paged groups go round-robin over more lanes than fit") {
   DbFixture f(Storage::kMemory, NoBackgroundSweeps());
   Queue* q = ValueOrDie(

@@ -165,9 +165,11 @@ struct GroupOptions {
   // about 64 MiB), whatever the number of topics. The others wait in the
   // queue's lane activity index, on disk, and take their turn in the same
   // round-robin order (a lane that had its turn and still has messages
-  // goes to the back, behind the lanes waiting on disk). Lanes with tasks
-  // in flight or waiting to be delivered again stay in memory besides,
-  // bounded by the tasks. A claim that may take only some lanes (a
+  // goes to the back, behind the lanes waiting on disk; it stays in
+  // memory, within this cap, while it waits for its turn). Lanes with
+  // tasks in flight or waiting to be delivered again stay in memory
+  // besides, bounded by the tasks, and lanes with more messages keep the
+  // next few read ahead (at most 16 MiB a group). A claim that may take only some lanes (a
   // partition or topic filter; any claim of an ordered group, which takes
   // one lane per idle partition of its consumer) may page in up to
   // max(256, 4 x ClaimOptions::max) lanes over this cap, so that lanes it

@@ -62,75 +62,109 @@ absl::StatusOr<bool> GroupImpl::ReadMessage(Lane* lane, MessageId id,
   return true;
 }
 
+absl::StatusOr<bool> GroupImpl::Offer(LaneRead* r, MessageId id,
+                                      std::string_view topic,
+                                      std::string_view value) {
+  Lane* lane = r->lane;
+  if (r->handed == r->want) return false;
+  if (lane->tasks.contains(id) || !InScope(topic)) {
+    if (r->contiguous) lane->scan = id.Next();
+    return true;
+  }
+  Task t;
+  HQ_RETURN_IF_ERROR(DecodeValue(value, id, &t));
+  if (t.not_before > r->now) {
+    // Delayed: it waits with the redeliveries until its time (a record,
+    // attempt 0, so that a restart keeps the time).
+    Rec& rec = lane->tasks[id];
+    rec.attempts = 0;
+    AddWaiting(lane, id, &rec, t.not_before);
+    PutTask(lane, id, &rec, r->batch);
+    if (r->contiguous) lane->scan = id.Next();
+    return !record_.ordered;  // It holds back an ordered lane.
+  }
+  if (!r->topics.empty() &&
+      std::find(r->topics.begin(), r->topics.end(), topic) == r->topics.end()) {
+    r->contiguous = false;  // Left for a claim without this filter.
+    return true;
+  }
+  if (pacer_.on()) {
+    HQ_ASSIGN_OR_RETURN(const bool paced_out, PacedOut(topic, r->now));
+    // An ordered lane waits for it; others take the messages after it.
+    if (paced_out && (r->has_topic || record_.ordered)) return false;
+    if (paced_out) {
+      // Bounded: a lane of topics that are all held back is not read to
+      // its end by every claim.
+      if (++r->paced_skips == kMaxPacedSkips) return false;
+      r->contiguous = false;
+      return true;
+    }
+  }
+  t.topic.assign(topic);
+  Rec& rec = lane->tasks[id];
+  HandOut(lane, id, &rec, r->now, r->lease, /*covered=*/r->contiguous, &t,
+          r->batch);
+  r->out->push_back(std::move(t));
+  ++r->handed;
+  if (r->contiguous) lane->scan = id.Next();
+  return true;
+}
+
 absl::StatusOr<bool> GroupImpl::ReadLane(
     Lane* lane, size_t want, const std::vector<std::string>& topics,
     MessageId cutoff, absl::Time now, absl::Duration lease,
     leveldb::Iterator* it, std::vector<Task>* out, leveldb::WriteBatch* batch) {
   if (lane->scan < cutoff) lane->scan = cutoff;  // Expired: never handed out.
-  const bool has_topic = queue_->codec().lane_has_topic();
-  const size_t n = lane->prefix.size();
-  std::string seek = lane->prefix;
-  LayoutCodec::AppendMessageId(&seek, lane->scan);
-  bool contiguous = true;
-  size_t handed = 0;
-  size_t paced_skips = 0;
-  MessageId id;
+  LaneRead r{.lane = lane,
+             .want = want,
+             .topics = topics,
+             .has_topic = queue_->codec().lane_has_topic(),
+             .now = now,
+             .lease = lease,
+             .out = out,
+             .batch = batch};
   // A topic layout lane is one topic: held back whole.
-  if (has_topic && pacer_.on()) {
+  if (r.has_topic && pacer_.on()) {
     HQ_ASSIGN_OR_RETURN(const bool paced_out, PacedOut(lane->topic, now));
     if (paced_out) return false;
   }
+  if (r.has_topic) {
+    // What an earlier turn read ahead: the lane's messages from its scan
+    // cursor on (a topic layout lane's scan cursor passes every message
+    // it examines).
+    ReadAhead& ahead = lane->ahead;
+    ahead.DropBelow(lane->scan);
+    while (!ahead.empty()) {
+      HQ_ASSIGN_OR_RETURN(
+          const bool go_on,
+          Offer(&r, ahead.front_id(), lane->topic, ahead.front_value()));
+      ahead.DropBelow(lane->scan);
+      if (!go_on) return false;
+    }
+  }
+  std::string seek = lane->prefix;
+  LayoutCodec::AppendMessageId(&seek, lane->scan);
+  const size_t n = lane->prefix.size();
+  MessageId id;
+  ++test_lane_seeks_;
   for (it->Seek(seek); it->Valid(); it->Next()) {
     const std::string_view key = View(it->key());
     // Past the lane's last message: nothing left to read.
-    if (!LayoutCodec::LaneMessage(key, lane->prefix, &id)) return contiguous;
-    if (handed == want) return false;
+    if (!LayoutCodec::LaneMessage(key, lane->prefix, &id)) return r.contiguous;
     const std::string_view topic =
-        has_topic ? std::string_view(lane->topic)
-                  : key.substr(n + LayoutCodec::kMessageIdSize);
-    if (lane->tasks.contains(id) || !InScope(topic)) {
-      if (contiguous) lane->scan = id.Next();
-      continue;
+        r.has_topic ? std::string_view(lane->topic)
+                    : key.substr(n + LayoutCodec::kMessageIdSize);
+    HQ_ASSIGN_OR_RETURN(const bool go_on,
+                        Offer(&r, id, topic, View(it->value())));
+    if (go_on) continue;
+    if (r.has_topic && r.handed == want) {
+      // The lane's next turn starts here.
+      HQ_RETURN_IF_ERROR(lane->ahead.Fill(lane->prefix, it, &ahead_budget_));
     }
-    Task t;
-    HQ_RETURN_IF_ERROR(DecodeValue(View(it->value()), id, &t));
-    if (t.not_before > now) {
-      // Delayed: it waits with the redeliveries until its time (a record,
-      // attempt 0, so that a restart keeps the time).
-      Rec& rec = lane->tasks[id];
-      rec.attempts = 0;
-      AddWaiting(lane, id, &rec, t.not_before);
-      PutTask(lane, id, &rec, batch);
-      if (contiguous) lane->scan = id.Next();
-      if (record_.ordered) return false;  // It holds back the lane.
-      continue;
-    }
-    if (!topics.empty() &&
-        std::find(topics.begin(), topics.end(), topic) == topics.end()) {
-      contiguous = false;  // Left for a claim without this filter.
-      continue;
-    }
-    if (pacer_.on()) {
-      HQ_ASSIGN_OR_RETURN(const bool paced_out, PacedOut(topic, now));
-      // An ordered lane waits for it; others take the messages after it.
-      if (paced_out && (has_topic || record_.ordered)) return false;
-      if (paced_out) {
-        // Bounded: a lane of topics that are all held back is not read to
-        // its end by every claim.
-        if (++paced_skips == kMaxPacedSkips) return false;
-        contiguous = false;
-        continue;
-      }
-    }
-    t.topic.assign(topic);
-    Rec& rec = lane->tasks[id];
-    HandOut(lane, id, &rec, now, lease, /*covered=*/contiguous, &t, batch);
-    out->push_back(std::move(t));
-    ++handed;
-    if (contiguous) lane->scan = id.Next();
+    return false;
   }
   HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading a lane"));
-  return contiguous;
+  return r.contiguous;
 }
 
 absl::StatusOr<std::vector<Task>> GroupImpl::Claim(const ClaimOptions& o) {

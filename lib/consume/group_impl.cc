@@ -36,6 +36,26 @@ size_t GroupImpl::TEST_ActiveLanes() {
   return active_count_;
 }
 
+size_t GroupImpl::TEST_MaxActive() {
+  MutexLock l(&mu_);
+  return MaxActive();
+}
+
+uint64_t GroupImpl::TEST_CursorReads() {
+  MutexLock l(&mu_);
+  return test_cursor_reads_;
+}
+
+uint64_t GroupImpl::TEST_LaneSeeks() {
+  MutexLock l(&mu_);
+  return test_lane_seeks_;
+}
+
+size_t GroupImpl::TEST_ReadAheadBytes() {
+  MutexLock l(&mu_);
+  return ahead_budget_.used;
+}
+
 size_t GroupImpl::MaxActive() const {
   return MaxActiveLanes(options_.max_active_lanes);
 }
@@ -393,6 +413,7 @@ absl::StatusOr<GroupImpl::Lane*> GroupImpl::GetLane(
     c.scan = c.done = StartOf(lane->partition);
     lane->saved_exists = false;
   } else {
+    ++test_cursor_reads_;
     HQ_ASSIGN_OR_RETURN(
         c, ReadCursor(prefix, lane->partition, CheckedReadOptions(),
                       &lane->saved_exists));
@@ -408,6 +429,8 @@ absl::StatusOr<GroupImpl::Lane*> GroupImpl::GetLane(
 void GroupImpl::Activate(Lane* lane) {
   if (lane->active) return;
   lane->active = true;
+  lane->behind = false;
+  Unrest(lane);
   if (record_.ordered && !paged()) {
     Part& part = parts_[lane->partition];
     if (part.active.empty()) part.active.resize(active_.size());
@@ -467,6 +490,7 @@ absl::Status GroupImpl::TakeNotes() {
 
 void GroupImpl::Touch(Lane* lane, std::vector<Lane*>* touched) {
   if (lane->dirty) return;
+  Unrest(lane);
   lane->dirty = true;
   touched->push_back(lane);
 }
@@ -584,10 +608,31 @@ void GroupImpl::Committed(std::vector<Lane*>* touched) {
       lane->saved_exists = true;
     }
     if (!lane->active && lane->tasks.empty() && !lane->hold.held()) {
-      lanes_.erase(lane->prefix);  // Idle: its cursor is on disk.
+      if (lane->behind && !record_.ordered) {
+        lane->resting = true;  // Its hint brings it back.
+        lane->rest_pos = resting_.insert(resting_.end(), lane);
+      } else {
+        lanes_.erase(lane->prefix);  // Idle: its cursor is on disk.
+      }
     }
   }
   touched->clear();
+  TrimResting();
+}
+
+void GroupImpl::Unrest(Lane* lane) {
+  if (!lane->resting) return;
+  resting_.erase(lane->rest_pos);
+  lane->resting = false;
+}
+
+void GroupImpl::TrimResting() {
+  const size_t max = MaxActive();
+  while (!resting_.empty() && active_count_ + resting_.size() > max) {
+    Lane* lane = resting_.front();
+    resting_.pop_front();
+    lanes_.erase(lane->prefix);
+  }
 }
 
 absl::Status GroupImpl::Write(const leveldb::WriteBatch& batch) {

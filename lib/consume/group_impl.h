@@ -12,10 +12,11 @@
 // what was written before the group existed (LaneSource). At most
 // GroupOptions::max_active_lanes of them are in memory; a lane that had its
 // turn and still has messages goes behind the lanes waiting on disk (a new
-// hint) when there are any. Load reads only the group's task records and
-// its source position: nothing per topic. An ordered group's lanes share
-// the one working set and round-robin; a claim takes one task from each
-// idle partition of its consumer.
+// hint) when there are any, and rests in memory, within the cap, until the
+// hint brings it back; its next messages are read ahead (ReadAhead). Load reads
+// only the group's task records and its source position: nothing per topic. An
+// ordered group's lanes share the one working set and round-robin; a claim
+// takes one task from each idle partition of its consumer.
 //
 // Groups of time layout queues (partitions x priorities lanes) get work
 // from the write path: Queue::Put notes the lanes it wrote
@@ -39,6 +40,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <random>
@@ -57,6 +59,7 @@
 #include "lib/consume/lane_notes.h"
 #include "lib/consume/lane_source.h"
 #include "lib/consume/pacer.h"
+#include "lib/consume/read_ahead.h"
 #include "lib/consume/record_ceiling.h"
 #include "lib/engine/queue_impl.h"
 #include "lib/format/format.h"
@@ -114,6 +117,14 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // Lanes in memory, and of them those waiting for a turn (active).
   size_t TEST_ResidentLanes() ABSL_LOCKS_EXCLUDED(mu_);
   size_t TEST_ActiveLanes() ABSL_LOCKS_EXCLUDED(mu_);
+  // The working set's cap in effect (GroupOptions::max_active_lanes, or a
+  // test's override).
+  size_t TEST_MaxActive() ABSL_LOCKS_EXCLUDED(mu_);
+  // Since load: cursor records read, and seeks of lanes for new messages.
+  // Bytes of messages read ahead now.
+  uint64_t TEST_CursorReads() ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t TEST_LaneSeeks() ABSL_LOCKS_EXCLUDED(mu_);
+  size_t TEST_ReadAheadBytes() ABSL_LOCKS_EXCLUDED(mu_);
   // Sets a function that Stats calls before it counts each lane's backlog
   // (nullptr: none). REQUIRES: no Stats call runs.
   void TEST_SetCountHook(std::function<void()> hook) {
@@ -130,6 +141,9 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // Paged groups: Stats and ListPending look at most at this many lanes
   // waiting in the source.
   static constexpr size_t kPeekLanes = 1024;
+  // The bytes of messages a group's lanes keep read ahead, in all
+  // (ReadAhead; documented with GroupOptions::max_active_lanes).
+  static constexpr size_t kReadAheadBytes = size_t{16} << 20;
 
   // Unix ms of `t`, 0 before the epoch.
   static uint64_t ToMs(absl::Time t);
@@ -179,6 +193,15 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
     LaneSource::Hold hold;     // Paged groups: the source position it holds.
     bool park_record = false;  // A park record of it is on disk (as known).
     bool parked_out = false;   // Parked: found again through that record.
+    // Unordered paged groups: it had its turn with messages left and went
+    // behind the lanes waiting on disk (a new hint brings it back). Kept
+    // in memory while idle (in resting_) so that its return reads nothing.
+    bool behind = false;
+    bool resting = false;  // In resting_, at rest_pos.
+    std::list<Lane*>::iterator rest_pos;
+    // Topic layout: its messages from the scan cursor on, as read ahead by
+    // its last turn (ReadLane).
+    ReadAhead ahead;
   };
   // Ordered groups: a live consumer.
   struct Consumer {
@@ -468,8 +491,30 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // the scan and completion cursors of a lane it has no cursor record for.
   MessageId StartOf(uint32_t partition) const;
 
+  // One ReadLane call's state, for Offer.
+  struct LaneRead {
+    Lane* lane;
+    size_t want;
+    const std::vector<std::string>& topics;
+    bool has_topic;
+    absl::Time now;
+    absl::Duration lease;
+    std::vector<Task>* out;
+    leveldb::WriteBatch* batch;
+    bool contiguous = true;  // The scan cursor follows the messages read.
+    size_t handed = 0;
+    size_t paced_skips = 0;
+  };
+  // The next message of r->lane, `id` of `topic` with value `value`: handed
+  // out, or passed. False if the read stops before it, or (an ordered
+  // lane's delayed message) after it.
+  absl::StatusOr<bool> Offer(LaneRead* r, MessageId id, std::string_view topic,
+                             std::string_view value)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reads new messages of `lane` from its scan cursor into `out`, at most
-  // `want`. Returns whether the lane has nothing left to examine.
+  // `want`. Returns whether the lane has nothing left to examine. A topic
+  // layout lane that stops with messages left keeps the next ones read
+  // ahead (Lane::ahead), which its next turn uses before it seeks.
   absl::StatusOr<bool> ReadLane(Lane* lane, size_t want,
                                 const std::vector<std::string>& topics,
                                 MessageId cutoff, absl::Time now,
@@ -512,9 +557,15 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // cursor and appends the changed cursor record.
   void Settle(Lane* lane, leveldb::WriteBatch* batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // After a successful write: cursors as written; idle lanes forgotten.
+  // After a successful write: cursors as written; idle lanes forgotten,
+  // or resting if they went behind (bounded: see TrimResting).
   void Committed(std::vector<Lane*>* touched)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes `lane` out of resting_ (it is used again).
+  void Unrest(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets the resting lanes that rested longest while resting and active
+  // lanes together are over the working set's cap.
+  void TrimResting() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Touch(Lane* lane, std::vector<Lane*>* touched)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Write(const leveldb::WriteBatch& batch)
@@ -587,6 +638,10 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   Mutex mu_;
   GroupOptions options_ ABSL_GUARDED_BY(mu_);
   absl::Status broken_ ABSL_GUARDED_BY(mu_);
+  // The bytes the lanes read ahead (Lane::ahead); before lanes_, whose
+  // lanes give theirs back when destroyed.
+  ReadAhead::Budget ahead_budget_ ABSL_GUARDED_BY(mu_){
+      .limit = kReadAheadBytes};
   absl::flat_hash_map<std::string, std::unique_ptr<Lane>> lanes_
       ABSL_GUARDED_BY(mu_);
   // Per priority: lanes that may have new messages, in round-robin order.
@@ -607,6 +662,10 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // Paged groups (null otherwise; set by the constructor).
   const std::unique_ptr<LaneSource> source_ ABSL_PT_GUARDED_BY(mu_);
   size_t active_count_ ABSL_GUARDED_BY(mu_) = 0;  // Lanes in active_.
+  // Unordered paged groups: idle lanes that went behind (Lane::behind),
+  // longest resting first. With the active lanes, at most MaxActive()
+  // after each call.
+  std::list<Lane*> resting_ ABSL_GUARDED_BY(mu_);
   // Tasks Admit found interrupted since CollectPaged last looked.
   size_t recovered_since_ ABSL_GUARDED_BY(mu_) = 0;
   // Lanes to hint again in the next write.
@@ -622,6 +681,8 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // Load, raised by Settle, which alone writes them): a lane above it has
   // no cursor to read, as every lane of a first walk.
   RecordCeiling cursor_ceiling_ ABSL_GUARDED_BY(mu_);
+  uint64_t test_cursor_reads_ ABSL_GUARDED_BY(mu_) = 0;  // TEST_CursorReads.
+  uint64_t test_lane_seeks_ ABSL_GUARDED_BY(mu_) = 0;    // TEST_LaneSeeks.
 
   // Ordered groups.
   absl::flat_hash_map<std::string, std::unique_ptr<Consumer>> consumers_

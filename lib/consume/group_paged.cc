@@ -100,7 +100,8 @@ void GroupImpl::Evict(Lane* lane, ClaimPass* p) {
   source_->Release(lane->hold);
   lane->hold = LaneSource::Hold();
   rehint_.push_back(lane->prefix);
-  Touch(lane, &p->touched);  // Forgotten at the commit if no task.
+  lane->behind = true;
+  Touch(lane, &p->touched);  // Resting or forgotten at the commit if idle.
   p->made_room.push_back(lane);
 }
 
@@ -151,6 +152,7 @@ void GroupImpl::Requeue(Lane* lane, bool behind, std::vector<Lane*>* requeued) {
     source_->Release(lane->hold);
     lane->hold = LaneSource::Hold();
     rehint_.push_back(lane->prefix);  // The leader writes one per batch.
+    lane->behind = true;
     requeued->push_back(lane);
   } else {
     active_[lane->priority].push_back(lane);
