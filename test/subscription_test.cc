@@ -936,5 +936,45 @@ TEST_CASE("a paged subscription's stats count the lanes waiting on disk") {
   CHECK(ValueOrDie(f.db()->Verify()).ok());
 }
 
+TEST_CASE("a subscription's stats read what is on disk without its lock") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(
+      f.db()->CreateQueue("q", {.partitions = 2, .layout = Layout::kTopic}));
+  Collector c;
+  Subscription* s = ValueOrDie(q->Subscribe(
+      {.name = "s", .buffer_messages = 1, .max_active_lanes = 2}, &c));
+  // Ten lanes delivered and checkpointed: their checkpoints are on disk.
+  for (int t = 0; t < 10; ++t) {
+    PutN(q, 1, absl::StrCat("t", t, "-"), t % 2, 0, absl::StrCat("t", t));
+  }
+  c.WaitFor(10);
+  Eventually([&] { return ValueOrDie(s->Stats()).delivered == 10; });
+  HQ_REQUIRE_OK(s->Checkpoint());
+  // Then every delivery waits: twenty lanes with three messages each, in
+  // memory or waiting in the source.
+  c.Close();
+  for (int t = 0; t < 20; ++t) {
+    PutN(q, 3, absl::StrCat("t", t, "-more-"), t % 2, 0, absl::StrCat("t", t));
+  }
+  Eventually([&] { return c.calls() >= 11; });
+  auto* impl = static_cast<SubscriptionImpl*>(s);
+  int calls = 0, lock_free = 0;
+  impl->TEST_SetCountHook([&] {
+    ++calls;
+    if (impl->TEST_LockIsFree()) ++lock_free;
+  });
+  const SubscriptionStats st = ValueOrDie(s->Stats());
+  impl->TEST_SetCountHook(nullptr);
+  CHECK(calls > 0);
+  CHECK(lock_free == calls);
+  CHECK(st.lag == 60);
+  CHECK(st.lag_exact);
+  CHECK(st.lanes.size() == 20);
+  CHECK(st.delivered == 10);
+  c.Open();
+  c.WaitFor(70);
+  Eventually([&] { return ValueOrDie(s->Stats()).lag == 0; });
+}
+
 }  // namespace
 }  // namespace hq

@@ -166,7 +166,9 @@ class HQ_EXPORT Subscription {
   virtual const std::string& name() const = 0;
   // Reads every checkpoint record (SubscriptionStats::lanes): time and
   // memory grow with the lanes that have one (the topics of a topic layout
-  // queue), and deliveries wait meanwhile. The live status file
+  // queue). It reads them, and counts the lag, on a snapshot of one moment
+  // after letting go of the subscription's lock: deliveries go on
+  // meanwhile. The live status file
   // (Options::status_interval, hq/options.h) counts the same figures without
   // the lanes, for the cost of the lanes in memory. Errors: as Checkpoint's,
   // and DataLoss for a malformed checkpoint record.

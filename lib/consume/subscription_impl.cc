@@ -6,6 +6,7 @@
 #include <tuple>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "lib/consume/consume_options.h"
 #include "lib/engine/checked_read.h"
@@ -647,6 +648,7 @@ absl::Status SubscriptionImpl::Stop(bool checkpoint) {
 absl::Status SubscriptionImpl::CountLag(std::string_view lane_prefix,
                                         MessageId from, leveldb::Iterator* it,
                                         SubscriptionStats* st) const {
+  if (test_count_hook_) test_count_hook_();
   if (!st->lag_exact) return absl::OkStatus();
   const bool has_topic = queue_->codec().lane_has_topic();
   const size_t n = lane_prefix.size();
@@ -669,27 +671,45 @@ absl::Status SubscriptionImpl::CountLag(std::string_view lane_prefix,
   return FromLevelDb(it->status(), "counting the lag");
 }
 
-absl::Status SubscriptionImpl::CountWaiting(MessageId cutoff,
-                                            leveldb::Iterator* it,
-                                            SubscriptionStats* st) {
+absl::Status SubscriptionImpl::PlanWaiting(MessageId cutoff,
+                                           leveldb::Iterator* it,
+                                           StatsPlan* plan) {
   // Lanes waiting in the source, peeked (not taken: Stats changes nothing).
   std::vector<std::string> waiting;
   bool all;
   HQ_RETURN_IF_ERROR(source_->Peek(kPeekLanes, it, &waiting, &all));
-  if (!all) st->lag_exact = false;
+  if (!all) plan->exact = false;
   absl::flat_hash_set<std::string> seen;
-  for (const std::string& prefix : waiting) {
+  for (std::string& prefix : waiting) {
     if (!seen.insert(prefix).second) continue;
     if (auto in = lanes_.find(prefix); in != lanes_.end()) {
       // In memory, read to its end before this hint came: Stats counted
       // only its buffer.
       const Lane& lane = *in->second;
       if (!lane.active && !lane.reread && !lane.rehint) {
-        HQ_RETURN_IF_ERROR(
-            CountLag(prefix, std::max(lane.read, cutoff), it, st));
+        plan->count.push_back({std::move(prefix), std::max(lane.read, cutoff)});
       }
       continue;
     }
+    uint32_t partition;
+    int priority;
+    std::string_view topic;
+    if (!LayoutCodec::ParseLanePrefix(prefix, true, &partition, &priority,
+                                      &topic)) {
+      return absl::DataLossError(absl::StrCat(
+          "subscription '", name_, "': the lane index names a malformed lane"));
+    }
+    if (InScope(partition, topic)) plan->stored.push_back(std::move(prefix));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SubscriptionImpl::CountStored(const StatsPlan& plan,
+                                           MessageId cutoff, bool with_lanes,
+                                           const leveldb::ReadOptions& ro,
+                                           leveldb::Iterator* it,
+                                           SubscriptionStats* st) const {
+  for (const std::string& prefix : plan.stored) {
     LaneCheckpoint c;
     std::string_view topic;
     if (!LayoutCodec::ParseLanePrefix(prefix, true, &c.partition, &c.priority,
@@ -697,10 +717,9 @@ absl::Status SubscriptionImpl::CountWaiting(MessageId cutoff,
       return absl::DataLossError(absl::StrCat(
           "subscription '", name_, "': the lane index names a malformed lane"));
     }
-    if (!InScope(c.partition, topic)) continue;
     std::string value;
-    leveldb::Status s = CheckedGet(db_->leveldb(), CheckedReadOptions(),
-                                   CheckpointKey(prefix), &value);
+    leveldb::Status s =
+        CheckedGet(db_->leveldb(), ro, CheckpointKey(prefix), &value);
     c.next = record_.StartOf(c.partition);
     if (s.ok()) {
       if (!format::DecodeCheckpoint(value, &c.next)) {
@@ -709,9 +728,11 @@ absl::Status SubscriptionImpl::CountWaiting(MessageId cutoff,
       }
     } else if (s.IsNotFound()) {
       // Not listed by the checkpoint records: listed here.
-      c.topic.assign(topic);
-      c.written = c.next;
-      st->lanes.push_back(c);
+      if (with_lanes) {
+        c.topic.assign(topic);
+        c.written = c.next;
+        st->lanes.push_back(c);
+      }
     } else {
       return FromLevelDb(s, "reading a subscription checkpoint");
     }
@@ -720,11 +741,12 @@ absl::Status SubscriptionImpl::CountWaiting(MessageId cutoff,
   return absl::OkStatus();
 }
 
-absl::Status SubscriptionImpl::AddStoredLanes(SubscriptionStats* st) {
+absl::Status SubscriptionImpl::AddStoredLanes(
+    const absl::flat_hash_set<std::string>& in_memory,
+    const leveldb::ReadOptions& ro, SubscriptionStats* st) const {
   const bool has_topic = queue_->codec().lane_has_topic();
   // Lanes not in memory are idle: their checkpoints are as written.
-  std::unique_ptr<leveldb::Iterator> cp(
-      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
+  std::unique_ptr<leveldb::Iterator> cp(NewCheckedIterator(db_->leveldb(), ro));
   const std::string cp_prefix = format::GroupRecordPrefix(
       format::kCheckpointTag, queue_->id(), record_.id);
   std::string prefix;
@@ -732,7 +754,7 @@ absl::Status SubscriptionImpl::AddStoredLanes(SubscriptionStats* st) {
        cp->Valid() && View(cp->key()).starts_with(cp_prefix); cp->Next()) {
     prefix = format::MessagePrefix(queue_->id());
     prefix.append(View(cp->key()).substr(cp_prefix.size()));
-    if (lanes_.contains(prefix)) continue;
+    if (in_memory.contains(prefix)) continue;
     LaneCheckpoint c;
     std::string_view topic;
     if (!LayoutCodec::ParseLanePrefix(prefix, has_topic, &c.partition,
@@ -751,41 +773,59 @@ absl::Status SubscriptionImpl::AddStoredLanes(SubscriptionStats* st) {
 absl::StatusOr<SubscriptionStats> SubscriptionImpl::Stats(bool with_lanes) {
   DbImpl::OpScope op(db_);
   HQ_RETURN_IF_ERROR(op.status());
-  MutexLock l(&mu_);
-  if (queue_->dropped()) return queue_->DroppedError();
-  HQ_RETURN_IF_ERROR(broken_);
-  HQ_RETURN_IF_ERROR(Fail(TakeNotes()));
   SubscriptionStats st;
-  st.delivered = delivered_;
-  st.failed_attempts = failed_;
-  st.buffered = buffered_;
-  st.buffered_bytes = buffered_bytes_;
-  st.listeners = static_cast<uint32_t>(listeners_.size());
-  std::vector<const Lane*> lanes;
-  for (const auto& [prefix, lane] : lanes_) lanes.push_back(lane.get());
-  if (with_lanes) HQ_RETURN_IF_ERROR(AddStoredLanes(&st));
-  const MessageId cutoff = queue_->TtlCutoff(db_->clock()->Now());
-  std::unique_ptr<leveldb::Iterator> it(
-      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
-  for (const Lane* lane : lanes) {
-    if (with_lanes) {
-      LaneCheckpoint c;
-      c.partition = lane->partition;
-      c.priority = lane->priority;
-      c.topic = lane->topic;
-      c.next = lane->next();
-      c.written = lane->written_exists ? lane->written
-                                       : record_.StartOf(lane->partition);
-      st.lanes.push_back(std::move(c));
+  StatsPlan plan;
+  absl::flat_hash_set<std::string> in_memory;
+  MessageId cutoff;
+  const leveldb::Snapshot* snapshot = nullptr;
+  {
+    MutexLock l(&mu_);
+    if (queue_->dropped()) return queue_->DroppedError();
+    HQ_RETURN_IF_ERROR(broken_);
+    HQ_RETURN_IF_ERROR(Fail(TakeNotes()));
+    st.delivered = delivered_;
+    st.failed_attempts = failed_;
+    st.buffered = buffered_;
+    st.buffered_bytes = buffered_bytes_;
+    st.listeners = static_cast<uint32_t>(listeners_.size());
+    cutoff = queue_->TtlCutoff(db_->clock()->Now());
+    for (const auto& [prefix, lane] : lanes_) {
+      if (with_lanes) {
+        in_memory.insert(prefix);
+        LaneCheckpoint c;
+        c.partition = lane->partition;
+        c.priority = lane->priority;
+        c.topic = lane->topic;
+        c.next = lane->next();
+        c.written = lane->written_exists ? lane->written
+                                         : record_.StartOf(lane->partition);
+        st.lanes.push_back(std::move(c));
+      }
+      st.lag += lane->buf.size();
+      // Read to its end unless it is to be read again.
+      if (lane->active || lane->reread || lane->rehint) {
+        plan.count.push_back({prefix, std::max(lane->read, cutoff)});
+      }
     }
-    st.lag += lane->buf.size();
-    // Read to its end unless it is to be read again.
-    if (lane->active || lane->reread || lane->rehint) {
-      HQ_RETURN_IF_ERROR(
-          CountLag(lane->prefix, std::max(lane->read, cutoff), it.get(), &st));
+    if (paged()) {
+      std::unique_ptr<leveldb::Iterator> it(
+          NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
+      HQ_RETURN_IF_ERROR(PlanWaiting(cutoff, it.get(), &plan));
     }
+    // The snapshot holds the checkpoints and messages of this moment.
+    snapshot = db_->leveldb()->GetSnapshot();
   }
-  if (paged()) HQ_RETURN_IF_ERROR(CountWaiting(cutoff, it.get(), &st));
+  // Without the lock: deliveries go on while Stats reads.
+  absl::Cleanup release = [&] { db_->leveldb()->ReleaseSnapshot(snapshot); };
+  leveldb::ReadOptions ro = CheckedReadOptions();
+  ro.snapshot = snapshot;
+  if (with_lanes) HQ_RETURN_IF_ERROR(AddStoredLanes(in_memory, ro, &st));
+  std::unique_ptr<leveldb::Iterator> it(NewCheckedIterator(db_->leveldb(), ro));
+  for (const auto& [prefix, from] : plan.count) {
+    HQ_RETURN_IF_ERROR(CountLag(prefix, from, it.get(), &st));
+  }
+  HQ_RETURN_IF_ERROR(CountStored(plan, cutoff, with_lanes, ro, it.get(), &st));
+  if (!plan.exact) st.lag_exact = false;
   // Lane order: partition, priority from the highest, topic.
   std::sort(st.lanes.begin(), st.lanes.end(),
             [](const LaneCheckpoint& a, const LaneCheckpoint& b) {

@@ -27,6 +27,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -80,12 +81,10 @@ class SubscriptionImpl final : public Subscription,
   absl::StatusOr<SubscriptionStats> Stats() override { return Stats(true); }
   // Stats, with `lanes` filled only if `with_lanes`: without, it reads no
   // checkpoint record of a lane not in memory (bounded by the working set,
-  // not by the topics), as the live status file needs.
+  // not by the topics), as the live status file needs. It holds the
+  // subscription's lock only to copy the state in memory and peek at the
+  // source; the checkpoints and the lag are read after, on a snapshot.
   absl::StatusOr<SubscriptionStats> Stats(bool with_lanes);
-  // Adds to st->lanes the checkpoint of every lane not in memory (one per
-  // record: O(lanes with one)).
-  absl::Status AddStoredLanes(SubscriptionStats* st)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Checkpoint() override;
 
   // LaneListener.
@@ -99,6 +98,17 @@ class SubscriptionImpl final : public Subscription,
   // Lanes in memory, and lanes active (to be read).
   size_t TEST_ResidentLanes() ABSL_LOCKS_EXCLUDED(mu_);
   size_t TEST_ActiveLanes() ABSL_LOCKS_EXCLUDED(mu_);
+  // Sets a function that Stats calls before it counts each lane's lag
+  // (nullptr: none). REQUIRES: no Stats call runs.
+  void TEST_SetCountHook(std::function<void()> hook) {
+    test_count_hook_ = std::move(hook);
+  }
+  // Whether the subscription's lock is free now (takes and releases it).
+  bool TEST_LockIsFree() ABSL_LOCKS_EXCLUDED(mu_) {
+    if (!mu_.TryLock()) return false;
+    mu_.Unlock();
+    return true;
+  }
 
  private:
   struct Buffered {
@@ -155,12 +165,27 @@ class SubscriptionImpl final : public Subscription,
   // the limit of the count).
   absl::Status CountLag(std::string_view lane_prefix, MessageId from,
                         leveldb::Iterator* it, SubscriptionStats* st) const;
-  // Paged: adds the lag of up to kPeekLanes lanes waiting in the source
-  // (and lists those without a checkpoint record); the lag is a lower
-  // bound if more wait.
-  absl::Status CountWaiting(MessageId cutoff, leveldb::Iterator* it,
-                            SubscriptionStats* st)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What Stats reads after letting go of the lock: lanes whose lag to
+  // count from a position, and lanes waiting in the source whose
+  // checkpoint to read first. `exact`: no more lanes wait than were peeked.
+  struct StatsPlan {
+    std::vector<std::pair<std::string, MessageId>> count;
+    std::vector<std::string> stored;
+    bool exact = true;
+  };
+  // Paged: plans the lag of up to kPeekLanes lanes waiting in the source.
+  absl::Status PlanWaiting(MessageId cutoff, leveldb::Iterator* it,
+                           StatsPlan* plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Counts the lag of plan.stored from their checkpoints read with `ro`
+  // (listing, with `with_lanes`, those without a checkpoint record).
+  absl::Status CountStored(const StatsPlan& plan, MessageId cutoff,
+                           bool with_lanes, const leveldb::ReadOptions& ro,
+                           leveldb::Iterator* it, SubscriptionStats* st) const;
+  // Adds to st->lanes the checkpoint of every lane not in `in_memory`, read
+  // with `ro` (one per record: O(lanes with one)).
+  absl::Status AddStoredLanes(const absl::flat_hash_set<std::string>& in_memory,
+                              const leveldb::ReadOptions& ro,
+                              SubscriptionStats* st) const;
   // Whether `lane` can leave memory once its checkpoint is written.
   static bool Idle(const Lane& lane);
   bool Full() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -188,6 +213,7 @@ class SubscriptionImpl final : public Subscription,
   const format::SubRecord record_;
   std::vector<bool> partition_set_;  // Empty: all.
   absl::flat_hash_set<std::string> topic_set_;
+  std::function<void()> test_count_hook_;  // TEST_SetCountHook.
 
   LaneNotes notes_;  // Lanes written since TakeNotes (time layout).
   // Topic layout: set by the write path, taken by TakeNotes.
