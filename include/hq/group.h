@@ -165,11 +165,13 @@ struct GroupOptions {
   // about 64 MiB), whatever the number of topics. The others wait in the
   // queue's lane activity index, on disk, and take their turn in the same
   // round-robin order (a lane that had its turn and still has messages
-  // goes to the back, behind the lanes waiting on disk; it stays in
-  // memory, within this cap, while it waits for its turn). Lanes with
+  // goes to the back, behind the lanes waiting on disk; in an unordered
+  // group it stays in memory, within this cap, while it waits for its
+  // turn). Lanes with
   // tasks in flight or waiting to be delivered again stay in memory
-  // besides, bounded by the tasks, and lanes with more messages keep the
-  // next few read ahead (at most 16 MiB a group). A claim that may take only some lanes (a
+  // besides, bounded by the tasks, and an unordered group's lanes with
+  // more messages keep the next few read ahead (at most 16 MiB of heap a
+  // group). A claim that may take only some lanes (a
   // partition or topic filter; any claim of an ordered group, which takes
   // one lane per idle partition of its consumer) may page in up to
   // max(256, 4 x ClaimOptions::max) lanes over this cap, so that lanes it
@@ -294,7 +296,8 @@ struct GroupStats {
   // stops at 100000: backlog_exact = false then says backlog is a lower
   // bound. With the `time` layout and a topic filter, the count also reads
   // past the messages of other topics. An unordered group of a `topic`
-  // layout queue counts the lanes in memory and at most 1024 more; if
+  // layout queue counts its active lanes and at most 1024 lanes waiting on
+  // disk (a lane resting in memory counts if its turn is among those); if
   // others may have messages, backlog_exact is false. The count is of one
   // moment (a snapshot) and runs without the group's lock: claims and
   // completions go on while Stats counts.

@@ -134,6 +134,11 @@ absl::StatusOr<bool> GroupImpl::ReadLane(
     // it examines).
     ReadAhead& ahead = lane->ahead;
     ahead.DropBelow(lane->scan);
+    // A sweep may have deleted some since (a clock that stepped back):
+    // read them again.
+    if (!ahead.empty() && ahead.front_id() < queue_->swept_cutoff()) {
+      ahead.Clear();
+    }
     while (!ahead.empty()) {
       HQ_ASSIGN_OR_RETURN(
           const bool go_on,
@@ -157,8 +162,9 @@ absl::StatusOr<bool> GroupImpl::ReadLane(
     HQ_ASSIGN_OR_RETURN(const bool go_on,
                         Offer(&r, id, topic, View(it->value())));
     if (go_on) continue;
-    if (r.has_topic && r.handed == want) {
-      // The lane's next turn starts here.
+    if (r.has_topic && r.handed == want && !record_.ordered) {
+      // The lane's next turn starts here (an ordered group's lane leaves
+      // memory when its task completes: what it read ahead would be lost).
       HQ_RETURN_IF_ERROR(lane->ahead.Fill(lane->prefix, it, &ahead_budget_));
     }
     return false;

@@ -193,9 +193,10 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
     LaneSource::Hold hold;     // Paged groups: the source position it holds.
     bool park_record = false;  // A park record of it is on disk (as known).
     bool parked_out = false;   // Parked: found again through that record.
-    // Unordered paged groups: it had its turn with messages left and went
-    // behind the lanes waiting on disk (a new hint brings it back). Kept
-    // in memory while idle (in resting_) so that its return reads nothing.
+    // Paged groups: it had its turn with messages left and went behind the
+    // lanes waiting on disk (a new hint brings it back). An unordered
+    // group keeps it in memory while idle (in resting_) so that its return
+    // reads nothing.
     bool behind = false;
     bool resting = false;  // In resting_, at rest_pos.
     std::list<Lane*>::iterator rest_pos;

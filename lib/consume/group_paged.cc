@@ -324,7 +324,7 @@ absl::StatusOr<bool> GroupImpl::TakeRound(PagedRound* r, ClaimPass* p) {
       // Not due: behind the lanes waiting, if any, and not back in this
       // claim (its hint is read by a later one).
       std::vector<Lane*> later;
-      Touch(lane, &p->touched);  // Forgotten after the write if idle.
+      Touch(lane, &p->touched);  // Resting or forgotten after the write.
       Requeue(lane,
               source_->pending(r->prio) || !r->requeued_dq.empty() ||
                   !r->requeued.empty(),

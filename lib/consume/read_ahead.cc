@@ -26,18 +26,24 @@ absl::Status ReadAhead::Fill(std::string_view prefix, leveldb::Iterator* it,
     MessageId id;
     if (!LayoutCodec::LaneMessage(View(it->key()), prefix, &id)) break;
     const size_t n = it->value().size();
-    if (data_.size() + n > kMaxBytes || budget->used + n > budget->limit) {
+    if (data_.size() + n > kMaxBytes ||
+        budget->used + n + sizeof(Entry) > budget->limit) {
       break;
     }
     entries_.push_back({.id = id, .offset = data_.size(), .size = n});
     data_.append(it->value().data(), n);
-    budget->used += n;
+    budget->used += n + sizeof(Entry);
   }
+  // The heap held is what the budget counts.
+  entries_.shrink_to_fit();
+  data_.shrink_to_fit();
   return FromLevelDb(it->status(), "reading a lane ahead");
 }
 
 void ReadAhead::Clear() {
-  if (budget_ != nullptr) budget_->used -= data_.size();
+  if (budget_ != nullptr) {
+    budget_->used -= data_.size() + entries_.size() * sizeof(Entry);
+  }
   entries_.clear();
   next_ = 0;
   data_.clear();

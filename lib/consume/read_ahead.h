@@ -8,12 +8,15 @@
 // Sound because a message never changes once written, no message is ever
 // written between two existing messages of a lane (ids grow in commit
 // order), and only two things delete messages: the TTL sweep, below the
-// queue's cutoff (a reader drops what its cursor passed, DropBelow), and
-// DropQueue, which ends the consumer. The entries say nothing of what
-// follows them: once they are used up the reader seeks.
+// queue's cutoff (a reader drops what its cursor passed, DropBelow, and
+// everything if an entry lies below the greatest cutoff a sweep used, as
+// after the clock stepped back), and DropQueue, which ends the consumer. The
+// entries say nothing of what follows them: once they are used up the reader
+// seeks.
 //
-// The bytes kept are counted against a Budget that a consumer's lanes
-// share. Not thread-safe: the owner calls it under its own lock.
+// The bytes kept (values and entries) are counted against a Budget that a
+// consumer's lanes share. Not thread-safe: the owner calls it under its own
+// lock.
 
 #ifndef HQ_LIB_CONSUME_READ_AHEAD_H_
 #define HQ_LIB_CONSUME_READ_AHEAD_H_

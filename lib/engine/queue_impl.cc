@@ -90,6 +90,18 @@ MessageId QueueImpl::TtlCutoff(absl::Time now) const {
   return MessageId::AtTime(now - ttl);
 }
 
+MessageId QueueImpl::swept_cutoff() const {
+  const uint64_t v = swept_cutoff_.load();
+  return MessageId{v >> 16, static_cast<uint16_t>(v & 0xffff)};
+}
+
+void QueueImpl::NoteSwept(MessageId cutoff) {
+  const uint64_t v = cutoff.ms << 16 | cutoff.seq;
+  uint64_t seen = swept_cutoff_.load();
+  while (seen < v && !swept_cutoff_.compare_exchange_weak(seen, v)) {
+  }
+}
+
 bool QueueImpl::Sync(const PutOptions& o) const {
   return o.sync.value_or(db_->default_sync());
 }

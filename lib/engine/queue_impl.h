@@ -124,6 +124,11 @@ class QueueImpl final : public Queue {
   // Messages with ids below this have outlived the queue's TTL at `now`
   // (Min() without a TTL).
   MessageId TtlCutoff(absl::Time now) const;
+  // The greatest cutoff a TTL sweep of this queue used (Min if none since
+  // Open): messages below it may be deleted even if the clock stepped back
+  // below it since. A sweep notes its cutoff before it deletes.
+  MessageId swept_cutoff() const;
+  void NoteSwept(MessageId cutoff);
   const LayoutCodec& codec() const { return codec_; }
 
   // Set once, by DropQueue, inside the write pipeline.
@@ -174,6 +179,7 @@ class QueueImpl final : public Queue {
   const LayoutCodec& codec_;
   std::atomic<uint32_t> round_robin_{0};
   std::atomic<bool> dropped_{false};
+  std::atomic<uint64_t> swept_cutoff_{0};  // ms << 16 | seq.
 
   // Groups loaded in this process. groups_mu_ is held while a group loads;
   // listeners_mu_ only while the write path notes lanes.

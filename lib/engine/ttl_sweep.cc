@@ -76,6 +76,15 @@ absl::Status DbImpl::SweepQueue(uint32_t queue_id, std::string_view name,
   const LaneSweep sweep{queue_id, &LayoutCodec::For(record.options.layout),
                         MessageId::AtTime(now - record.options.ttl),
                         static_cast<size_t>(options_.ttl_sweep_batch)};
+  {
+    // Before any deletion: readers that keep messages read ahead drop
+    // those below it (QueueImpl::swept_cutoff).
+    MutexLock l(&catalog_mu_);
+    if (auto q = queues_.find(Av(name));
+        q != queues_.end() && q->second->id() == queue_id) {
+      q->second->NoteSwept(sweep.cutoff);
+    }
+  }
   std::unique_ptr<leveldb::Iterator> dir(
       NewCheckedIterator(db_.get(), CheckedReadOptions()));
   std::unique_ptr<leveldb::Iterator> it(
