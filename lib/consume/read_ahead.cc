@@ -20,7 +20,7 @@ void ReadAhead::DropBelow(MessageId id) {
 
 absl::Status ReadAhead::Fill(std::string_view prefix, leveldb::Iterator* it,
                              Budget* budget) {
-  Clear();
+  Forget();  // Its buffers are reused.
   budget_ = budget;
   for (; it->Valid() && entries_.size() < kMaxMessages; it->Next()) {
     MessageId id;
@@ -40,13 +40,17 @@ absl::Status ReadAhead::Fill(std::string_view prefix, leveldb::Iterator* it,
   return FromLevelDb(it->status(), "reading a lane ahead");
 }
 
-void ReadAhead::Clear() {
+void ReadAhead::Forget() {
   if (budget_ != nullptr) {
     budget_->used -= data_.size() + entries_.size() * sizeof(Entry);
   }
   entries_.clear();
   next_ = 0;
   data_.clear();
+}
+
+void ReadAhead::Clear() {
+  Forget();
   // A lane with nothing kept keeps no memory either.
   entries_.shrink_to_fit();
   data_.shrink_to_fit();

@@ -62,6 +62,9 @@ class ReadAhead {
   void Clear();
 
  private:
+  // Gives the bytes back and empties the entries, keeping the buffers.
+  void Forget();
+
   struct Entry {
     MessageId id;
     size_t offset;  // In data_.

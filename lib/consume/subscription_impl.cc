@@ -691,15 +691,16 @@ absl::Status SubscriptionImpl::PlanWaiting(MessageId cutoff,
       }
       continue;
     }
-    uint32_t partition;
-    int priority;
+    LaneCheckpoint c;
     std::string_view topic;
-    if (!LayoutCodec::ParseLanePrefix(prefix, true, &partition, &priority,
+    if (!LayoutCodec::ParseLanePrefix(prefix, true, &c.partition, &c.priority,
                                       &topic)) {
       return absl::DataLossError(absl::StrCat(
           "subscription '", name_, "': the lane index names a malformed lane"));
     }
-    if (InScope(partition, topic)) plan->stored.push_back(std::move(prefix));
+    if (!InScope(c.partition, topic)) continue;
+    c.topic.assign(topic);
+    plan->stored.push_back({std::move(prefix), std::move(c)});
   }
   return absl::OkStatus();
 }
@@ -709,14 +710,8 @@ absl::Status SubscriptionImpl::CountStored(const StatsPlan& plan,
                                            const leveldb::ReadOptions& ro,
                                            leveldb::Iterator* it,
                                            SubscriptionStats* st) const {
-  for (const std::string& prefix : plan.stored) {
-    LaneCheckpoint c;
-    std::string_view topic;
-    if (!LayoutCodec::ParseLanePrefix(prefix, true, &c.partition, &c.priority,
-                                      &topic)) {
-      return absl::DataLossError(absl::StrCat(
-          "subscription '", name_, "': the lane index names a malformed lane"));
-    }
+  for (const auto& [prefix, lane] : plan.stored) {
+    LaneCheckpoint c = lane;
     std::string value;
     leveldb::Status s =
         CheckedGet(db_->leveldb(), ro, CheckpointKey(prefix), &value);
@@ -729,7 +724,6 @@ absl::Status SubscriptionImpl::CountStored(const StatsPlan& plan,
     } else if (s.IsNotFound()) {
       // Not listed by the checkpoint records: listed here.
       if (with_lanes) {
-        c.topic.assign(topic);
         c.written = c.next;
         st->lanes.push_back(c);
       }

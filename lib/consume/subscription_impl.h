@@ -167,10 +167,11 @@ class SubscriptionImpl final : public Subscription,
                         leveldb::Iterator* it, SubscriptionStats* st) const;
   // What Stats reads after letting go of the lock: lanes whose lag to
   // count from a position, and lanes waiting in the source whose
-  // checkpoint to read first. `exact`: no more lanes wait than were peeked.
+  // checkpoint to read first (with their partition, priority and topic).
+  // `exact`: no more lanes wait than were peeked.
   struct StatsPlan {
     std::vector<std::pair<std::string, MessageId>> count;
-    std::vector<std::string> stored;
+    std::vector<std::pair<std::string, LaneCheckpoint>> stored;
     bool exact = true;
   };
   // Paged: plans the lag of up to kPeekLanes lanes waiting in the source.
