@@ -453,6 +453,7 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
     return std::vector<Task>();
   }
   HQ_RETURN_IF_ERROR(Usable());
+  handed_.clear();
   if (paged()) {
     TakePagedNotes();
   } else {
@@ -499,15 +500,20 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
   for (Lane* lane : p.touched) Settle(lane, &p.batch);
   PutDone(p.gone, &p.batch);
   HQ_RETURN_IF_ERROR(Write(p.batch));
-  // Leases start once the claim is on disk.
-  for (Task& t : p.out) {
-    std::string prefix;
-    queue_->codec().AppendLanePrefix(&prefix, queue_->id(), t.partition,
-                                     t.priority, t.topic);
-    Lane* lane = FindLane(prefix);
-    Rec& rec = lane->tasks.find(t.id)->second;
+  // Leases start once the claim is on disk. A task handed out is in flight
+  // until this call returns: its lane and record stay.
+  if (handed_.size() != p.out.size()) {
+    return Fail(absl::InternalError(absl::StrFormat(
+        "consumer group '%s': a claim handed out %d tasks and returns %d",
+        name_, handed_.size(), p.out.size())));
+  }
+  for (size_t i = 0; i < p.out.size(); ++i) {
+    Task& t = p.out[i];
+    auto [lane, rec_ptr] = handed_[i];
+    Rec& rec = *rec_ptr;
     absl::StatusOr<LeaseId> id = db_->leases()->Create(
-        lease, [this, prefix, mid = t.id, attempts = rec.attempts] {
+        lease,
+        [this, prefix = lane->prefix, mid = t.id, attempts = rec.attempts] {
           OnLeaseExpired(prefix, mid, attempts);
         });
     if (!id.ok()) return Fail(id.status());

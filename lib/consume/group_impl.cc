@@ -72,6 +72,8 @@ GroupImpl::GroupImpl(DbImpl* db, QueueImpl* queue, std::string name,
       queue_(queue),
       name_(std::move(name)),
       record_(record),
+      cursor_prefix_(format::GroupRecordPrefix(format::kCursorTag, queue->id(),
+                                               record.id)),
       topic_set_(record.topics.begin(), record.topics.end()),
       notes_(queue->codec().lane_has_topic()),
       options_(options),
@@ -164,8 +166,9 @@ absl::Status GroupImpl::ForEachInWindow(std::string_view prefix,
 }
 
 std::string GroupImpl::CursorKey(std::string_view lane_prefix) const {
-  std::string k =
-      format::GroupRecordPrefix(format::kCursorTag, queue_->id(), record_.id);
+  std::string k;
+  k.reserve(cursor_prefix_.size() + lane_prefix.size());
+  k = cursor_prefix_;
   format::AppendLaneRest(&k, lane_prefix);
   return k;
 }
@@ -386,7 +389,7 @@ absl::Status GroupImpl::LoadWindow(Lane* lane, MessageId cutoff,
 }
 
 GroupImpl::Lane* GroupImpl::FindLane(std::string_view prefix) {
-  auto it = lanes_.find(Av(prefix));
+  auto it = lanes_.find(prefix);
   return it == lanes_.end() ? nullptr : it->second.get();
 }
 
@@ -405,11 +408,12 @@ absl::StatusOr<GroupImpl::Lane*> GroupImpl::GetLane(
         "consumer group '", name_, "': a record names a malformed lane"));
   }
   lane->topic.assign(topic);
+  lane->cursor_key = CursorKey(prefix);
   format::CursorValue c;
   if (cursor != nullptr) {
     c = *cursor;
     lane->saved_exists = true;
-  } else if (!CursorMayExist(CursorKey(prefix))) {
+  } else if (!CursorMayExist(lane->cursor_key)) {
     c.scan = c.done = StartOf(lane->partition);
     lane->saved_exists = false;
   } else {
@@ -567,6 +571,7 @@ void GroupImpl::HandOut(Lane* lane, MessageId id, Rec* rec, absl::Time now,
   t->attempt = rec->attempts;
   t->lease_deadline = rec->deadline;
   if (rec->attempts > 1 || !covered) PutTask(lane, id, rec, batch);
+  handed_.emplace_back(lane, rec);
 }
 
 void GroupImpl::Settle(Lane* lane, leveldb::WriteBatch* batch) {
@@ -592,9 +597,8 @@ void GroupImpl::Settle(Lane* lane, leveldb::WriteBatch* batch) {
           ? (now.scan == lane->saved.scan && now.done == lane->saved.done)
           : (now.scan == MessageId::Min() && now.done == MessageId::Min());
   if (!unchanged) {
-    const std::string key = CursorKey(lane->prefix);
-    batch->Put(key, format::EncodeCursor(now));
-    cursor_ceiling_.Raise(key);
+    batch->Put(lane->cursor_key, format::EncodeCursor(now));
+    cursor_ceiling_.Raise(lane->cursor_key);
   }
   if (paged()) MaybeRelease(lane, batch);
 }

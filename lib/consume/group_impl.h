@@ -180,7 +180,8 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
     }
   };
   struct Lane {
-    std::string prefix;  // The message lane prefix.
+    std::string prefix;      // The message lane prefix.
+    std::string cursor_key;  // Its cursor record's key (CursorKey).
     uint32_t partition = 0;
     int priority = 0;
     std::string topic;  // Topic layout only.
@@ -531,6 +532,7 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Marks `rec` in flight (attempt + 1) and appends its record unless this
   // is its first attempt and `covered` (the scan cursor moves past it).
+  // Notes it in handed_.
   void HandOut(Lane* lane, MessageId id, Rec* rec, absl::Time now,
                absl::Duration lease, bool covered, Task* t,
                leveldb::WriteBatch* batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -621,6 +623,8 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   QueueImpl* const queue_;
   const std::string name_;
   const format::GroupRecord record_;
+  // The key prefix of the group's cursor records.
+  const std::string cursor_prefix_;
   absl::flat_hash_set<std::string> topic_set_;
   std::function<void()> test_count_hook_;  // TEST_SetCountHook.
 
@@ -643,8 +647,11 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // lanes give theirs back when destroyed.
   ReadAhead::Budget ahead_budget_ ABSL_GUARDED_BY(mu_){
       .limit = kReadAheadBytes};
-  absl::flat_hash_map<std::string, std::unique_ptr<Lane>> lanes_
+  // Keyed by each lane's own prefix (Lane::prefix).
+  absl::flat_hash_map<std::string_view, std::unique_ptr<Lane>> lanes_
       ABSL_GUARDED_BY(mu_);
+  // The tasks the claim in progress handed out, in its order (HandOut).
+  std::vector<std::pair<Lane*, Rec*>> handed_ ABSL_GUARDED_BY(mu_);
   // Per priority: lanes that may have new messages, in round-robin order.
   std::vector<std::deque<Lane*>> active_ ABSL_GUARDED_BY(mu_);
   // Per priority: tasks waiting to be delivered again, by due time.
