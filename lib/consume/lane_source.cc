@@ -161,7 +161,7 @@ absl::Status LaneSource::NextWalk(int priority, size_t max,
       t.prefix.assign(walk.prefix());
       t.hold.priority = priority;
       t.hold.walk_key.assign(rest);
-      st.walk_holds.insert(t.hold.walk_key);
+      HoldWalked(&st, t.hold.walk_key);
       st.walk_next.assign(rest);
       st.walk_next.push_back('\0');  // The next lane sorts at or after.
       out->push_back(std::move(t));
@@ -229,7 +229,39 @@ void LaneSource::Release(const Hold& hold) {
     auto it = st.holds.find(hold.seq);
     if (it != st.holds.end() && --it->second == 0) st.holds.erase(it);
   } else if (!hold.walk_key.empty()) {
-    st.walk_holds.erase(hold.walk_key);
+    ReleaseWalked(&st, hold.walk_key);
+  }
+}
+
+void LaneSource::HoldWalked(State* st, std::string_view rest) {
+  std::deque<State::WalkHold>& q = st->walk_holds;
+  ++st->walk_held;
+  if (q.empty() || q.back().rest < rest) {
+    q.push_back({.rest = std::string(rest)});  // The walk's order.
+    return;
+  }
+  auto it = std::lower_bound(
+      q.begin(), q.end(), rest,
+      [](const State::WalkHold& h, std::string_view k) { return h.rest < k; });
+  if (it != q.end() && it->rest == rest) {
+    if (it->held) --st->walk_held;  // Held already.
+    it->held = true;
+    return;
+  }
+  q.insert(it, {.rest = std::string(rest)});
+}
+
+void LaneSource::ReleaseWalked(State* st, std::string_view rest) {
+  std::deque<State::WalkHold>& q = st->walk_holds;
+  auto it = std::lower_bound(
+      q.begin(), q.end(), rest,
+      [](const State::WalkHold& h, std::string_view k) { return h.rest < k; });
+  if (it == q.end() || it->rest != rest || !it->held) return;
+  it->held = false;
+  --st->walk_held;
+  while (!q.empty() && !q.front().held) q.pop_front();
+  if (q.size() > 2 * st->walk_held + 64) {
+    std::erase_if(q, [](const State::WalkHold& h) { return !h.held; });
   }
 }
 
@@ -245,7 +277,7 @@ format::SourceValue LaneSource::Position() const {
     pos.walking = st.walking && !(st.walk_at_end && st.walk_holds.empty());
     if (pos.walking) {
       pos.walk_from =
-          st.walk_holds.empty() ? st.walk_next : *st.walk_holds.begin();
+          st.walk_holds.empty() ? st.walk_next : st.walk_holds.front().rest;
     }
   }
   return v;

@@ -20,8 +20,8 @@
 #define HQ_LIB_CONSUME_LANE_SOURCE_H_
 
 #include <cstdint>
+#include <deque>
 #include <map>
-#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -94,11 +94,24 @@ class LaneSource {
     bool more = true;        // Hints may be unread.
     // Seqs of held hints: how many of each hint's lanes are held.
     std::map<uint64_t, uint32_t> holds;
-    bool walking = false;              // As durable: the walk is not finished.
-    bool walk_at_end = false;          // The walk passed the last partition.
-    std::string walk_next;             // lane_rest to seek the next lane at.
-    std::set<std::string> walk_holds;  // lane_rest of held lanes.
+    bool walking = false;      // As durable: the walk is not finished.
+    bool walk_at_end = false;  // The walk passed the last partition.
+    std::string walk_next;     // lane_rest to seek the next lane at.
+    // Walked lanes (lane_rest), in walk order, which is key order: the
+    // front is held; a lane released behind it stays, marked, until the
+    // front goes, or until they outnumber the held ones (memory stays
+    // proportional to the lanes held).
+    struct WalkHold {
+      std::string rest;
+      bool held = true;
+    };
+    std::deque<WalkHold> walk_holds;
+    size_t walk_held = 0;  // Entries of walk_holds still held.
   };
+  // Notes the walked lane `rest` of `st` held (kept in key order).
+  static void HoldWalked(State* st, std::string_view rest);
+  // Marks the walked lane `rest` of `st` released.
+  static void ReleaseWalked(State* st, std::string_view rest);
   bool walk_pending(int priority) const {
     return state_[priority].walking && !state_[priority].walk_at_end;
   }
