@@ -134,6 +134,27 @@ void Eventually(const std::function<bool()>& pred) {
   }
 }
 
+// Waits until `pred` holds while `progress` keeps growing: aborts only
+// after 60 s without progress (a liveness bound for long deliveries, which
+// a sanitizer on a loaded machine slows down many times over).
+void WhileProgressing(const std::function<bool()>& pred,
+                      const std::function<size_t()>& progress) {
+  size_t seen = progress();
+  absl::Time give_up = absl::Now() + absl::Seconds(60);
+  while (!pred()) {
+    if (const size_t now = progress(); now != seen) {
+      seen = now;
+      give_up = absl::Now() + absl::Seconds(60);
+    }
+    if (absl::Now() > give_up) {
+      std::fprintf(stderr, "subscription_test: no progress in 60 s (at %zu)\n",
+                   seen);
+      std::abort();
+    }
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+}
+
 // Lane of a delivered message: partition, priority and (topic layout)
 // topic.
 std::string LaneOf(const Got& g, Layout layout) {
@@ -715,6 +736,11 @@ class ResidentSampler : public MessageListener {
     return absl::OkStatus();
   }
   void Watch(Subscription* s) { sub_.store(s); }
+  // Distinct payloads delivered (cheap to poll, unlike got()).
+  size_t distinct() {
+    MutexLock l(&mu_);
+    return got_.size();
+  }
   std::map<std::string, int> got() {
     MutexLock l(&mu_);
     return got_;
@@ -750,10 +776,12 @@ TEST_CASE(
   Subscription* s = ValueOrDie(q->Subscribe(o, &c));
   c.Watch(s);
   test::PutSites(q, kTopics / 2, kTopics);
-  Eventually([&] {
-    return c.got().size() == static_cast<size_t>(kTopics) &&
-           ValueOrDie(s->Stats()).lag == 0;
-  });
+  WhileProgressing(
+      [&] {
+        return c.distinct() == static_cast<size_t>(kTopics) &&
+               ValueOrDie(s->Stats()).lag == 0;
+      },
+      [&] { return c.distinct(); });
   for (const auto& [payload, n] : c.got()) {
     INFO(payload);
     CHECK(n == 1);
