@@ -222,6 +222,43 @@ TEST_CASE("release delivers again after retry_after; extend keeps a lease") {
   CHECK(absl::IsFailedPrecondition(g->Extend(&again[0], absl::Seconds(10))));
 }
 
+TEST_CASE("a claim's tasks share one lease, and each leaves it on its own") {
+  const Layout layout = GENERATE(Layout::kTime, Layout::kTopic);
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.layout = layout}));
+  PutN(q, 5);
+  ConsumerGroup* g = ValueOrDie(
+      q->Group("g", NoJitter({.lease = absl::Seconds(10),
+                              .backoff_base = absl::ZeroDuration()})));
+  const size_t leases_before = f.db()->leases()->size();
+  std::vector<Task> t = ValueOrDie(g->Claim({.max = 4}));
+  REQUIRE(Payloads(t) == std::vector<std::string>{"m0", "m1", "m2", "m3"});
+  CHECK(f.db()->leases()->size() == leases_before + 1);  // One timer.
+  HQ_REQUIRE_OK(g->Complete(std::span(&t[0], 1)));
+  HQ_REQUIRE_OK(g->Release(t[1], absl::Seconds(100)));
+  f.clock().Advance(absl::Seconds(8));
+  HQ_REQUIRE_OK(g->Extend(&t[2], absl::Seconds(10)));  // A lease of its own.
+  CHECK(f.db()->leases()->size() == leases_before + 2);
+  // The claim's lease expires for m3 alone; m2 is held till 18 s.
+  f.clock().Advance(absl::Seconds(2));
+  std::vector<Task> again = ValueOrDie(g->Claim({.max = 5}));
+  CHECK(Payloads(again) == std::vector<std::string>{"m3", "m4"});
+  CHECK(again.at(0).attempt == 2);
+  CHECK(absl::IsFailedPrecondition(g->Complete(std::span(&t[3], 1))));
+  HQ_REQUIRE_OK(g->Complete(again));
+  f.clock().Advance(absl::Seconds(7));  // 17 s: m2 still held.
+  CHECK(ValueOrDie(g->Claim({.max = 5})).empty());
+  HQ_REQUIRE_OK(g->Extend(&t[2], absl::Seconds(10)));  // Renewed: to 27 s.
+  f.clock().Advance(absl::Seconds(9));
+  CHECK(ValueOrDie(g->Claim({.max = 5})).empty());
+  HQ_REQUIRE_OK(g->Complete(std::span(&t[2], 1)));
+  // Every task left its share: no timer is left behind.
+  CHECK(f.db()->leases()->size() == leases_before);
+  const GroupStats st = ValueOrDie(g->Stats());
+  CHECK(st.in_flight == 0);
+  CHECK(st.redelivery == 1);  // m1, released for 100 s.
+}
+
 TEST_CASE("after max attempts a task is dead-lettered, listed and requeued") {
   const Layout layout = GENERATE(Layout::kTime, Layout::kTopic);
   DbFixture f(Storage::kMemory, NoBackgroundSweeps());

@@ -500,25 +500,19 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
   for (Lane* lane : p.touched) Settle(lane, &p.batch);
   PutDone(p.gone, &p.batch);
   HQ_RETURN_IF_ERROR(Write(p.batch));
-  // Leases start once the claim is on disk. A task handed out is in flight
-  // until this call returns: its lane and record stay.
-  if (handed_.size() != p.out.size()) {
-    return Fail(absl::InternalError(absl::StrFormat(
-        "consumer group '%s': a claim handed out %d tasks and returns %d",
-        name_, handed_.size(), p.out.size())));
-  }
-  for (size_t i = 0; i < p.out.size(); ++i) {
-    Task& t = p.out[i];
-    auto [lane, rec_ptr] = handed_[i];
-    Rec& rec = *rec_ptr;
-    absl::StatusOr<LeaseId> id = db_->leases()->Create(
-        lease,
-        [this, prefix = lane->prefix, mid = t.id, attempts = rec.attempts] {
-          OnLeaseExpired(prefix, mid, attempts);
-        });
-    if (!id.ok()) return Fail(id.status());
-    rec.lease = *id;
-    if (consumer != nullptr) t.consumer = rec.consumer = consumer->name;
+  // Leases start once the claim is on disk.
+  if (!p.out.empty()) {
+    if (handed_.size() != p.out.size()) {
+      return Fail(absl::InternalError(absl::StrFormat(
+          "consumer group '%s': a claim handed out %d tasks and returns %d",
+          name_, handed_.size(), p.out.size())));
+    }
+    HQ_RETURN_IF_ERROR(ShareLease(lease));
+    if (consumer != nullptr) {
+      for (size_t i = 0; i < p.out.size(); ++i) {
+        p.out[i].consumer = handed_[i].rec->consumer = consumer->name;
+      }
+    }
   }
   Committed(&p.touched);
   pacer_.Prune(now);  // What this claim looked at and did not hand out.
@@ -534,25 +528,64 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
   return std::move(p.out);
 }
 
-void GroupImpl::OnLeaseExpired(const std::string& prefix, MessageId id,
-                               uint32_t attempts) {
+absl::Status GroupImpl::ShareLease(absl::Duration lease) {
+  const uint64_t key = next_share_++;
+  absl::StatusOr<LeaseId> id =
+      db_->leases()->Create(lease, [this, key] { OnLeaseExpired(key); });
+  if (!id.ok()) return Fail(id.status());
+  LeaseShare& share = shares_[key];
+  share.lease = *id;
+  share.entries.reserve(handed_.size());
+  for (const Handed& h : handed_) {
+    h.rec->share = key;
+    h.rec->share_at = static_cast<uint32_t>(share.entries.size());
+    share.entries.push_back({.lane = h.lane, .id = h.id, .live = true});
+  }
+  share.live = share.entries.size();
+  return absl::OkStatus();
+}
+
+LeaseId GroupImpl::LeaveShare(Rec* rec) {
+  const uint64_t key = rec->share;
+  rec->share = 0;
+  return LeaveShare(key, rec->share_at);
+}
+
+LeaseId GroupImpl::LeaveShare(uint64_t key, uint32_t at) {
+  auto it = key == 0 ? shares_.end() : shares_.find(key);
+  if (it == shares_.end()) return 0;
+  LeaseShare& share = it->second;
+  LeaseShare::Entry& e = share.entries[at];
+  if (!e.live) return 0;
+  e.live = false;
+  if (--share.live > 0) return 0;
+  const LeaseId lease = share.lease;
+  shares_.erase(it);
+  return lease;
+}
+
+void GroupImpl::OnLeaseExpired(uint64_t key) {
   MutexLock l(&mu_);
-  Lane* lane = FindLane(prefix);
-  if (lane == nullptr) return;
-  auto it = lane->tasks.find(id);
-  if (it == lane->tasks.end()) return;
-  Rec& rec = it->second;
-  if (rec.state != format::TaskState::kInFlight || rec.attempts != attempts) {
-    return;  // Completed, released or handed out again meanwhile.
+  auto it = shares_.find(key);
+  if (it == shares_.end()) return;  // Its tasks all left flight meanwhile.
+  LeaseShare share = std::move(it->second);
+  shares_.erase(it);
+  const absl::Time now = db_->clock()->Now();
+  for (const LeaseShare::Entry& e : share.entries) {
+    if (!e.live) continue;
+    Lane* lane = e.lane;
+    auto t = lane->tasks.find(e.id);
+    if (t == lane->tasks.end() || t->second.share != key) continue;
+    Rec& rec = t->second;
+    rec.share = 0;
+    EndInFlight(lane, &rec);
+    if (rec.attempts >= options_.max_attempts) {
+      MarkDying(lane, e.id, &rec, DeadLetterReason::kLeaseExpired);
+    } else {
+      AddWaiting(lane, e.id, &rec, now + Backoff(rec.attempts));
+    }
   }
   if (waiters_.load() > 0) Wake();  // Due now, or a new earliest due time.
-  EndInFlight(lane, &rec);
-  rec.lease = 0;
-  if (rec.attempts >= options_.max_attempts) {
-    MarkDying(lane, id, &rec, DeadLetterReason::kLeaseExpired);
-    return;
-  }
-  AddWaiting(lane, id, &rec, db_->clock()->Now() + Backoff(rec.attempts));
 }
 
 }  // namespace hq

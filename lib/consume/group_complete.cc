@@ -100,9 +100,10 @@ absl::Status GroupImpl::Complete(std::span<const Task> tasks) {
         RemoveWaiting(lane, tasks[i].id, rec);
       } else {
         EndInFlight(lane, rec);
-        if (rec->lease != 0) cancel.push_back(rec->lease);
+        if (const LeaseId lease = LeaveShare(rec); lease != 0) {
+          cancel.push_back(lease);
+        }
       }
-      rec->lease = 0;
       rec->state = format::TaskState::kDone;
       done.emplace_back(lane, tasks[i].id);
       Touch(lane, &touched);
@@ -138,8 +139,7 @@ absl::Status GroupImpl::LetGo(
     HQ_RETURN_IF_ERROR(FindHeld(task, /*allow_expired=*/false, &lane, &rec));
     EndInFlight(lane, rec);
     if (record_.ordered) KeepAlive(task.consumer);
-    cancel = rec->lease;
-    rec->lease = 0;
+    cancel = LeaveShare(rec);
     s = next(lane, rec);
   }
   if (cancel != 0) (void)db_->leases()->Cancel(cancel);
@@ -191,7 +191,23 @@ absl::Status GroupImpl::Extend(Task* task, absl::Duration lease) {
   Rec* rec;
   HQ_RETURN_IF_ERROR(FindHeld(*task, /*allow_expired=*/false, &lane, &rec));
   if (record_.ordered) KeepAlive(task->consumer);
-  absl::Status s = db_->leases()->Renew(rec->lease, lease);
+  // The task gets a share of its own (unless it is alone in its share).
+  auto it = shares_.find(rec->share);
+  absl::Status s = it == shares_.end()
+                       ? absl::FailedPreconditionError("no lease")
+                       : db_->leases()->Deadline(it->second.lease).status();
+  if (s.ok() && it->second.live == 1) {
+    s = db_->leases()->Renew(it->second.lease, lease);
+  } else if (s.ok()) {
+    const uint64_t old = rec->share;
+    const uint32_t old_at = rec->share_at;
+    handed_.clear();
+    handed_.push_back({.lane = lane, .id = task->id, .rec = rec});
+    s = ShareLease(lease);
+    handed_.clear();
+    // Not the last of its old share (it had more live): nothing to cancel.
+    if (s.ok()) (void)LeaveShare(old, old_at);
+  }
   if (!s.ok()) {
     // The expiry won the race; its action is waiting for our lock.
     return absl::FailedPreconditionError(

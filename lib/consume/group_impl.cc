@@ -522,7 +522,6 @@ void GroupImpl::AddWaiting(Lane* lane, MessageId id, Rec* rec, absl::Time due) {
   rec->released = false;
   rec->since = due;
   rec->wait_seq = next_wait_seq_++;
-  rec->lease = 0;
   waiting_[lane->priority].insert(WaitKey{due, rec->wait_seq, lane, id});
   ++waiting_count_;
 }
@@ -532,7 +531,6 @@ void GroupImpl::MarkDying(Lane* lane, MessageId id, Rec* rec,
   rec->state = format::TaskState::kWaiting;
   rec->dying = true;
   rec->reason = reason;
-  rec->lease = 0;
   dying_.emplace_back(lane, id);
 }
 
@@ -556,7 +554,7 @@ void GroupImpl::HandOut(Lane* lane, MessageId id, Rec* rec, absl::Time now,
   rec->attempts += 1;
   rec->since = now;
   rec->deadline = now + lease;
-  rec->lease = 0;
+  rec->share = 0;
   ++in_flight_;
   if (record_.ordered) ++parts_[lane->partition].in_flight;
   if (pacer_.on()) {
@@ -571,7 +569,7 @@ void GroupImpl::HandOut(Lane* lane, MessageId id, Rec* rec, absl::Time now,
   t->attempt = rec->attempts;
   t->lease_deadline = rec->deadline;
   if (rec->attempts > 1 || !covered) PutTask(lane, id, rec, batch);
-  handed_.emplace_back(lane, rec);
+  handed_.push_back({.lane = lane, .id = id, .rec = rec});
 }
 
 void GroupImpl::Settle(Lane* lane, leveldb::WriteBatch* batch) {

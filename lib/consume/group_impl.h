@@ -27,7 +27,8 @@
 //
 // A task lives in its lane's `tasks` map from the moment it is handed out
 // until the completion cursor passes it. In-flight tasks hold a lease in the
-// Db's LeaseManager; its expiry action moves the task to the redelivery set
+// Db's LeaseManager, one per claim shared by its tasks (an extended task
+// gets one of its own); its expiry action moves them to the redelivery set
 // (writing nothing: after a crash, every in-flight record is claimable
 // again anyway). Every change is made in memory and then written as one
 // batch; if that write fails the group refuses every later call (the Db
@@ -154,7 +155,8 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
     uint32_t attempts = 0;
     absl::Time since;       // In flight: claimed at. Waiting: due.
     absl::Time deadline;    // In flight: the lease deadline.
-    LeaseId lease = 0;      // In flight.
+    uint64_t share = 0;     // In flight: its lease share (shares_), and
+    uint32_t share_at = 0;  // its entry there.
     uint64_t wait_seq = 0;  // Waiting: its place in waiting_.
     // A task record is on disk. A task handed out for the first time, in
     // order, has none: the scan cursor says it was handed out.
@@ -598,8 +600,31 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   absl::Status FindHeld(const Task& t, bool allow_expired, Lane** lane,
                         Rec** rec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Duration Backoff(uint32_t attempts) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void OnLeaseExpired(const std::string& prefix, MessageId id,
-                      uint32_t attempts);
+  // Leases. The tasks a claim hands out share one lease, as they share
+  // its deadline: one timer a claim, not one a task. Extend gives a task a
+  // share of its own.
+  struct LeaseShare {
+    struct Entry {
+      Lane* lane;  // Resident while the entry is live (a task in flight).
+      MessageId id;
+      bool live;
+    };
+    LeaseId lease = 0;
+    std::vector<Entry> entries;
+    size_t live = 0;
+  };
+  // Creates one share, with a lease of `lease`, over the tasks handed_
+  // names.
+  absl::Status ShareLease(absl::Duration lease)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes `rec` (in flight) out of its share; returns the share's lease,
+  // to cancel outside the lock, if that left it empty, else 0.
+  LeaseId LeaveShare(Rec* rec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  LeaseId LeaveShare(uint64_t share, uint32_t at)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The lease of share `share` expired: its tasks still in flight wait to
+  // be delivered again (or die, at max_attempts).
+  void OnLeaseExpired(uint64_t share) ABSL_LOCKS_EXCLUDED(mu_);
   std::string TaskKey(const Lane& lane, MessageId id) const;
   std::string CursorKey(std::string_view lane_prefix) const;
 
@@ -651,7 +676,14 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   absl::flat_hash_map<std::string_view, std::unique_ptr<Lane>> lanes_
       ABSL_GUARDED_BY(mu_);
   // The tasks the claim in progress handed out, in its order (HandOut).
-  std::vector<std::pair<Lane*, Rec*>> handed_ ABSL_GUARDED_BY(mu_);
+  struct Handed {
+    Lane* lane;
+    MessageId id;
+    Rec* rec;
+  };
+  std::vector<Handed> handed_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, LeaseShare> shares_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_share_ ABSL_GUARDED_BY(mu_) = 1;
   // Per priority: lanes that may have new messages, in round-robin order.
   std::vector<std::deque<Lane*>> active_ ABSL_GUARDED_BY(mu_);
   // Per priority: tasks waiting to be delivered again, by due time.
