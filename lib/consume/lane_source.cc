@@ -253,9 +253,14 @@ void LaneSource::HoldWalked(State* st, std::string_view rest) {
 
 void LaneSource::ReleaseWalked(State* st, std::string_view rest) {
   std::deque<State::WalkHold>& q = st->walk_holds;
-  auto it = std::lower_bound(
-      q.begin(), q.end(), rest,
-      [](const State::WalkHold& h, std::string_view k) { return h.rest < k; });
+  // Lanes are mostly released in the order they were walked.
+  auto it =
+      !q.empty() && q.front().rest == rest
+          ? q.begin()
+          : std::lower_bound(q.begin(), q.end(), rest,
+                             [](const State::WalkHold& h, std::string_view k) {
+                               return h.rest < k;
+                             });
   if (it == q.end() || it->rest != rest || !it->held) return;
   it->held = false;
   --st->walk_held;
