@@ -187,9 +187,21 @@
 //                    LevelDB (batches of --batch), and
 //                    many_topics_put[leveldb_topic_keys_index], the same
 //                    with one lane index record per batch (as hq writes);
+//                    with --many_topics_drain, the floors of a claim over
+//                    those messages in that raw LevelDB (each message read
+//                    and copied out once, one write per claim of
+//                    --claim_batch and one per completion of it):
+//                    many_topics_claim[leveldb_two_cursors_per_topic], a
+//                    topic's cursor written at its claim and again at its
+//                    completion (as hq's topic layout writes);
+//                    [leveldb_cursor_per_topic], one record per claim and
+//                    one cursor per topic at completion; and
+//                    [leveldb_record_per_claim], no record per topic. Then
 //                    the ratios topic/time of put, read_topic, claim and
-//                    subscribe, and of the topic layout's put to those
-//                    raw LevelDB puts.
+//                    subscribe, of the topic layout's put to those raw
+//                    LevelDB puts and its claim to the first floor, and of
+//                    the floors to the time layout: how near the topic
+//                    layout could come.
 //   layout_lab       The rowkey-layout lab (bench/layout_lab.h): --num
 //                    messages in segments of --lab_segment_size, stored
 //                    under each layout of --lab_layouts in raw LevelDB and

@@ -41,9 +41,11 @@
 #include "leveldb/iterator.h"
 #include "leveldb/write_batch.h"
 #include "lib/engine/db_impl.h"
+#include "lib/format/coding.h"
 #include "lib/format/format.h"
 #include "lib/format/layout_codec.h"
 #include "lib/util/status_macros.h"
+#include "lib/util/strings.h"
 #include "lib/util/sync.h"
 
 namespace hq::bench {
@@ -321,17 +323,16 @@ absl::StatusOr<Result> ManyTopicsPut(Context& c, Queue* q) {
   return c.Payloads(MicrosSince(start) / 1e6, num);
 }
 
-// many_topics' put into a fresh raw LevelDB with the topic layout's keys
-// and values (one queue, partition 0), and with `index` also one lane
-// index record per batch naming its lanes, as hq writes: LevelDB's cost of
-// what hq stores, without hq.
-absl::StatusOr<Result> ManyTopicsRawPut(Context& c, bool index) {
+// many_topics' put into a fresh raw LevelDB (`raw`, left open) with the
+// topic layout's keys and values (one queue, partition 0), and with `index`
+// also one lane index record per batch naming its lanes, as hq writes:
+// LevelDB's cost of what hq stores, without hq.
+absl::StatusOr<Result> ManyTopicsRawPut(Context& c, bool index, RawDb* raw) {
   const int64_t num = c.config.num;
   const int64_t topics = c.config.many_topics;
   const int64_t batch = c.config.batch;
-  RawDb raw;
   const std::string path = c.root + "/many-leveldb";
-  HQ_RETURN_IF_ERROR(OpenFreshRawDb(c.hq_options, path, &raw));
+  HQ_RETURN_IF_ERROR(OpenFreshRawDb(c.hq_options, path, raw));
   const LayoutCodec& codec = LayoutCodec::For(Layout::kTopic);
   const uint64_t base_ms =
       static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
@@ -356,13 +357,100 @@ absl::StatusOr<Result> ManyTopicsRawPut(Context& c, bool index) {
       b.Put(key, value);
     }
     if (index) b.Put(format::ListHintKey(1, 0, seq++), lanes);
-    HQ_RETURN_IF_ERROR(FromLevelDb(raw.db->Write(leveldb::WriteOptions(), &b),
+    HQ_RETURN_IF_ERROR(FromLevelDb(raw->db->Write(leveldb::WriteOptions(), &b),
                                    "writing to raw LevelDB"));
   }
-  const Result r = c.Payloads(MicrosSince(start) / 1e6, num);
-  raw.db.reset();
-  HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DestroyDB(path, {}), path));
-  return r;
+  return c.Payloads(MicrosSince(start) / 1e6, num);
+}
+
+// many_topics' claim floor: raw LevelDB over the messages ManyTopicsRawPut
+// left (one per topic when --num equals --many_topics), doing the least a
+// consumer with durable state must: it reads each message once and copies
+// it out as a task, records each claim of --claim_batch tasks (for a
+// restart: what was handed out), then completes them in one write. With
+// `cursors` 2 (hq's topic layout today) the claim writes each topic's
+// cursor (its window) and the completion writes it again; with 1 the claim
+// writes one record naming its tasks, which the completion deletes as it
+// writes one cursor per topic (the least for a cursor per topic, as
+// TableStore and hq keep); with 0 the completion writes one position
+// record instead (a consumer whose drained topics need no record). hq's
+// time layout writes two records per claim.
+absl::StatusOr<Result> ManyTopicsRawClaim(Context& c, leveldb::DB* db,
+                                          int cursors) {
+  struct RawTask {
+    std::string topic, key, payload;
+    MessageId id;
+  };
+  const size_t want = c.config.claim_batch;
+  const std::string messages = format::MessagePrefix(1);
+  const std::string records = format::GroupRecordPrefix(format::kCursorTag, 1,
+                                                        /*group_id=*/1);
+  std::unique_ptr<leveldb::Iterator> it(db->NewIterator({}));
+  std::vector<RawTask> tasks;
+  std::string claim_key, cursor_key, lanes;
+  leveldb::WriteBatch b;
+  int64_t claimed = 0;
+  uint64_t seq = 0;
+  const SteadyClock::time_point start = SteadyClock::now();
+  it->Seek(messages);
+  while (it->Valid() && View(it->key()).starts_with(messages)) {
+    tasks.clear();
+    lanes.clear();
+    for (; tasks.size() < want && it->Valid() &&
+           View(it->key()).starts_with(messages);
+         it->Next()) {
+      const std::string_view key = View(it->key());
+      const std::string_view lane =
+          key.substr(0, key.size() - LayoutCodec::kMessageIdSize);
+      std::string_view k, payload;
+      uint64_t not_before_ms;
+      if (!format::DecodeMessageValue(View(it->value()), &k, &payload,
+                                      &not_before_ms)) {
+        return absl::DataLossError("raw LevelDB: malformed message");
+      }
+      RawTask& t = tasks.emplace_back();
+      t.topic.assign(lane.substr(messages.size()));
+      t.key.assign(k);
+      t.payload.assign(payload);
+      t.id = LayoutCodec::DecodeMessageId(key.data() + lane.size());
+      format::AppendHintLane(&lanes, lane);
+    }
+    auto put_cursors = [&] {
+      for (const RawTask& t : tasks) {
+        cursor_key = records;
+        cursor_key.append(t.topic);
+        b.Put(cursor_key, format::EncodeCursor({t.id.Next(), t.id.Next()}));
+      }
+    };
+    claim_key = records;
+    coding::PutFixed64(&claim_key, ++seq);
+    b.Clear();
+    if (cursors == 2) {
+      put_cursors();
+    } else {
+      b.Put(claim_key, lanes);
+    }
+    HQ_RETURN_IF_ERROR(FromLevelDb(db->Write({}, &b), "claiming"));
+    b.Clear();
+    if (cursors == 2) {
+      put_cursors();
+    } else {
+      b.Delete(claim_key);
+      if (cursors == 1) {
+        put_cursors();
+      } else {
+        b.Put(records, claim_key);
+      }
+    }
+    HQ_RETURN_IF_ERROR(FromLevelDb(db->Write({}, &b), "completing"));
+    claimed += static_cast<int64_t>(tasks.size());
+  }
+  HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading raw LevelDB"));
+  if (claimed != c.config.num) {
+    return absl::DataLossError(absl::StrFormat(
+        "raw LevelDB: claimed %d of %d messages", claimed, c.config.num));
+  }
+  return c.Payloads(MicrosSince(start) / 1e6, claimed);
 }
 
 // Whole-topic reads of random topics of `q`: up to 1000 of them, or as
@@ -541,10 +629,24 @@ ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ManyTopics(Context& c,
   for (const Layout layout : {Layout::kTopic, Layout::kTime}) {
     HQ_RETURN_IF_ERROR(ManyTopicsLayout(c, layout, results));
   }
-  HQ_ASSIGN_OR_RETURN(const Result raw_put, ManyTopicsRawPut(c, false));
+  RawDb raw;
+  HQ_ASSIGN_OR_RETURN(const Result raw_put, ManyTopicsRawPut(c, false, &raw));
   PrintLine("many_topics_put[leveldb_topic_keys]", raw_put);
-  HQ_ASSIGN_OR_RETURN(const Result raw_index, ManyTopicsRawPut(c, true));
+  HQ_ASSIGN_OR_RETURN(const Result raw_index, ManyTopicsRawPut(c, true, &raw));
   PrintLine("many_topics_put[leveldb_topic_keys_index]", raw_index);
+  Result floor_two, floor_topic, floor_claim;
+  if (c.config.many_topics_drain) {
+    WaitForCompactions(raw.db.get());
+    HQ_ASSIGN_OR_RETURN(floor_two, ManyTopicsRawClaim(c, raw.db.get(), 2));
+    PrintLine("many_topics_claim[leveldb_two_cursors_per_topic]", floor_two);
+    HQ_ASSIGN_OR_RETURN(floor_topic, ManyTopicsRawClaim(c, raw.db.get(), 1));
+    PrintLine("many_topics_claim[leveldb_cursor_per_topic]", floor_topic);
+    HQ_ASSIGN_OR_RETURN(floor_claim, ManyTopicsRawClaim(c, raw.db.get(), 0));
+    PrintLine("many_topics_claim[leveldb_record_per_claim]", floor_claim);
+  }
+  raw.db.reset();
+  const std::string raw_path = c.root + "/many-leveldb";
+  HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DestroyDB(raw_path, {}), raw_path));
   for (const char* what : {"put", "read", "claim", "subscribe"}) {
     if (results[absl::StrCat(what, "topic")].messages == 0) continue;
     PrintRatio(absl::StrCat("many_topics_", what,
@@ -557,6 +659,22 @@ ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ManyTopics(Context& c,
              raw_put);
   PrintRatio("many_topics_put[topic]/[leveldb_topic_keys_index]",
              results["puttopic"], raw_index);
+  // The floors against the time layout: what the topic layout could reach
+  // with its records (a put that writes the lane index; claims that write
+  // a cursor per topic, or a record per claim), were hq's cost nothing.
+  PrintRatio("many_topics_put[leveldb_topic_keys_index]/[time]", raw_index,
+             results["puttime"]);
+  if (floor_topic.messages != 0) {
+    PrintRatio("many_topics_claim[topic]/[leveldb_two_cursors_per_topic]",
+               results["claimtopic"], floor_two);
+    for (const auto& [name, floor] : {std::pair<const char*, const Result*>{
+                                          "two_cursors_per_topic", &floor_two},
+                                      {"cursor_per_topic", &floor_topic},
+                                      {"record_per_claim", &floor_claim}}) {
+      PrintRatio(absl::StrCat("many_topics_claim[leveldb_", name, "]/[time]"),
+                 *floor, results["claimtime"]);
+    }
+  }
   return Result{};
 }
 
