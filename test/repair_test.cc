@@ -806,6 +806,52 @@ TEST_CASE("issue17: Repair moving a lane index record aside loses no work") {
   CHECK(got == std::set<std::string>{"p0", "p1", "p2"});
 }
 
+TEST_CASE("issue17: Repair moving a claim record aside loses no task") {
+  DbFixture f(Storage::kDisk, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(
+      f.db()->CreateQueue("q", {.partitions = 2, .layout = Layout::kTopic}));
+  for (int i = 0; i < 4; ++i) {
+    HQ_REQUIRE_OK(
+        q->Put({.topic = absl::StrCat("t", i), .payload = absl::StrCat("p", i)})
+            .status());
+  }
+  // Three first hand-outs in flight at the close: one claim record.
+  REQUIRE(ValueOrDie(ValueOrDie(q->Group("g"))->Claim({.max = 3})).size() == 3);
+  f.Close();
+  {
+    leveldb::DB* raw = nullptr;
+    REQUIRE(leveldb::DB::Open(leveldb::Options(), f.path(), &raw).ok());
+    std::unique_ptr<leveldb::DB> owned(raw);
+    std::unique_ptr<leveldb::Iterator> it(raw->NewIterator({}));
+    const std::string claims(1, format::kClaimTag);
+    std::vector<std::string> keys;
+    for (it->Seek(claims); it->Valid() && it->key().starts_with(claims);
+         it->Next()) {
+      keys.push_back(it->key().ToString());
+    }
+    it.reset();
+    REQUIRE(keys.size() == 1);
+    REQUIRE(raw->Put({}, keys[0], "\x01\x05").ok());
+  }
+  RepairReport r = ValueOrDie(Db::Repair(f.path(), f.options()));
+  PrintReport(r);
+  CHECK(r.clean());
+  CHECK(r.moved_aside == 1);  // The claim record alone.
+  f.Reopen();
+  CHECK(ValueOrDie(f.db()->Verify()).ok());
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  // The three come again as first attempts (their count was in the
+  // record), with the fourth.
+  std::vector<Task> got =
+      ValueOrDie(ValueOrDie(q->Group("g"))->Claim({.max = 10}));
+  std::set<std::string> payloads;
+  for (const Task& t : got) {
+    payloads.insert(t.payload);
+    CHECK(t.attempt == 1);
+  }
+  CHECK(payloads == std::set<std::string>{"p0", "p1", "p2", "p3"});
+}
+
 TEST_CASE("issue15: Repair refuses what it must not touch") {
   SECTION("a Db open in this process") {
     DbFixture f(Storage::kDisk, NoBackgroundSweeps());

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -115,8 +116,8 @@ TEST_CASE("a Db of a format version newer than this hq is refused") {
 // dead letter reason "rejected", format 5 dropped lane fences; a format 2
 // to 4 Db is upgraded by rewriting its format record, and keeps its groups
 // and the fences it has (which Verify still checks and readers skip).
-TEST_CASE("a format 2 to 7 Db is upgraded to the current version on Open") {
-  const uint32_t old_version = GENERATE(2u, 3u, 4u, 5u, 6u, 7u);
+TEST_CASE("a format 2 to 8 Db is upgraded to the current version on Open") {
+  const uint32_t old_version = GENERATE(2u, 3u, 4u, 5u, 6u, 7u, 8u);
   CAPTURE(old_version);
   test::TempDir dir;
   const std::string path = dir.Sub("db");
@@ -145,7 +146,7 @@ TEST_CASE("a format 2 to 7 Db is upgraded to the current version on Open") {
   }
   auto db = test::ValueOrDie(Db::Open(path));
   CHECK(FormatVersion(db.get()) == format::kFormatVersion);
-  CHECK(format::kFormatVersion == 8);
+  CHECK(format::kFormatVersion == 9);
   Queue* q = test::ValueOrDie(db->OpenQueue("q"));
   HQ_REQUIRE_OK(q->Put({.payload = "b"}).status());
   CHECK(test::ScanAll(q).size() == 2);
@@ -213,7 +214,7 @@ TEST_CASE("a format 5 Db (single-lane hints) is upgraded and keeps its state") {
   }
   auto db = test::ValueOrDie(Db::Open(path));
   CHECK(FormatVersion(db.get()) == format::kFormatVersion);
-  CHECK(format::kFormatVersion == 8);
+  CHECK(format::kFormatVersion == 9);
   // Verify reads both kinds of hint, and the lane directory format 7 no
   // longer writes.
   {
@@ -255,6 +256,69 @@ TEST_CASE("a format 5 Db (single-lane hints) is upgraded and keeps its state") {
   CHECK(std::set<std::string>(got.begin(), got.end()) == Range(30, 44));
   // Every consumer read past the old hints: a sweep trims them.
   CHECK(test::ValueOrDie(db->CompactExpired()).hints_trimmed > 0);
+  const VerifyReport report = test::ValueOrDie(db->Verify());
+  for (const VerifyProblem& p : report.problems) FAIL_CHECK(p.description);
+}
+
+// Tasks of `tasks` with attempt `n`.
+size_t Attempts(const std::vector<Task>& tasks, uint32_t n) {
+  return std::count_if(tasks.begin(), tasks.end(),
+                       [n](const Task& t) { return t.attempt == n; });
+}
+
+TEST_CASE("a format 8 Db (cursor windows) is upgraded and keeps its state") {
+  test::TempDir dir;
+  const std::string path = CopyTestData(dir, "format8_db");
+  {
+    leveldb::DB* raw;
+    REQUIRE(leveldb::DB::Open(leveldb::Options(), path, &raw).ok());
+    CHECK(FormatVersion(raw) == 8);
+    delete raw;
+  }
+  auto db = test::ValueOrDie(Db::Open(path));
+  CHECK(FormatVersion(db.get()) == format::kFormatVersion);
+  CHECK(format::kFormatVersion == 9);
+  {
+    const VerifyReport report = test::ValueOrDie(db->Verify());
+    for (const VerifyProblem& p : report.problems) FAIL_CHECK(p.description);
+  }
+  Queue* q = test::ValueOrDie(db->OpenQueue("topics"));
+  const std::set<std::string> all = Range(0, 40);
+  // Each group's first hand-outs in flight at the stop (windows in their
+  // lanes' cursor records) come again as second attempts, then the rest.
+  struct Case {
+    const char* group;
+    size_t completed, in_flight;
+  };
+  for (const Case& c : {Case{"g", 5, 3}, Case{"late", 2, 2}}) {
+    INFO(c.group);
+    const std::vector<Task> got =
+        test::Drain(test::ValueOrDie(q->Group(c.group)));
+    CHECK(got.size() == 40 - c.completed);
+    CHECK(PayloadSet(got).size() == got.size());
+    CHECK(Attempts(got, 2) == c.in_flight);
+  }
+  // The ordered group: in order within each topic.
+  ConsumerGroup* o = test::ValueOrDie(q->Group("o", {.ordered = true}));
+  std::vector<Task> ordered;
+  for (;;) {
+    std::vector<Task> t =
+        test::ValueOrDie(o->Claim({.max = 2, .consumer = "c"}));
+    if (t.empty()) break;
+    HQ_REQUIRE_OK(o->Complete(t));
+    for (Task& task : t) ordered.push_back(std::move(task));
+  }
+  CHECK(ordered.size() == 39);
+  CHECK(PayloadSet(ordered).size() == 39);
+  CHECK(Attempts(ordered, 2) == 1);
+  std::map<std::string, int> last;
+  for (const Task& t : ordered) {
+    const int n = std::stoi(t.payload.substr(1));
+    auto [it, fresh] = last.try_emplace(t.topic, n);
+    if (!fresh) CHECK(it->second < n);
+    it->second = n;
+  }
+  CHECK(PayloadSet(test::Drain(test::ValueOrDie(q->Group("idle")))) == all);
   const VerifyReport report = test::ValueOrDie(db->Verify());
   for (const VerifyProblem& p : report.problems) FAIL_CHECK(p.description);
 }

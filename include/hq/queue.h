@@ -74,6 +74,9 @@ struct GroupInfo {
   // One stored cursor pair per lane the group has read (group.h: every
   // message below `scan` was handed out, every message below `completion`
   // is done), in lane order: partition, priority from the highest, topic.
+  // In the topic layout, a lane whose first messages handed out are still
+  // open may show its cursors as they were before that claim (the claim
+  // wrote them in a claim record, doc/format.md).
   struct LaneCursor {
     uint32_t partition = 0;
     int priority = 0;

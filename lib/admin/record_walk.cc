@@ -169,6 +169,8 @@ void RecordWalker::Check() {
       return CheckMessage();
     case format::kParkTag:
       return CheckPark();
+    case format::kClaimTag:
+      return CheckClaim();
     default:
       Reject(absl::StrFormat("unknown record tag 0x%02x",
                              static_cast<unsigned char>(key_[0])));
@@ -406,6 +408,51 @@ void RecordWalker::CheckPark() {
   if (!value_.empty()) {
     Rewrite("malformed parked lane value (not empty)", "",
             "malformed parked lane value: rewritten empty");
+  }
+}
+
+void RecordWalker::CheckClaim() {
+  WalkQueue* q = OwnerOf("claim record", /*of_group=*/true);
+  if (q == nullptr) return;
+  // Without it, its lanes' first hand-outs that were in flight are found
+  // again through the source position (which their hold keeps before
+  // them), as messages never handed out: nothing is lost but their count
+  // of attempts.
+  const std::string lost =
+      "claim record moved aside: tasks it names in flight are delivered "
+      "again as first attempts";
+  uint64_t seq;
+  if (!format::DecodeClaimSeq(key_, &seq)) {
+    return (void)Reject("malformed claim record key", lost);
+  }
+  if (q->record.options.layout != Layout::kTopic) {
+    return (void)Reject(absl::StrCat("claim record of a group of queue '",
+                                     q->name, "', which has the time layout"),
+                        lost);
+  }
+  std::vector<format::ClaimEntry> entries;
+  if (!format::DecodeClaimEntries(value_, &entries)) {
+    return (void)Reject("malformed claim record value", lost);
+  }
+  std::vector<uint32_t> partitions;
+  for (const format::ClaimEntry& e : entries) {
+    const std::string lane = LanePrefix(q->record.id, e.lane_rest);
+    uint32_t& p = partitions.emplace_back();
+    if (!Lane("claim record", *q, lane, &p)) return;
+    MessageId limit = LaneEnd(lane);
+    if (q->record.options.ttl != absl::InfiniteDuration()) {
+      limit = std::max(limit, MessageId::AtTime(now_ - q->record.options.ttl));
+    }
+    if (limit < e.cursor.scan) {
+      return (void)Reject(
+          absl::StrCat("claim record: scan cursor ", e.cursor.scan.ToString(),
+                       " beyond the lane end ", limit.ToString()),
+          lost);
+    }
+  }
+  for (size_t i = 0; i < entries.size(); ++i) {
+    policy_->Refers(q->record.id, partitions[i], entries[i].cursor.scan,
+                    /*message=*/false);
   }
 }
 

@@ -170,6 +170,9 @@ class RecordWalker {
   void CheckCursor();
   void CheckTask();
   void CheckPark();
+  // A claim record names lanes of its group's queue (topic layout), each
+  // with cursors as a cursor record has them.
+  void CheckClaim();
   void CheckDead();
   void CheckDedup();
   void CheckCheckpoint();

@@ -497,7 +497,10 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
   if (!s.ok()) return Fail(s);
   *more = p.more;
   PutPaceClock(paced_before, &p.batch);
-  for (Lane* lane : p.touched) Settle(lane, &p.batch);
+  // First hand-outs: their lanes' cursors go into one claim record.
+  ClaimLog log{.seq = next_claim_seq_};
+  for (Lane* lane : p.touched) Settle(lane, &p.batch, paged() ? &log : nullptr);
+  PutClaimLog(&log, &p.batch);
   PutDone(p.gone, &p.batch);
   HQ_RETURN_IF_ERROR(Write(p.batch));
   // Leases start once the claim is on disk.

@@ -202,7 +202,9 @@ absl::Status GroupImpl::Load() {
                                                   queue_->id(), record_.id)));
   }
   HQ_RETURN_IF_ERROR(LoadRecords());
+  leveldb::WriteBatch batch;
   if (paged()) {
+    HQ_RETURN_IF_ERROR(LoadClaims(&batch));
     // Only the lanes of task records: the others are found in the source
     // as claims need them.
     HQ_RETURN_IF_ERROR(source_->Load());
@@ -226,7 +228,6 @@ absl::Status GroupImpl::Load() {
   // Lanes whose window held only expired messages: their completion cursor
   // moves up to the scan cursor, and they are forgotten.
   std::vector<Lane*> touched;
-  leveldb::WriteBatch batch;
   for (auto& [prefix, lane] : lanes_) Touch(lane.get(), &touched);
   for (Lane* lane : touched) Settle(lane, &batch);
   HQ_RETURN_IF_ERROR(Write(batch));
@@ -323,6 +324,35 @@ absl::Status GroupImpl::LoadRecords() {
     }
   }
   return FromLevelDb(it->status(), "reading task records");
+}
+
+absl::Status GroupImpl::LoadClaims(leveldb::WriteBatch* batch) {
+  std::unique_ptr<leveldb::Iterator> it(
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
+  const std::string prefix = format::ClaimPrefix(queue_->id(), record_.id);
+  const std::string message_prefix = format::MessagePrefix(queue_->id());
+  std::vector<format::ClaimEntry> entries;
+  std::string lane_prefix;
+  for (it->Seek(prefix); it->Valid() && View(it->key()).starts_with(prefix);
+       it->Next()) {
+    uint64_t seq;
+    if (!format::DecodeClaimSeq(View(it->key()), &seq) ||
+        !format::DecodeClaimEntries(View(it->value()), &entries)) {
+      return absl::DataLossError(
+          absl::StrCat("consumer group '", name_, "': malformed claim record"));
+    }
+    for (const format::ClaimEntry& e : entries) {
+      lane_prefix = message_prefix;
+      lane_prefix.append(e.lane_rest);
+      HQ_ASSIGN_OR_RETURN(Lane * lane, GetLane(lane_prefix));
+      // Both cursors only move up: the greater of each is the later.
+      lane->scan = std::max(lane->scan, e.cursor.scan);
+      lane->done = std::max(lane->done, e.cursor.done);
+    }
+    batch->Delete(it->key());
+    next_claim_seq_ = std::max(next_claim_seq_, seq + 1);
+  }
+  return FromLevelDb(it->status(), "reading claim records");
 }
 
 absl::Status GroupImpl::DiscoverLanes() {
@@ -568,11 +598,15 @@ void GroupImpl::HandOut(Lane* lane, MessageId id, Rec* rec, absl::Time now,
   t->id = id;
   t->attempt = rec->attempts;
   t->lease_deadline = rec->deadline;
-  if (rec->attempts > 1 || !covered) PutTask(lane, id, rec, batch);
+  if (rec->attempts > 1 || !covered) {
+    PutTask(lane, id, rec, batch);
+  } else if (paged()) {
+    lane->opened = true;  // Its cursors go into the claim record.
+  }
   handed_.push_back({.lane = lane, .id = id, .rec = rec});
 }
 
-void GroupImpl::Settle(Lane* lane, leveldb::WriteBatch* batch) {
+void GroupImpl::Settle(Lane* lane, leveldb::WriteBatch* batch, ClaimLog* log) {
   // Completed records below the scan cursor are passed by the completion
   // cursor; above it they must stay (they say "handed out").
   while (!lane->tasks.empty()) {
@@ -595,26 +629,66 @@ void GroupImpl::Settle(Lane* lane, leveldb::WriteBatch* batch) {
           ? (now.scan == lane->saved.scan && now.done == lane->saved.done)
           : (now.scan == MessageId::Min() && now.done == MessageId::Min());
   if (!unchanged) {
-    batch->Put(lane->cursor_key, format::EncodeCursor(now));
-    cursor_ceiling_.Raise(lane->cursor_key);
+    // Either supersedes the lane's earlier claim entries.
+    RetireClaims(lane, batch);
+    if (log != nullptr && lane->opened) {
+      format::AppendClaimEntry(&log->value, lane->prefix, now);
+      lane->claims.push_back(log->seq);
+      ++log->lanes;
+    } else {
+      batch->Put(lane->cursor_key, format::EncodeCursor(now));
+      cursor_ceiling_.Raise(lane->cursor_key);
+      lane->cursor_put = true;
+    }
   }
+  lane->opened = false;
   if (paged()) MaybeRelease(lane, batch);
+}
+
+void GroupImpl::RetireClaims(Lane* lane, leveldb::WriteBatch* batch) {
+  for (const uint64_t seq : lane->claims) {
+    auto it = claim_records_.find(seq);
+    if (it == claim_records_.end() || --it->second > 0) continue;
+    batch->Delete(format::ClaimKey(queue_->id(), record_.id, seq));
+    claim_records_.erase(it);
+  }
+  lane->claims.clear();
+}
+
+void GroupImpl::PutClaimLog(ClaimLog* log, leveldb::WriteBatch* batch) {
+  if (log->lanes == 0) return;
+  batch->Put(format::ClaimKey(queue_->id(), record_.id, log->seq), log->value);
+  claim_records_[log->seq] = log->lanes;
+  next_claim_seq_ = log->seq + 1;
+}
+
+void GroupImpl::Forget(Lane* lane) {
+  // An idle lane's cursor record was written after its last claim entry
+  // (its tasks moved the completion cursor): none is left. Were one left,
+  // its record would stay on disk until the next load folds it in.
+  for (const uint64_t seq : lane->claims) {
+    auto it = claim_records_.find(seq);
+    if (it != claim_records_.end() && --it->second == 0) {
+      claim_records_.erase(it);
+    }
+  }
+  lanes_.erase(lane->prefix);
 }
 
 void GroupImpl::Committed(std::vector<Lane*>* touched) {
   for (Lane* lane : *touched) {
     lane->dirty = false;
-    const format::CursorValue now{lane->scan, lane->done};
-    if (lane->saved_exists || !(now.scan == MessageId::Min())) {
-      lane->saved = now;
+    if (lane->cursor_put) {
+      lane->saved = {lane->scan, lane->done};
       lane->saved_exists = true;
+      lane->cursor_put = false;
     }
     if (!lane->active && lane->tasks.empty() && !lane->hold.held()) {
       if (lane->behind && !record_.ordered) {
         lane->resting = true;  // Its hint brings it back.
         lane->rest_pos = resting_.insert(resting_.end(), lane);
       } else {
-        lanes_.erase(lane->prefix);  // Idle: its cursor is on disk.
+        Forget(lane);  // Idle: its cursor is on disk.
       }
     }
   }
@@ -633,7 +707,7 @@ void GroupImpl::TrimResting() {
   while (!resting_.empty() && active_count_ + resting_.size() > max) {
     Lane* lane = resting_.front();
     resting_.pop_front();
-    lanes_.erase(lane->prefix);
+    Forget(lane);
   }
 }
 

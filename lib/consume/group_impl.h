@@ -52,6 +52,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/functional/function_ref.h"
 #include "hq/group.h"
 #include "hq/lease.h"
@@ -206,6 +207,11 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
     // Topic layout: its messages from the scan cursor on, as read ahead by
     // its last turn (ReadLane).
     ReadAhead ahead;
+    // Paged groups: the claim records holding its cursors as a claim left
+    // them (claim_records_), until its cursor record is written.
+    absl::InlinedVector<uint64_t, 1> claims;
+    bool opened = false;      // Handed out a first time in this call.
+    bool cursor_put = false;  // Its cursor record is in this call's batch.
   };
   // Ordered groups: a live consumer.
   struct Consumer {
@@ -558,10 +564,34 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // At load: `rec` was in flight when the process stopped.
   void Interrupted(Lane* lane, MessageId id, Rec* rec)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A paged group's claim in progress: its claim record's value
+  // (doc/format.md, "Claim records"), the cursors of the lanes it handed
+  // out first messages of, written in place of their cursor records.
+  struct ClaimLog {
+    uint64_t seq;
+    std::string value;
+    uint32_t lanes = 0;
+  };
   // Erases completed records at the head of the lane, moves the completion
-  // cursor and appends the changed cursor record.
-  void Settle(Lane* lane, leveldb::WriteBatch* batch)
+  // cursor and appends the changed cursor record; or, if `log` is not null
+  // and the lane handed out a first message in this call, an entry of
+  // `log` in its place.
+  void Settle(Lane* lane, leveldb::WriteBatch* batch, ClaimLog* log = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The cursors of `lane` are written again (in `batch`): its entries in
+  // claim records are superseded, and a record left with none is deleted.
+  void RetireClaims(Lane* lane, leveldb::WriteBatch* batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends `log` to `batch` as a claim record, if it has entries.
+  void PutClaimLog(ClaimLog* log, leveldb::WriteBatch* batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // At load: folds each claim record into the cursors of the lanes it
+  // names (read into memory) and deletes it in `batch`, with which Load
+  // writes those cursors.
+  absl::Status LoadClaims(leveldb::WriteBatch* batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets the idle `lane`.
+  void Forget(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After a successful write: cursors as written; idle lanes forgotten,
   // or resting if they went behind (bounded: see TrimResting).
   void Committed(std::vector<Lane*>* touched)
@@ -721,6 +751,9 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // Load, raised by Settle, which alone writes them): a lane above it has
   // no cursor to read, as every lane of a first walk.
   RecordCeiling cursor_ceiling_ ABSL_GUARDED_BY(mu_);
+  // Paged groups: per claim record on disk, its entries not superseded.
+  absl::flat_hash_map<uint64_t, uint32_t> claim_records_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_claim_seq_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t test_cursor_reads_ ABSL_GUARDED_BY(mu_) = 0;  // TEST_CursorReads.
   uint64_t test_lane_seeks_ ABSL_GUARDED_BY(mu_) = 0;    // TEST_LaneSeeks.
 

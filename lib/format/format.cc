@@ -279,6 +279,48 @@ bool DecodeHintLanes(std::string_view key, std::string_view value, int priority,
   return !lanes->empty();
 }
 
+std::string ClaimPrefix(uint32_t queue_id, uint32_t group_id) {
+  return GroupRecordPrefix(kClaimTag, queue_id, group_id);
+}
+
+std::string ClaimKey(uint32_t queue_id, uint32_t group_id, uint64_t seq) {
+  std::string s = ClaimPrefix(queue_id, group_id);
+  coding::PutFixed64(&s, seq);
+  return s;
+}
+
+bool DecodeClaimSeq(std::string_view key, uint64_t* seq) {
+  if (key.size() != kGroupRecordPrefixSize + 8) return false;
+  key.remove_prefix(kGroupRecordPrefixSize);
+  return coding::GetFixed64(&key, seq) && *seq != 0;
+}
+
+void AppendClaimEntry(std::string* value, std::string_view lane_prefix,
+                      const CursorValue& cursor) {
+  if (value->empty()) coding::PutFixed8(value, kGroupRecordVersion);
+  coding::PutLengthPrefixed(value, lane_prefix.substr(5));
+  PutId(value, cursor.scan);
+  PutId(value, cursor.done);
+}
+
+bool DecodeClaimEntries(std::string_view value,
+                        std::vector<ClaimEntry>* entries) {
+  entries->clear();
+  uint8_t version;
+  if (!coding::GetFixed8(&value, &version) || version != kGroupRecordVersion) {
+    return false;
+  }
+  while (!value.empty()) {
+    ClaimEntry& e = entries->emplace_back();
+    if (!coding::GetLengthPrefixed(&value, &e.lane_rest) ||
+        e.lane_rest.size() < 3 || !GetId(&value, &e.cursor.scan) ||
+        !GetId(&value, &e.cursor.done) || e.cursor.scan < e.cursor.done) {
+      return false;
+    }
+  }
+  return !entries->empty();
+}
+
 std::string PaceClockKey(uint32_t queue_id, uint32_t group_id) {
   std::string s = GroupRecordPrefix(kPaceTag, queue_id, group_id);
   s.push_back('\0');

@@ -43,9 +43,10 @@ inline constexpr char kSourceTag = 0x0e;
 inline constexpr char kPaceTag = 0x0f;
 inline constexpr char kMessageTag = 0x10;
 inline constexpr char kParkTag = 0x11;
+inline constexpr char kClaimTag = 0x12;
 
 // Bumped when a change makes old code unable to read new data.
-inline constexpr uint32_t kFormatVersion = 8;
+inline constexpr uint32_t kFormatVersion = 9;
 // The oldest version Open upgrades (doc/format.md, "Db metadata").
 inline constexpr uint32_t kOldestFormatVersion = 1;
 
@@ -171,6 +172,26 @@ std::string PacePrefix(uint32_t queue_id, uint32_t group_id);
 // of a topic layout queue took out of its working set; the value is empty.
 // The key is the prefix and the lane's lane_rest (AppendLaneRest).
 std::string ParkPrefix(uint32_t queue_id, uint32_t group_id);
+
+// doc/format.md, "Claim records": the cursors that a claim of a topic layout
+// queue's group would have written for the lanes it handed out first
+// messages of, in one record instead.
+// tag queue_id group_id: the start of a group's claim records.
+std::string ClaimPrefix(uint32_t queue_id, uint32_t group_id);
+std::string ClaimKey(uint32_t queue_id, uint32_t group_id, uint64_t seq);
+// The seq of a key that starts with ClaimPrefix; false if malformed.
+bool DecodeClaimSeq(std::string_view key, uint64_t* seq);
+struct ClaimEntry {
+  std::string_view lane_rest;
+  CursorValue cursor;
+};
+// Appends a topic layout lane's cursor to a claim record's value (which
+// starts empty).
+void AppendClaimEntry(std::string* value, std::string_view lane_prefix,
+                      const CursorValue& cursor);
+// The entries of a claim record's value; false if malformed (or empty).
+bool DecodeClaimEntries(std::string_view value,
+                        std::vector<ClaimEntry>* entries);
 
 struct PaceValue {
   uint32_t max_in_flight = 0;

@@ -124,6 +124,27 @@ void DecodeCursorValue(std::string_view v) {
   FUZZ_CHECK(again == v, "cursor values are fixed-size: canonical");
 }
 
+// A claim record's value: entries of lane_rest and cursors.
+void DecodeClaimValue(std::string_view v) {
+  std::vector<ClaimEntry> entries;
+  if (!DecodeClaimEntries(v, &entries)) return;
+  std::string again;
+  for (const ClaimEntry& e : entries) {
+    FUZZ_CHECK(e.cursor.done <= e.cursor.scan);
+    // AppendClaimEntry takes a lane prefix: tag and queue id first.
+    AppendClaimEntry(&again, std::string(5, '\0') + std::string(e.lane_rest),
+                     e.cursor);
+  }
+  std::vector<ClaimEntry> entries2;
+  FUZZ_CHECK(DecodeClaimEntries(again, &entries2));
+  FUZZ_CHECK(entries2.size() == entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    FUZZ_CHECK(entries2[i].lane_rest == entries[i].lane_rest &&
+               entries2[i].cursor.scan == entries[i].cursor.scan &&
+               entries2[i].cursor.done == entries[i].cursor.done);
+  }
+}
+
 // The lane index head's value (fixed64 trimmed_below).
 void DecodeIndexHeadValue(std::string_view v) {
   uint64_t trimmed;
@@ -325,6 +346,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     case 3:
       DecodeCursorValue(v);
+      DecodeClaimValue(v);
       break;
     case 4:
       DecodeCheckpointValue(v);
