@@ -612,6 +612,26 @@ std::vector<RecordDamage> AllRecordDamage() {
   });
   add("malformed drop marker", aside,
       [](const Ids&, auto* b) { return Put(b, format::DropKey(1) + "x", ""); });
+  // Claim records (the sample's group is of the time layout queue q, whose
+  // groups write none).
+  auto claim_value = [](const Ids& ids) {
+    std::string v;
+    format::AppendClaimEntry(&v, ids.q_lane,
+                             {MessageId::Min(), MessageId::Min()});
+    return v;
+  };
+  add("claim record of a group the queue does not have", aside,
+      [claim_value](const Ids& ids, auto* b) {
+        return Put(b, format::ClaimKey(ids.q, 999, 1), claim_value(ids));
+      });
+  add("claim record of a time layout queue's group", aside,
+      [claim_value](const Ids& ids, auto* b) {
+        return Put(b, format::ClaimKey(ids.q, ids.g, 1), claim_value(ids));
+      });
+  add("malformed claim record key", aside,
+      [claim_value](const Ids& ids, auto* b) {
+        return Put(b, format::ClaimKey(ids.q, ids.g, 0), claim_value(ids));
+      });
   return d;
 }
 
