@@ -1855,6 +1855,39 @@ TEST_CASE(
   for (const VerifyProblem& p : report.problems) FAIL_CHECK(p.description);
 }
 
+TEST_CASE("issue17: a group created before any message walks no lane") {
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue(
+      "q", {.partitions = 2, .priorities = 2, .layout = Layout::kTopic}));
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  const uint32_t qid = static_cast<QueueImpl*>(q)->id();
+  {
+    std::string v;
+    REQUIRE(test::Impl(f.db())
+                ->leveldb()
+                ->Get({}, format::SourceKey(qid, Paged(g)->record().id), &v)
+                .ok());
+    format::SourceValue source;
+    REQUIRE(format::DecodeSource(v, &source));
+    for (const format::SourcePosition& p : source.priorities) {
+      CHECK_FALSE(p.walking);
+    }
+  }
+  // Lanes written before the first claim come through their hints only:
+  // each is read once (a walk would have read each a second time).
+  constexpr int kTopics = 300;
+  test::PutSites(q, 0, kTopics);
+  const std::vector<Task> got = test::Drain(g, 50);
+  CHECK(got.size() == static_cast<size_t>(kTopics));
+  std::set<std::string> payloads;
+  for (const Task& t : got) payloads.insert(t.payload);
+  CHECK(payloads.size() == static_cast<size_t>(kTopics));
+  CHECK(Paged(g)->TEST_LaneSeeks() == static_cast<uint64_t>(kTopics));
+  // A group created once messages exist walks them.
+  ConsumerGroup* late = ValueOrDie(q->Group("late"));
+  CHECK(test::Drain(late, 50).size() == static_cast<size_t>(kTopics));
+}
+
 TEST_CASE(
     "issue17: 100000 topics getting work keep resident lanes under the cap") {
   DbFixture f(Storage::kMemory, NoBackgroundSweeps());

@@ -3,6 +3,7 @@
 #include "lib/consume/lane_source.h"
 
 #include <algorithm>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -49,10 +50,14 @@ absl::Status LaneSource::Load() {
     HQ_RETURN_IF_ERROR(db_->WriteWithHints(
         queue_, db_->default_sync(),
         [&](DbImpl::HintWriter* hints, leveldb::WriteBatch* b) {
+          // A queue without messages yet has nothing to walk; otherwise a
+          // walk started later would visit the lanes written meanwhile,
+          // which their hints lead to anyway.
+          const bool walk = !NoMessages();
           v.priorities.resize(priorities_);
           for (int p = 0; p < priorities_; ++p) {
             v.priorities[p].next_seq = hints->Next(p);
-            v.priorities[p].walking = true;
+            v.priorities[p].walking = walk;
           }
           b->Put(key_, format::EncodeSource(v));
         }));
@@ -73,6 +78,15 @@ absl::Status LaneSource::Load() {
   }
   written_ = std::move(value);
   return absl::OkStatus();
+}
+
+bool LaneSource::NoMessages() const {
+  std::unique_ptr<leveldb::Iterator> it(
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
+  const std::string prefix = format::MessagePrefix(queue_->id());
+  it->Seek(prefix);
+  if (it->Valid()) return !View(it->key()).starts_with(prefix);
+  return it->status().ok();  // On an error: walk, which is always sound.
 }
 
 void LaneSource::NoteWritten() {

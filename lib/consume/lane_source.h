@@ -87,6 +87,8 @@ class LaneSource {
   bool Moved() const;
 
  private:
+  // Whether the queue stores no message (false on a read error).
+  bool NoMessages() const;
   // Per priority.
   struct State {
     uint64_t read_next = 1;  // The next hint to read...
