@@ -53,6 +53,13 @@ uint32_t FormatVersion(Db* db) {
   return FormatVersion(test::Impl(db)->leveldb());
 }
 
+// Db::Verify finds nothing wrong in `db`.
+void CheckVerifiesClean(Db* db) {
+  const VerifyReport report = test::ValueOrDie(db->Verify());
+  for (const VerifyProblem& p : report.problems) FAIL_CHECK(p.description);
+  CHECK(report.ok());
+}
+
 TEST_CASE("a format 1 Db is upgraded on Open and keeps its state") {
   test::TempDir dir;
   const std::string path = CopyTestData(dir, "format1_db");
@@ -86,9 +93,7 @@ TEST_CASE("a format 1 Db is upgraded on Open and keeps its state") {
               db.get(),
               format::QueuePrefix(format::kHintTag,
                                   static_cast<QueueImpl*>(log)->id())) == 0);
-    const VerifyReport report = test::ValueOrDie(db->Verify());
-    for (const VerifyProblem& p : report.problems) FAIL_CHECK(p.description);
-    CHECK(report.ok());
+    CheckVerifiesClean(db.get());
   }
   // Reopened: still the current version, nothing left to claim.
   auto db = test::ValueOrDie(Db::Open(path));
@@ -151,8 +156,7 @@ TEST_CASE("a format 2 to 8 Db is upgraded to the current version on Open") {
   HQ_REQUIRE_OK(q->Put({.payload = "b"}).status());
   CHECK(test::ScanAll(q).size() == 2);
   CHECK(test::Drain(test::ValueOrDie(q->Group("g"))).size() == 2);
-  const VerifyReport report = test::ValueOrDie(db->Verify());
-  for (const VerifyProblem& p : report.problems) FAIL_CHECK(p.description);
+  CheckVerifiesClean(db.get());
 }
 
 // Records every delivered payload.
@@ -217,10 +221,7 @@ TEST_CASE("a format 5 Db (single-lane hints) is upgraded and keeps its state") {
   CHECK(format::kFormatVersion == 9);
   // Verify reads both kinds of hint, and the lane directory format 7 no
   // longer writes.
-  {
-    const VerifyReport report = test::ValueOrDie(db->Verify());
-    for (const VerifyProblem& p : report.problems) FAIL_CHECK(p.description);
-  }
+  CheckVerifiesClean(db.get());
   Queue* q = test::ValueOrDie(db->OpenQueue("topics"));
   // New messages after the upgrade get list hints; p43 starts a lane of
   // its own, which no lane directory entry lists.
@@ -256,8 +257,7 @@ TEST_CASE("a format 5 Db (single-lane hints) is upgraded and keeps its state") {
   CHECK(std::set<std::string>(got.begin(), got.end()) == Range(30, 44));
   // Every consumer read past the old hints: a sweep trims them.
   CHECK(test::ValueOrDie(db->CompactExpired()).hints_trimmed > 0);
-  const VerifyReport report = test::ValueOrDie(db->Verify());
-  for (const VerifyProblem& p : report.problems) FAIL_CHECK(p.description);
+  CheckVerifiesClean(db.get());
 }
 
 // Tasks of `tasks` with attempt `n`.
@@ -278,10 +278,7 @@ TEST_CASE("a format 8 Db (cursor windows) is upgraded and keeps its state") {
   auto db = test::ValueOrDie(Db::Open(path));
   CHECK(FormatVersion(db.get()) == format::kFormatVersion);
   CHECK(format::kFormatVersion == 9);
-  {
-    const VerifyReport report = test::ValueOrDie(db->Verify());
-    for (const VerifyProblem& p : report.problems) FAIL_CHECK(p.description);
-  }
+  CheckVerifiesClean(db.get());
   Queue* q = test::ValueOrDie(db->OpenQueue("topics"));
   const std::set<std::string> all = Range(0, 40);
   // Each group's first hand-outs in flight at the stop (windows in their
@@ -319,8 +316,7 @@ TEST_CASE("a format 8 Db (cursor windows) is upgraded and keeps its state") {
     it->second = n;
   }
   CHECK(PayloadSet(test::Drain(test::ValueOrDie(q->Group("idle")))) == all);
-  const VerifyReport report = test::ValueOrDie(db->Verify());
-  for (const VerifyProblem& p : report.problems) FAIL_CHECK(p.description);
+  CheckVerifiesClean(db.get());
 }
 
 }  // namespace
