@@ -663,9 +663,11 @@ void GroupImpl::PutClaimLog(ClaimLog* log, leveldb::WriteBatch* batch) {
 }
 
 void GroupImpl::Forget(Lane* lane) {
-  // An idle lane's cursor record was written after its last claim entry
-  // (its tasks moved the completion cursor): none is left. Were one left,
-  // its record would stay on disk until the next load folds it in.
+  // An idle lane has no live claim entry: an entry exists only while the
+  // cursors differ from the stored ones, and the Settle that emptied the
+  // lane's tasks moved its completion cursor, so wrote its cursor record
+  // and retired the entry. Defensively, an entry left here only drops its
+  // count; its record stays on disk until the next load folds it in.
   for (const uint64_t seq : lane->claims) {
     auto it = claim_records_.find(seq);
     if (it != claim_records_.end() && --it->second == 0) {
