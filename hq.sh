@@ -104,10 +104,16 @@ case "$cmd" in
     rm -f "$BUILD_DIR/meson-logs/testlog.json"
     rc=0
     build || { summary "$BUILD_DIR/meson-logs/testlog.json"; exit 1; }
-    # Sanitizer reports fail the test that produced them.
+    # Sanitizer reports fail the test that produced them. Sanitized code
+    # runs several times slower (TSan most): the per-test timeouts
+    # (test/meson.build) are doubled, so that a loaded machine does not
+    # turn a slow run into a failure.
+    multiplier=1
+    [ -n "$HQ_SANITIZE" ] && multiplier=2
     UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
     TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:suppressions=$PWD/test/tsan.supp} \
-      meson test -C "$BUILD_DIR" --print-errorlogs "$@" || rc=$?
+      meson test -C "$BUILD_DIR" --print-errorlogs \
+        --timeout-multiplier "$multiplier" "$@" || rc=$?
     summary "$BUILD_DIR/meson-logs/testlog.json"
     exit $rc
     ;;
