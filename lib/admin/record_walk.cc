@@ -378,11 +378,7 @@ void RecordWalker::CheckCursor() {
     // (Also a completion cursor above the scan cursor.)
     return (void)Reject("malformed cursor value");
   }
-  MessageId limit = LaneEnd(lane);
-  if (q->record.options.ttl != absl::InfiniteDuration()) {
-    // A group moves its scan cursor up to the TTL cutoff.
-    limit = std::max(limit, MessageId::AtTime(now_ - q->record.options.ttl));
-  }
+  const MessageId limit = ScanLimit(*q, lane);
   if (limit < c.scan) {
     const std::string problem =
         absl::StrCat("scan cursor ", c.scan.ToString(), " beyond the lane end ",
@@ -439,10 +435,7 @@ void RecordWalker::CheckClaim() {
     const std::string lane = LanePrefix(q->record.id, e.lane_rest);
     uint32_t& p = partitions.emplace_back();
     if (!Lane("claim record", *q, lane, &p)) return;
-    MessageId limit = LaneEnd(lane);
-    if (q->record.options.ttl != absl::InfiniteDuration()) {
-      limit = std::max(limit, MessageId::AtTime(now_ - q->record.options.ttl));
-    }
+    const MessageId limit = ScanLimit(*q, lane);
     if (limit < e.cursor.scan) {
       return (void)Reject(
           absl::StrCat("claim record: scan cursor ", e.cursor.scan.ToString(),
@@ -802,6 +795,15 @@ void RecordWalker::EndLane() { lane_.clear(); }
 
 // The id after the last message of `lane` (or its TTL watermark, if
 // higher); Min() for an empty lane.
+MessageId RecordWalker::ScanLimit(const WalkQueue& q, std::string_view lane) {
+  MessageId limit = LaneEnd(lane);
+  if (q.record.options.ttl != absl::InfiniteDuration()) {
+    // A group moves its scan cursor up to the TTL cutoff.
+    limit = std::max(limit, MessageId::AtTime(now_ - q.record.options.ttl));
+  }
+  return limit;
+}
+
 MessageId RecordWalker::LaneEnd(std::string_view lane) {
   std::string fence(lane);
   LayoutCodec::AppendMessageId(&fence, MessageId::Max());

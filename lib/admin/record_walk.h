@@ -196,6 +196,9 @@ class RecordWalker {
   void EnterLane(std::string_view lane);
   void EndLane();
   MessageId LaneEnd(std::string_view lane);
+  // The highest scan cursor a group may have in `lane` of `q`: its end,
+  // or the TTL cutoff if later.
+  MessageId ScanLimit(const WalkQueue& q, std::string_view lane);
 
   leveldb::DB* const db_;
   const leveldb::ReadOptions ro_;

@@ -649,7 +649,9 @@ void GroupImpl::RetireClaims(Lane* lane, leveldb::WriteBatch* batch) {
   for (const uint64_t seq : lane->claims) {
     auto it = claim_records_.find(seq);
     if (it == claim_records_.end() || --it->second > 0) continue;
-    batch->Delete(format::ClaimKey(queue_->id(), record_.id, seq));
+    if (batch != nullptr) {
+      batch->Delete(format::ClaimKey(queue_->id(), record_.id, seq));
+    }
     claim_records_.erase(it);
   }
   lane->claims.clear();
@@ -668,12 +670,7 @@ void GroupImpl::Forget(Lane* lane) {
   // lane's tasks moved its completion cursor, so wrote its cursor record
   // and retired the entry. Defensively, an entry left here only drops its
   // count; its record stays on disk until the next load folds it in.
-  for (const uint64_t seq : lane->claims) {
-    auto it = claim_records_.find(seq);
-    if (it != claim_records_.end() && --it->second == 0) {
-      claim_records_.erase(it);
-    }
-  }
+  RetireClaims(lane, /*batch=*/nullptr);
   lanes_.erase(lane->prefix);
 }
 

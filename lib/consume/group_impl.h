@@ -579,7 +579,8 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   void Settle(Lane* lane, leveldb::WriteBatch* batch, ClaimLog* log = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The cursors of `lane` are written again (in `batch`): its entries in
-  // claim records are superseded, and a record left with none is deleted.
+  // claim records are superseded, and a record left with none is deleted
+  // (in `batch`; if it is null, only forgotten).
   void RetireClaims(Lane* lane, leveldb::WriteBatch* batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Appends `log` to `batch` as a claim record, if it has entries.
