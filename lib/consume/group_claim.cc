@@ -110,22 +110,21 @@ absl::StatusOr<bool> GroupImpl::Offer(LaneRead* r, MessageId id,
   return true;
 }
 
-absl::StatusOr<bool> GroupImpl::ReadLane(
-    Lane* lane, size_t want, const std::vector<std::string>& topics,
-    MessageId cutoff, absl::Time now, absl::Duration lease,
-    leveldb::Iterator* it, std::vector<Task>* out, leveldb::WriteBatch* batch) {
-  if (lane->scan < cutoff) lane->scan = cutoff;  // Expired: never handed out.
+absl::StatusOr<bool> GroupImpl::ReadLane(Lane* lane, size_t want,
+                                         const std::vector<std::string>& topics,
+                                         ClaimPass* p) {
+  if (lane->scan < p->cutoff) lane->scan = p->cutoff;  // Expired: never out.
   LaneRead r{.lane = lane,
              .want = want,
              .topics = topics,
              .has_topic = queue_->codec().lane_has_topic(),
-             .now = now,
-             .lease = lease,
-             .out = out,
-             .batch = batch};
+             .now = p->now,
+             .lease = p->lease,
+             .out = &p->out,
+             .batch = &p->batch};
   // A topic layout lane is one topic: held back whole.
   if (r.has_topic && pacer_.on()) {
-    HQ_ASSIGN_OR_RETURN(const bool paced_out, PacedOut(lane->topic, now));
+    HQ_ASSIGN_OR_RETURN(const bool paced_out, PacedOut(lane->topic, p->now));
     if (paced_out) return false;
   }
   if (r.has_topic) {
@@ -146,10 +145,12 @@ absl::StatusOr<bool> GroupImpl::ReadLane(
       ahead.DropBelow(lane->scan);
       if (!go_on) return false;
     }
+    if (lane->walked_pass == p->seq) return ReadWalked(&r, p);
   }
   std::string seek = lane->prefix;
   LayoutCodec::AppendMessageId(&seek, lane->scan);
   const size_t n = lane->prefix.size();
+  leveldb::Iterator* it = p->it;
   MessageId id;
   ++test_lane_seeks_;
   for (it->Seek(seek); it->Valid(); it->Next()) {
@@ -171,6 +172,19 @@ absl::StatusOr<bool> GroupImpl::ReadLane(
   }
   HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading a lane"));
   return r.contiguous;
+}
+
+absl::StatusOr<bool> GroupImpl::ReadWalked(LaneRead* r, ClaimPass* p) {
+  // The pass's walk saw, with p->it, the lane hold one message: all a read
+  // with p->it would find from the scan cursor on.
+  Lane* lane = r->lane;
+  lane->walked_pass = 0;  // A later turn of this pass reads.
+  if (lane->walked_id < lane->scan) return r->contiguous;
+  const std::string_view value =
+      std::string_view(p->walked).substr(lane->walked_at, lane->walked_size);
+  HQ_ASSIGN_OR_RETURN(const bool go_on,
+                      Offer(r, lane->walked_id, lane->topic, value));
+  return go_on && r->contiguous;
 }
 
 absl::StatusOr<std::vector<Task>> GroupImpl::Claim(const ClaimOptions& o) {
@@ -381,8 +395,7 @@ absl::Status GroupImpl::CollectUnordered(ClaimPass* p) {
         HQ_ASSIGN_OR_RETURN(
             bool drained,
             ReadLane(lane, want,
-                     has_topic ? std::vector<std::string>() : p->o.topics,
-                     p->cutoff, p->now, p->lease, p->it, &p->out, &p->batch));
+                     has_topic ? std::vector<std::string>() : p->o.topics, p));
         if (p->out.size() > before) progress = true;
         if (drained) {
           lane->active = false;
@@ -425,9 +438,7 @@ absl::Status GroupImpl::CollectOrdered(Consumer* consumer,
           continue;
         }
         Touch(lane, &p->touched);
-        HQ_ASSIGN_OR_RETURN(bool drained,
-                            ReadLane(lane, 1, {}, p->cutoff, p->now, p->lease,
-                                     p->it, &p->out, &p->batch));
+        HQ_ASSIGN_OR_RETURN(bool drained, ReadLane(lane, 1, {}, p));
         if (drained) {
           lane->active = false;
         } else {
@@ -477,7 +488,9 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
               .now = now,
               .cutoff = queue_->TtlCutoff(now),
               .lease = lease,
-              .it = it.get()};
+              .it = it.get(),
+              .seq = ++pass_seq_};
+  p.out.reserve(std::min<size_t>(o.max, 1024));
   p.match = [&](const Lane* lane) {
     if (!partitions.empty() && !partitions[lane->partition]) return false;
     if (consumer != nullptr) {

@@ -38,7 +38,8 @@ absl::Status GroupImpl::FindHeld(const Task& t, bool allow_expired, Lane** lane,
         absl::StrCat(TaskName(t), " is not a task of queue '", queue_->name(),
                      "' (partition, priority or topic out of range)"));
   }
-  std::string prefix;
+  std::string& prefix = prefix_scratch_;  // No allocation per task.
+  prefix.clear();
   queue_->codec().AppendLanePrefix(&prefix, queue_->id(), t.partition,
                                    t.priority, t.topic);
   auto not_held = [&](std::string_view why) {

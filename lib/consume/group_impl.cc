@@ -173,6 +173,12 @@ std::string GroupImpl::CursorKey(std::string_view lane_prefix) const {
   return k;
 }
 
+const std::string& GroupImpl::ScratchCursorKey(std::string_view lane_prefix) {
+  key_scratch_.assign(cursor_prefix_);
+  format::AppendLaneRest(&key_scratch_, lane_prefix);
+  return key_scratch_;
+}
+
 absl::Status GroupImpl::Usable() {
   if (queue_->dropped()) return queue_->DroppedError();
   return broken_;
@@ -438,12 +444,11 @@ absl::StatusOr<GroupImpl::Lane*> GroupImpl::GetLane(
         "consumer group '", name_, "': a record names a malformed lane"));
   }
   lane->topic.assign(topic);
-  lane->cursor_key = CursorKey(prefix);
   format::CursorValue c;
   if (cursor != nullptr) {
     c = *cursor;
     lane->saved_exists = true;
-  } else if (!CursorMayExist(lane->cursor_key)) {
+  } else if (!CursorMayExist(ScratchCursorKey(prefix))) {
     c.scan = c.done = StartOf(lane->partition);
     lane->saved_exists = false;
   } else {
@@ -636,8 +641,9 @@ void GroupImpl::Settle(Lane* lane, leveldb::WriteBatch* batch, ClaimLog* log) {
       lane->claims.push_back(log->seq);
       ++log->lanes;
     } else {
-      batch->Put(lane->cursor_key, format::EncodeCursor(now));
-      cursor_ceiling_.Raise(lane->cursor_key);
+      const std::string& key = ScratchCursorKey(lane->prefix);
+      batch->Put(key, format::EncodeCursor(now));
+      cursor_ceiling_.Raise(key);
       lane->cursor_put = true;
     }
   }

@@ -183,8 +183,7 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
     }
   };
   struct Lane {
-    std::string prefix;      // The message lane prefix.
-    std::string cursor_key;  // Its cursor record's key (CursorKey).
+    std::string prefix;  // The message lane prefix.
     uint32_t partition = 0;
     int priority = 0;
     std::string topic;  // Topic layout only.
@@ -212,6 +211,13 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
     absl::InlinedVector<uint64_t, 1> claims;
     bool opened = false;      // Handed out a first time in this call.
     bool cursor_put = false;  // Its cursor record is in this call's batch.
+    // Paged in by the claim pass `walked_pass` from a walk that saw it
+    // hold one message (LaneSource::Taken::only), whose value is at
+    // walked_at in that pass's `walked` buffer: that pass reads nothing.
+    uint64_t walked_pass = 0;
+    MessageId walked_id;
+    size_t walked_at = 0;
+    size_t walked_size = 0;
   };
   // Ordered groups: a live consumer.
   struct Consumer {
@@ -294,6 +300,10 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
     std::vector<Lane*> made_room;
     // Ordered groups: the calling consumer.
     const Consumer* consumer = nullptr;
+    // Paged groups: this pass's number (pass_seq_), and the values of the
+    // one-message lanes its walk found (Lane::walked_pass).
+    uint64_t seq = 0;
+    std::string walked;
   };
   // Collects the tasks of an unordered or an ordered claim.
   absl::Status CollectUnordered(ClaimPass* p)
@@ -335,8 +345,8 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // `*budget` (lanes taken, decremented). Sets `*taken` to their number.
   // `slack`: active lanes allowed over MaxActive() (a filtered claim).
   // Lanes of lower priorities make room (MakeRoom).
-  absl::Status PageIn(int priority, size_t n, size_t slack, absl::Time now,
-                      size_t* budget, ClaimPass* p, size_t* taken)
+  absl::Status PageIn(int priority, size_t n, size_t slack, size_t* budget,
+                      ClaimPass* p, size_t* taken)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Evicts active lanes of priorities below `priority`, lowest first, each
   // with a new hint, until `n` more fit under `max` (or none is left); adds
@@ -387,8 +397,8 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Makes the lane of `t` active (read from disk if not in memory; tasks
   // interrupted by a restart are due at `now`).
-  absl::Status Admit(LaneSource::Taken* t, absl::Time now,
-                     leveldb::Iterator* it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Admit(LaneSource::Taken* t, ClaimPass* p)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `lane` had its turn and has messages left: to the back of the
   // round-robin. If lanes wait `behind` the active ones (in the source, or
   // hinted again by this claim), it leaves the active list with a new hint
@@ -525,12 +535,14 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // `want`. Returns whether the lane has nothing left to examine. A topic
   // layout lane that stops with messages left keeps the next ones read
   // ahead (Lane::ahead), which its next turn uses before it seeks.
+  // Reads with p->it, at p->now, into p->out and p->batch.
   absl::StatusOr<bool> ReadLane(Lane* lane, size_t want,
                                 const std::vector<std::string>& topics,
-                                MessageId cutoff, absl::Time now,
-                                absl::Duration lease, leveldb::Iterator* it,
-                                std::vector<Task>* out,
-                                leveldb::WriteBatch* batch)
+                                ClaimPass* p)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ReadLane's end for a lane whose message this pass's walk kept
+  // (Lane::walked_pass): offers it if the scan cursor has not passed it.
+  absl::StatusOr<bool> ReadWalked(LaneRead* r, ClaimPass* p)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sets the key, payload and not-before of `t` from a message value.
   absl::Status DecodeValue(std::string_view value, MessageId id, Task* t) const;
@@ -658,6 +670,10 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   void OnLeaseExpired(uint64_t share) ABSL_LOCKS_EXCLUDED(mu_);
   std::string TaskKey(const Lane& lane, MessageId id) const;
   std::string CursorKey(std::string_view lane_prefix) const;
+  // CursorKey in key_scratch_ (valid until its next use), which saves an
+  // allocation per cursor write.
+  const std::string& ScratchCursorKey(std::string_view lane_prefix)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Calls fn(id) for each message of the lane `prefix` in the window of
   // its cursors `c` (handed out, not completed), from max(c.done, from),
@@ -755,6 +771,9 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // Paged groups: per claim record on disk, its entries not superseded.
   absl::flat_hash_map<uint64_t, uint32_t> claim_records_ ABSL_GUARDED_BY(mu_);
   uint64_t next_claim_seq_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t pass_seq_ ABSL_GUARDED_BY(mu_) = 0;           // ClaimPass::seq.
+  std::string key_scratch_ ABSL_GUARDED_BY(mu_);         // ScratchCursorKey.
+  std::string prefix_scratch_ ABSL_GUARDED_BY(mu_);      // FindHeld's lane.
   uint64_t test_cursor_reads_ ABSL_GUARDED_BY(mu_) = 0;  // TEST_CursorReads.
   uint64_t test_lane_seeks_ ABSL_GUARDED_BY(mu_) = 0;    // TEST_LaneSeeks.
 

@@ -35,8 +35,7 @@ void GroupImpl::TakePagedNotes() {
   if (paged_notes_.exchange(false)) source_->NoteWritten();
 }
 
-absl::Status GroupImpl::Admit(LaneSource::Taken* t, absl::Time now,
-                              leveldb::Iterator* it) {
+absl::Status GroupImpl::Admit(LaneSource::Taken* t, ClaimPass* p) {
   uint32_t partition;
   int priority;
   std::string_view topic;
@@ -51,8 +50,14 @@ absl::Status GroupImpl::Admit(LaneSource::Taken* t, absl::Time now,
   }
   Lane* lane = FindLane(t->prefix);
   if (lane == nullptr) {
-    HQ_ASSIGN_OR_RETURN(lane, ReadInLane(t->prefix, now, it));
+    HQ_ASSIGN_OR_RETURN(lane, ReadInLane(t->prefix, p->now, p->it));
     HQ_RETURN_IF_ERROR(ReadParkRecord(lane));
+  }
+  if (t->only) {
+    lane->walked_pass = p->seq;
+    lane->walked_id = t->only_id;
+    lane->walked_at = t->only_at;
+    lane->walked_size = t->only_size;
   }
   if (lane->hold.held()) {
     source_->Release(t->hold);  // Already held back by an earlier one.
@@ -106,8 +111,7 @@ void GroupImpl::Evict(Lane* lane, ClaimPass* p) {
 }
 
 absl::Status GroupImpl::PageIn(int priority, size_t n, size_t slack,
-                               absl::Time now, size_t* budget, ClaimPass* p,
-                               size_t* taken) {
+                               size_t* budget, ClaimPass* p, size_t* taken) {
   *taken = 0;
   const size_t max = MaxActive() + slack;
   if (p->consumer != nullptr) {
@@ -134,12 +138,11 @@ absl::Status GroupImpl::PageIn(int priority, size_t n, size_t slack,
   n = std::min({n, room, *budget});
   if (n == 0) return absl::OkStatus();
   std::vector<LaneSource::Taken> lanes;
-  HQ_RETURN_IF_ERROR(source_->Next(priority, n, p->it, &lanes));
+  lanes.reserve(std::min<size_t>(n, 1024));
+  HQ_RETURN_IF_ERROR(source_->Next(priority, n, p->it, &lanes, &p->walked));
   *budget -= lanes.size();
   *taken += lanes.size();
-  for (LaneSource::Taken& t : lanes) {
-    HQ_RETURN_IF_ERROR(Admit(&t, now, p->it));
-  }
+  for (LaneSource::Taken& t : lanes) HQ_RETURN_IF_ERROR(Admit(&t, p));
   return absl::OkStatus();
 }
 
@@ -245,8 +248,7 @@ absl::Status GroupImpl::CollectPagedPriority(int prio, size_t slack,
     const size_t wanted = Shortfall(dq, p->o.max - p->out.size(), *p);
     size_t taken = 0;
     if (wanted > 0) {
-      HQ_RETURN_IF_ERROR(
-          PageIn(prio, wanted, slack, p->now, budget, p, &taken));
+      HQ_RETURN_IF_ERROR(PageIn(prio, wanted, slack, budget, p, &taken));
     }
     if (recovered_since_ > 0) {
       // Tasks the lanes just paged in had in flight when the process
@@ -340,9 +342,7 @@ absl::StatusOr<bool> GroupImpl::TakeRound(PagedRound* r, ClaimPass* p) {
         behind || p->consumer != nullptr ? 1 : (left + (n - k) - 1) / (n - k);
     const size_t before = p->out.size();
     Touch(lane, &p->touched);
-    HQ_ASSIGN_OR_RETURN(bool drained,
-                        ReadLane(lane, want, {}, p->cutoff, p->now, p->lease,
-                                 p->it, &p->out, &p->batch));
+    HQ_ASSIGN_OR_RETURN(bool drained, ReadLane(lane, want, {}, p));
     if (p->out.size() > before) progress = true;
     if (drained) {
       lane->active = false;

@@ -94,9 +94,9 @@ void LaneSource::NoteWritten() {
 }
 
 absl::Status LaneSource::Next(int priority, size_t max, leveldb::Iterator* it,
-                              std::vector<Taken>* out) {
+                              std::vector<Taken>* out, std::string* values) {
   const size_t before = out->size();
-  HQ_RETURN_IF_ERROR(NextWalk(priority, max, it, out));
+  HQ_RETURN_IF_ERROR(NextWalk(priority, max, it, out, values));
   return NextHints(priority, max - (out->size() - before), it, out);
 }
 
@@ -148,10 +148,13 @@ absl::Status LaneSource::NextHints(int priority, size_t max,
 
 absl::Status LaneSource::NextWalk(int priority, size_t max,
                                   leveldb::Iterator* it,
-                                  std::vector<Taken>* out) {
+                                  std::vector<Taken>* out,
+                                  std::string* values) {
   State& st = state_[priority];
   const std::string message_prefix = format::MessagePrefix(queue_->id());
   const uint32_t partitions = queue_->options().partitions;
+  const size_t values_limit =
+      values == nullptr ? 0 : values->size() + kMaxOnlyValues;
   size_t n = 0;
   while (walk_pending(priority) && n < max) {
     // The partition the walk is in, and its range of this priority.
@@ -165,21 +168,34 @@ absl::Status LaneSource::NextWalk(int priority, size_t max,
     LaneWalk walk(it, queue_->codec(),
                   message_prefix + LaneRestRange(partition, priority));
     bool full = false;
-    for (walk.Seek(message_prefix + st.walk_next); walk.Valid(); walk.Next()) {
+    walk.Seek(message_prefix + st.walk_next);
+    while (walk.Valid()) {
       if (n == max) {
         full = true;
         break;
       }
       const std::string_view rest = walk.rest(message_prefix.size());
-      Taken t;
+      Taken& t = out->emplace_back();
       t.prefix.assign(walk.prefix());
       t.hold.priority = priority;
       t.hold.walk_key.assign(rest);
       HoldWalked(&st, t.hold.walk_key);
       st.walk_next.assign(rest);
       st.walk_next.push_back('\0');  // The next lane sorts at or after.
-      out->push_back(std::move(t));
       ++n;
+      // The lane's first key, which the step below may find was its only.
+      const bool keep =
+          it->value().size() <= kMaxOnlyValue && values != nullptr &&
+          values->size() + it->value().size() <= values_limit &&
+          LayoutCodec::LaneMessage(View(it->key()), t.prefix, &t.only_id);
+      if (keep) {
+        t.only_at = values->size();
+        t.only_size = it->value().size();
+        values->append(it->value().data(), it->value().size());
+      }
+      walk.Next();
+      t.only = keep && walk.left_one_key();
+      if (keep && !t.only) values->resize(t.only_at);
     }
     HQ_RETURN_IF_ERROR(walk.status());
     if (full) break;

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "hq/message.h"
 #include "leveldb/iterator.h"
 #include "leveldb/write_batch.h"
 #include "lib/format/format.h"
@@ -49,7 +50,20 @@ class LaneSource {
   struct Taken {
     std::string prefix;  // The message lane prefix.
     Hold hold;
+    // A walked lane the walk saw hold one key, the message `only_id`, when
+    // the caller asked for values: the message's stored value is the
+    // `only_size` bytes at `only_at` in them. True of the iterator's
+    // snapshot only: a reader with that iterator knows the lane's whole
+    // content without reading it.
+    bool only = false;
+    MessageId only_id;
+    size_t only_at = 0;
+    size_t only_size = 0;
   };
+  // A walk appends at most this many bytes of values in one Next call, and
+  // none of a value larger than kMaxOnlyValue.
+  static constexpr size_t kMaxOnlyValues = 256 << 10;
+  static constexpr size_t kMaxOnlyValue = 4096;
 
   // REQUIRES: `queue` has the topic layout.
   LaneSource(DbImpl* db, QueueImpl* queue, uint32_t consumer_id);
@@ -61,9 +75,10 @@ class LaneSource {
 
   // Up to `max` lanes of `priority` from its walk (lanes
   // written before the consumer's source record), then from the index, in
-  // seq order.
+  // seq order. With `values`, a walked lane of one message comes with it
+  // (Taken::only), its value appended to `values`.
   absl::Status Next(int priority, size_t max, leveldb::Iterator* it,
-                    std::vector<Taken>* out);
+                    std::vector<Taken>* out, std::string* values = nullptr);
   // Whether the source may have lanes of `priority` not yet taken (as of
   // the last read, or since NoteWritten).
   bool pending(int priority) const {
@@ -118,7 +133,7 @@ class LaneSource {
     return state_[priority].walking && !state_[priority].walk_at_end;
   }
   absl::Status NextWalk(int priority, size_t max, leveldb::Iterator* it,
-                        std::vector<Taken>* out);
+                        std::vector<Taken>* out, std::string* values);
   absl::Status NextHints(int priority, size_t max, leveldb::Iterator* it,
                          std::vector<Taken>* out);
   format::SourceValue Position() const;

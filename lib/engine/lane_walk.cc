@@ -41,10 +41,12 @@ void LaneWalk::Seek(std::string_view target) {
 void LaneWalk::Next() {
   // From a lane's head, the rows a TTL sweep deleted may follow: seek.
   // From a message, a few steps reach the next lane when lanes are short.
+  left_one_key_ = false;
   if (it_->key().size() > lane_.size()) {
     for (int i = 0; i < kNextTries; ++i) {
       it_->Next();
       if (!it_->Valid() || !View(it_->key()).starts_with(lane_)) {
+        left_one_key_ = i == 0 && it_->status().ok();
         Settle();
         return;
       }

@@ -38,6 +38,9 @@ class LaneWalk {
   void Seek(std::string_view target);
   // Moves to the next lane. REQUIRES: Valid().
   void Next();
+  // Whether the lane the last Next() left held exactly one key, longer
+  // than its prefix (a message, not a head), as the iterator saw it.
+  bool left_one_key() const { return left_one_key_; }
 
   bool Valid() const { return valid_; }
   // The lane's prefix (a message key prefix of the queue). REQUIRES:
@@ -61,6 +64,7 @@ class LaneWalk {
   const std::string range_;
   std::string lane_;
   bool valid_ = false;
+  bool left_one_key_ = false;
   absl::Status status_;
 };
 
