@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -302,7 +303,12 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimChunks(
     // Tasks handed out by an earlier chunk are the caller's: a later
     // failure shows at the next call.
     if (!got.ok()) return out.empty() ? got : std::move(out);
-    for (Task& t : *got) out.push_back(std::move(t));
+    if (out.empty()) {
+      out = *std::move(got);
+    } else {
+      out.insert(out.end(), std::make_move_iterator(got->begin()),
+                 std::make_move_iterator(got->end()));
+    }
     if (out.size() == o.max || !more || *left) return out;
   }
 }

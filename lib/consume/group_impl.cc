@@ -432,12 +432,17 @@ GroupImpl::Lane* GroupImpl::FindLane(std::string_view prefix) {
 absl::StatusOr<GroupImpl::Lane*> GroupImpl::GetLane(
     std::string_view prefix, const format::CursorValue* cursor) {
   if (Lane* lane = FindLane(prefix)) return lane;
+  return NewLane(std::string(prefix), cursor);
+}
+
+absl::StatusOr<GroupImpl::Lane*> GroupImpl::NewLane(
+    std::string prefix, const format::CursorValue* cursor) {
   auto lane = std::make_unique<Lane>();
-  lane->prefix.assign(prefix);
+  lane->prefix = std::move(prefix);
   std::string_view topic;
-  if (!LayoutCodec::ParseLanePrefix(prefix, queue_->codec().lane_has_topic(),
-                                    &lane->partition, &lane->priority,
-                                    &topic) ||
+  if (!LayoutCodec::ParseLanePrefix(
+          lane->prefix, queue_->codec().lane_has_topic(), &lane->partition,
+          &lane->priority, &topic) ||
       lane->partition >= queue_->options().partitions ||
       lane->priority >= queue_->options().priorities) {
     return absl::DataLossError(absl::StrCat(
@@ -448,20 +453,23 @@ absl::StatusOr<GroupImpl::Lane*> GroupImpl::GetLane(
   if (cursor != nullptr) {
     c = *cursor;
     lane->saved_exists = true;
-  } else if (!CursorMayExist(ScratchCursorKey(prefix))) {
+  } else if (!CursorMayExist(ScratchCursorKey(lane->prefix))) {
     c.scan = c.done = StartOf(lane->partition);
     lane->saved_exists = false;
   } else {
     ++test_cursor_reads_;
     HQ_ASSIGN_OR_RETURN(
-        c, ReadCursor(prefix, lane->partition, CheckedReadOptions(),
+        c, ReadCursor(lane->prefix, lane->partition, CheckedReadOptions(),
                       &lane->saved_exists));
   }
   lane->scan = c.scan;
   lane->done = c.done;
   lane->saved = c;
   Lane* raw = lane.get();
-  lanes_.emplace(lane->prefix, std::move(lane));
+  if (!lanes_.emplace(raw->prefix, std::move(lane)).second) {
+    return absl::InternalError(
+        absl::StrCat("consumer group '", name_, "': a lane was read in twice"));
+  }
   return raw;
 }
 

@@ -273,6 +273,10 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   absl::StatusOr<Lane*> GetLane(std::string_view prefix,
                                 const format::CursorValue* cursor = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // GetLane for a lane not in memory, which keeps `prefix`.
+  absl::StatusOr<Lane*> NewLane(std::string prefix,
+                                const format::CursorValue* cursor)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Lane* FindLane(std::string_view prefix) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Activate(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Every lane list that Activate fills.
@@ -392,7 +396,7 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // Reads the lane `prefix` (not in memory) into memory; the tasks a
   // restart interrupted in it are due at `now` (recovered_since_ counts
   // them).
-  absl::StatusOr<Lane*> ReadInLane(std::string_view prefix, absl::Time now,
+  absl::StatusOr<Lane*> ReadInLane(std::string prefix, absl::Time now,
                                    leveldb::Iterator* it)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Makes the lane of `t` active (read from disk if not in memory; tasks

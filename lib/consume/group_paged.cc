@@ -50,7 +50,7 @@ absl::Status GroupImpl::Admit(LaneSource::Taken* t, ClaimPass* p) {
   }
   Lane* lane = FindLane(t->prefix);
   if (lane == nullptr) {
-    HQ_ASSIGN_OR_RETURN(lane, ReadInLane(t->prefix, p->now, p->it));
+    HQ_ASSIGN_OR_RETURN(lane, ReadInLane(std::move(t->prefix), p->now, p->it));
     HQ_RETURN_IF_ERROR(ReadParkRecord(lane));
   }
   if (t->only) {
@@ -72,10 +72,10 @@ absl::Status GroupImpl::Admit(LaneSource::Taken* t, ClaimPass* p) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<GroupImpl::Lane*> GroupImpl::ReadInLane(std::string_view prefix,
+absl::StatusOr<GroupImpl::Lane*> GroupImpl::ReadInLane(std::string prefix,
                                                        absl::Time now,
                                                        leveldb::Iterator* it) {
-  HQ_ASSIGN_OR_RETURN(Lane * lane, GetLane(prefix));
+  HQ_ASSIGN_OR_RETURN(Lane * lane, NewLane(std::move(prefix), nullptr));
   if (lane->done < lane->scan) {
     // Handed out before a restart and not completed: only a lane not in
     // memory since then can have such a window.

@@ -149,7 +149,7 @@ absl::Status GroupImpl::Unpark(uint32_t partition, int priority, ClaimPass* p,
       continue;
     }
     if (lane == nullptr) {
-      HQ_ASSIGN_OR_RETURN(lane, ReadInLane(prefix, p->now, it));
+      HQ_ASSIGN_OR_RETURN(lane, ReadInLane(std::string(prefix), p->now, it));
     }
     lane->park_record = true;
     lane->parked_out = false;
