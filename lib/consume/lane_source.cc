@@ -153,8 +153,6 @@ absl::Status LaneSource::NextWalk(int priority, size_t max,
   State& st = state_[priority];
   const std::string message_prefix = format::MessagePrefix(queue_->id());
   const uint32_t partitions = queue_->options().partitions;
-  const size_t values_limit =
-      values == nullptr ? 0 : values->size() + kMaxOnlyValues;
   size_t n = 0;
   while (walk_pending(priority) && n < max) {
     // The partition the walk is in, and its range of this priority.
@@ -186,7 +184,7 @@ absl::Status LaneSource::NextWalk(int priority, size_t max,
       // The lane's first key, which the step below may find was its only.
       const bool keep =
           it->value().size() <= kMaxOnlyValue && values != nullptr &&
-          values->size() + it->value().size() <= values_limit &&
+          values->size() + it->value().size() <= kMaxOnlyValues &&
           LayoutCodec::LaneMessage(View(it->key()), t.prefix, &t.only_id);
       if (keep) {
         t.only_at = values->size();

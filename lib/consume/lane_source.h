@@ -60,8 +60,8 @@ class LaneSource {
     size_t only_at = 0;
     size_t only_size = 0;
   };
-  // A walk appends at most this many bytes of values in one Next call, and
-  // none of a value larger than kMaxOnlyValue.
+  // A walk keeps no value larger than kMaxOnlyValue, and none that would
+  // make `values` larger than kMaxOnlyValues (its caller clears it).
   static constexpr size_t kMaxOnlyValues = 256 << 10;
   static constexpr size_t kMaxOnlyValue = 4096;
 

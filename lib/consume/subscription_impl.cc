@@ -150,6 +150,16 @@ size_t SubscriptionImpl::TEST_ResidentLanes() {
   return lanes_.size();
 }
 
+uint64_t SubscriptionImpl::TEST_LaneReads() {
+  MutexLock l(&mu_);
+  return test_lane_reads_;
+}
+
+size_t SubscriptionImpl::TEST_MaxActive() {
+  MutexLock l(&mu_);
+  return MaxActive();
+}
+
 size_t SubscriptionImpl::TEST_ActiveLanes() {
   MutexLock l(&mu_);
   return active_.size();
@@ -201,6 +211,12 @@ absl::Status SubscriptionImpl::Admit(LaneSource::Taken* t) {
     return absl::OkStatus();
   }
   HQ_ASSIGN_OR_RETURN(Lane * lane, GetLane(t->prefix));
+  if (t->only) {
+    lane->walked_fill = fill_seq_;
+    lane->walked_id = t->only_id;
+    lane->walked_at = t->only_at;
+    lane->walked_size = t->only_size;
+  }
   if (lane->hold.held()) {
     source_->Release(t->hold);  // Already held back by an earlier one.
   } else {
@@ -216,8 +232,9 @@ absl::Status SubscriptionImpl::PageIn(leveldb::Iterator* it) {
   for (int p = queue_->options().priorities - 1; p >= 0; --p) {
     while (budget > 0 && active_.size() < MaxActive() && source_->pending(p)) {
       std::vector<LaneSource::Taken> lanes;
-      HQ_RETURN_IF_ERROR(source_->Next(
-          p, std::min(budget, MaxActive() - active_.size()), it, &lanes));
+      HQ_RETURN_IF_ERROR(
+          source_->Next(p, std::min(budget, MaxActive() - active_.size()), it,
+                        &lanes, &walked_));
       if (lanes.empty()) break;
       budget -= lanes.size();
       for (LaneSource::Taken& t : lanes) HQ_RETURN_IF_ERROR(Admit(&t));
@@ -309,15 +326,15 @@ bool SubscriptionImpl::Full() const {
 
 absl::Status SubscriptionImpl::Fill() {
   if (Full()) return absl::OkStatus();
-  const bool has_topic = queue_->codec().lane_has_topic();
   const MessageId cutoff = queue_->TtlCutoff(db_->clock()->Now());
   std::unique_ptr<leveldb::Iterator> it(
       NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
+  ++fill_seq_;  // What an earlier Fill's walk kept is of its iterator.
+  walked_.clear();
   if (paged()) HQ_RETURN_IF_ERROR(PageIn(it.get()));
   // Paged, with lanes waiting on disk: a lane that had its turn and still
   // has messages goes behind them.
   const bool behind = SourceWaiting();
-  std::string seek;
   const size_t lanes = active_.size();
   for (size_t k = 0; k < lanes && !Full(); ++k) {
     Lane* lane = active_.front();
@@ -328,48 +345,20 @@ absl::Status SubscriptionImpl::Fill() {
       continue;
     }
     if (lane->read < cutoff) lane->read = cutoff;  // Expired: skipped.
-    const size_t n = lane->prefix.size();
-    seek = lane->prefix;
-    LayoutCodec::AppendMessageId(&seek, lane->read);
     bool drained = true;
-    size_t taken = 0, scanned = 0;
-    MessageId id;
-    for (it->Seek(seek); it->Valid(); it->Next()) {
-      const std::string_view key = View(it->key());
-      if (!LayoutCodec::LaneMessage(key, lane->prefix, &id)) break;
-      // A bounded turn, also past messages of other topics.
-      if (taken == kReadChunk || scanned == kScanChunk || Full()) {
-        drained = false;
-        break;
+    if (lane->walked_fill == fill_seq_) {
+      // This Fill's walk saw, with `it`, the lane hold one message: all a
+      // read would find (and the buffer has room for one: !Full()).
+      lane->walked_fill = 0;
+      if (lane->read <= lane->walked_id) {
+        HQ_RETURN_IF_ERROR(Buffer(lane, lane->walked_id, lane->topic,
+                                  std::string_view(walked_).substr(
+                                      lane->walked_at, lane->walked_size)));
+        lane->read = lane->walked_id.Next();
       }
-      ++scanned;
-      const std::string_view topic =
-          has_topic ? std::string_view(lane->topic)
-                    : key.substr(n + LayoutCodec::kMessageIdSize);
-      lane->read = id.Next();
-      if (!has_topic && !topic_set_.empty() &&
-          !topic_set_.contains(Av(topic))) {
-        continue;
-      }
-      std::string_view mkey, payload;
-      uint64_t not_before_ms;
-      if (!format::DecodeMessageValue(View(it->value()), &mkey, &payload,
-                                      &not_before_ms)) {
-        return absl::DataLossError(absl::StrCat(
-            "queue '", queue_->name(), "': malformed message ", id.ToString()));
-      }
-      Buffered b;
-      b.id = id;
-      b.topic.assign(topic);
-      b.key.assign(mkey);
-      b.payload.assign(payload);
-      b.not_before = format::NotBeforeTime(not_before_ms);
-      ++buffered_;
-      buffered_bytes_ += b.payload.size();
-      lane->buf.push_back(std::move(b));
-      ++taken;
+    } else {
+      HQ_RETURN_IF_ERROR(ReadTurn(lane, it.get(), &drained));
     }
-    HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading a lane"));
     if (drained || behind) {
       lane->active = false;
       lane->rehint = !drained;
@@ -388,6 +377,59 @@ absl::Status SubscriptionImpl::Fill() {
       lanes_.erase(lanes_.find(lane->prefix));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status SubscriptionImpl::ReadTurn(Lane* lane, leveldb::Iterator* it,
+                                        bool* drained) {
+  const bool has_topic = queue_->codec().lane_has_topic();
+  const size_t n = lane->prefix.size();
+  std::string seek = lane->prefix;
+  LayoutCodec::AppendMessageId(&seek, lane->read);
+  size_t taken = 0, scanned = 0;
+  MessageId id;
+  *drained = true;
+  ++test_lane_reads_;
+  for (it->Seek(seek); it->Valid(); it->Next()) {
+    const std::string_view key = View(it->key());
+    if (!LayoutCodec::LaneMessage(key, lane->prefix, &id)) break;
+    // A bounded turn, also past messages of other topics.
+    if (taken == kReadChunk || scanned == kScanChunk || Full()) {
+      *drained = false;
+      break;
+    }
+    ++scanned;
+    const std::string_view topic =
+        has_topic ? std::string_view(lane->topic)
+                  : key.substr(n + LayoutCodec::kMessageIdSize);
+    lane->read = id.Next();
+    if (!has_topic && !topic_set_.empty() && !topic_set_.contains(Av(topic))) {
+      continue;
+    }
+    HQ_RETURN_IF_ERROR(Buffer(lane, id, topic, View(it->value())));
+    ++taken;
+  }
+  return FromLevelDb(it->status(), "reading a lane");
+}
+
+absl::Status SubscriptionImpl::Buffer(Lane* lane, MessageId id,
+                                      std::string_view topic,
+                                      std::string_view value) {
+  std::string_view mkey, payload;
+  uint64_t not_before_ms;
+  if (!format::DecodeMessageValue(value, &mkey, &payload, &not_before_ms)) {
+    return absl::DataLossError(absl::StrCat(
+        "queue '", queue_->name(), "': malformed message ", id.ToString()));
+  }
+  Buffered b;
+  b.id = id;
+  b.topic.assign(topic);
+  b.key.assign(mkey);
+  b.payload.assign(payload);
+  b.not_before = format::NotBeforeTime(not_before_ms);
+  ++buffered_;
+  buffered_bytes_ += b.payload.size();
+  lane->buf.push_back(std::move(b));
   return absl::OkStatus();
 }
 

@@ -98,6 +98,9 @@ class SubscriptionImpl final : public Subscription,
   // Lanes in memory, and lanes active (to be read).
   size_t TEST_ResidentLanes() ABSL_LOCKS_EXCLUDED(mu_);
   size_t TEST_ActiveLanes() ABSL_LOCKS_EXCLUDED(mu_);
+  // Lane turns that read the lane (seeked it).
+  uint64_t TEST_LaneReads() ABSL_LOCKS_EXCLUDED(mu_);
+  size_t TEST_MaxActive() ABSL_LOCKS_EXCLUDED(mu_);
   // Sets a function that Stats calls before it counts each lane's lag
   // (nullptr: none). REQUIRES: no Stats call runs.
   void TEST_SetCountHook(std::function<void()> hook) {
@@ -138,6 +141,13 @@ class SubscriptionImpl final : public Subscription,
     // new hint when it leaves memory).
     LaneSource::Hold hold;
     bool rehint = false;
+    // Paged: taken by Fill number `walked_fill` from a walk that saw it
+    // hold one message (LaneSource::Taken::only), whose value is at
+    // walked_at in walked_: that Fill reads nothing.
+    uint64_t walked_fill = 0;
+    MessageId walked_id;
+    size_t walked_at = 0;
+    size_t walked_size = 0;
     absl::Time retry_at = absl::InfinitePast();
     // The checkpoint: every message below it was delivered (or skipped).
     MessageId next() const { return buf.empty() ? read : buf.front().id; }
@@ -192,6 +202,15 @@ class SubscriptionImpl final : public Subscription,
   bool Full() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reads new messages into the buffers while there is room.
   absl::Status Fill() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One turn of `lane` in Fill: reads its messages from lane->read with
+  // `it` into its buffer, a bounded number; sets `drained` if it read to
+  // the lane's end.
+  absl::Status ReadTurn(Lane* lane, leveldb::Iterator* it, bool* drained)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds the message `id` of `lane` (stored value `value`) to its buffer.
+  absl::Status Buffer(Lane* lane, MessageId id, std::string_view topic,
+                      std::string_view value)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Dirty(const Lane& lane) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes the checkpoints that moved; forgets idle lanes.
   absl::Status WriteCheckpoints() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -249,7 +268,11 @@ class SubscriptionImpl final : public Subscription,
   // Lanes waiting for a retry, and their head messages' payload bytes.
   uint64_t blocked_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t blocked_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  bool started_ ABSL_GUARDED_BY(mu_) = false;  // Start was called.
+  bool started_ ABSL_GUARDED_BY(mu_) = false;   // Start was called.
+  uint64_t fill_seq_ ABSL_GUARDED_BY(mu_) = 0;  // Fill calls (walked_fill).
+  uint64_t test_lane_reads_ ABSL_GUARDED_BY(mu_) = 0;  // TEST_LaneReads.
+  // The values of the one-message lanes the current Fill's walk found.
+  std::string walked_ ABSL_GUARDED_BY(mu_);
   // Live timers (cancelled by Stop).
   absl::flat_hash_set<LeaseId> timers_ ABSL_GUARDED_BY(mu_);
 };
