@@ -2206,6 +2206,53 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "issue17: a walked one-message lane's message goes out as a read "
+    "would give it: not expired, not before its time, past the kept "
+    "values' cap") {
+  const size_t cap = GENERATE(1, 1000);
+  INFO("max_active_lanes " << cap);
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue(
+      "q", {.ttl = absl::Hours(2), .layout = Layout::kTopic}));
+  for (int t = 0; t < 5; ++t) {
+    HQ_REQUIRE_OK(
+        q->Put({.topic = absl::StrCat("e", t), .payload = "expired"}).status());
+  }
+  f.clock().Advance(absl::Hours(3));
+  const absl::Time due = f.clock().Now() + absl::Hours(1);
+  for (int t = 0; t < 5; ++t) {
+    HQ_REQUIRE_OK(q->Put({.topic = absl::StrCat("d", t),
+                          .payload = absl::StrCat("d", t),
+                          .not_before = due})
+                      .status());
+  }
+  // More kept values than a claim pass keeps (LaneSource::kMaxOnlyValues),
+  // between lanes of two messages.
+  const size_t bytes = LaneSource::kMaxOnlyValue - 100;
+  const int kTopics = static_cast<int>(LaneSource::kMaxOnlyValues / bytes) + 20;
+  std::map<std::string, std::vector<std::string>> put;
+  for (int t = 0; t < kTopics; ++t) {
+    const std::string topic = absl::StrCat("s", t);
+    for (int k = 0; k < (t % 10 == 0 ? 2 : 1); ++k) {
+      std::string payload = absl::StrCat(topic, "/", k, ".");
+      payload.resize(bytes, 'x');
+      HQ_REQUIRE_OK(q->Put({.topic = topic, .payload = payload}).status());
+      put[topic].push_back(std::move(payload));
+    }
+  }
+  ConsumerGroup* g = ValueOrDie(q->Group("g", {.max_active_lanes = cap}));
+  std::map<std::string, std::vector<std::string>> got;
+  for (const Task& t : test::Drain(g, 100)) got[t.topic].push_back(t.payload);
+  CHECK(got == put);  // No expired or delayed one, each once, intact.
+  f.clock().Advance(absl::Hours(1));
+  const std::vector<Task> late = test::Drain(g, 100);
+  std::set<std::string> payloads;
+  for (const Task& t : late) payloads.insert(t.payload);
+  CHECK(late.size() == 5);
+  CHECK(payloads == std::set<std::string>{"d0", "d1", "d2", "d3", "d4"});
+}
+
 // The hints of queue `q`'s lane activity index (all priorities; not the
 // index heads).
 size_t HintCount(Db* db, Queue* q) {

@@ -183,7 +183,7 @@ absl::Status LaneSource::NextWalk(int priority, size_t max,
       ++n;
       // The lane's first key, which the step below may find was its only.
       const bool keep =
-          it->value().size() <= kMaxOnlyValue && values != nullptr &&
+          values != nullptr && it->value().size() <= kMaxOnlyValue &&
           values->size() + it->value().size() <= kMaxOnlyValues &&
           LayoutCodec::LaneMessage(View(it->key()), t.prefix, &t.only_id);
       if (keep) {

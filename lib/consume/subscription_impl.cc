@@ -29,6 +29,9 @@ constexpr size_t kScanChunk = 8 * kReadChunk;
 // lanes, or stale hints, must not hold the lock for long: the slice is run
 // again).
 constexpr size_t kPageInBudget = 256;
+// The most a subscription keeps allocated for a walk's values between
+// delivery slices.
+constexpr size_t kHeldWalkedBytes = 16 << 10;
 // Stats counts the lag of at most this many lanes waiting in the source.
 constexpr size_t kPeekLanes = 1024;
 
@@ -377,6 +380,9 @@ absl::Status SubscriptionImpl::Fill() {
       lanes_.erase(lanes_.find(lane->prefix));
     }
   }
+  // The kept values are of this Fill's iterator: a large buffer is not
+  // held between slices.
+  if (walked_.capacity() > kHeldWalkedBytes) std::string().swap(walked_);
   return absl::OkStatus();
 }
 
