@@ -2176,25 +2176,8 @@ TEST_CASE(
   DbFixture f(Storage::kMemory, NoBackgroundSweeps());
   Queue* q = ValueOrDie(
       f.db()->CreateQueue("q", {.partitions = 2, .layout = Layout::kTopic}));
-  constexpr int kSingle = 200, kMulti = 10, kEach = 3, kLarge = 10;
-  std::map<std::string, std::vector<std::string>> put;  // Topic: payloads.
-  auto put_one = [&](const std::string& topic, std::string payload) {
-    HQ_REQUIRE_OK(q->Put({.topic = topic, .payload = payload}).status());
-    put[topic].push_back(std::move(payload));
-  };
-  for (int t = 0; t < kSingle; ++t) {
-    put_one(absl::StrCat("s", t), absl::StrCat("s", t, "/0"));
-  }
-  for (int t = 0; t < kLarge; ++t) {
-    put_one(absl::StrCat("l", t),
-            absl::StrCat("l", t, "/0.",
-                         std::string(LaneSource::kMaxOnlyValue, 'x')));
-  }
-  for (int k = 0; k < kEach; ++k) {
-    for (int t = 0; t < kMulti; ++t) {
-      put_one(absl::StrCat("m", t), absl::StrCat("m", t, "/", k));
-    }
-  }
+  const std::map<std::string, std::vector<std::string>> put =
+      test::PutWalkLanes(q);
   ConsumerGroup* g = ValueOrDie(q->Group("g", {.max_active_lanes = cap}));
   std::map<std::string, std::vector<std::string>> got;
   for (const Task& t : test::Drain(g, 50)) got[t.topic].push_back(t.payload);
@@ -2202,7 +2185,8 @@ TEST_CASE(
   if (Paged(g)->TEST_MaxActive() >= put.size()) {
     // The one-message lanes cost no read: at most one per large value and
     // per message of the longer lanes.
-    CHECK(Paged(g)->TEST_LaneSeeks() <= size_t{kLarge + kMulti * kEach});
+    CHECK(Paged(g)->TEST_LaneSeeks() <=
+          size_t{test::kWalkLarge + test::kWalkMulti * test::kWalkEach});
   }
 }
 

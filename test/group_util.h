@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <string>
 #include <thread>
@@ -18,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "hq/hq.h"
 #include "lib/consume/group_impl.h"
+#include "lib/consume/lane_source.h"
 #include "test/test_util.h"
 
 namespace hq::test {
@@ -40,6 +42,33 @@ inline void PutSites(Queue* q, int from, int to) {
 }
 
 // Puts `n` messages with payloads "<prefix><i>" into the given partition.
+// Lanes for a walk (issue 17): kWalkSingle topics of one message,
+// kWalkLarge of one message larger than a walk keeps, and kWalkMulti of
+// kWalkEach messages. Returns each topic's payloads, in put order.
+inline constexpr int kWalkSingle = 200, kWalkLarge = 10, kWalkMulti = 10,
+                     kWalkEach = 3;
+inline std::map<std::string, std::vector<std::string>> PutWalkLanes(Queue* q) {
+  std::map<std::string, std::vector<std::string>> put;
+  auto put_one = [&](const std::string& topic, std::string payload) {
+    HQ_REQUIRE_OK(q->Put({.topic = topic, .payload = payload}).status());
+    put[topic].push_back(std::move(payload));
+  };
+  for (int t = 0; t < kWalkSingle; ++t) {
+    put_one(absl::StrCat("s", t), absl::StrCat("s", t, "/0"));
+  }
+  for (int t = 0; t < kWalkLarge; ++t) {
+    put_one(absl::StrCat("l", t),
+            absl::StrCat("l", t, "/0.",
+                         std::string(LaneSource::kMaxOnlyValue, 'x')));
+  }
+  for (int k = 0; k < kWalkEach; ++k) {
+    for (int t = 0; t < kWalkMulti; ++t) {
+      put_one(absl::StrCat("m", t), absl::StrCat("m", t, "/", k));
+    }
+  }
+  return put;
+}
+
 inline std::vector<PutResult> PutN(Queue* q, int n,
                                    const std::string& prefix = "m",
                                    std::optional<uint32_t> partition = 0,

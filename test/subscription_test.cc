@@ -261,26 +261,10 @@ TEST_CASE(
   DbFixture f(Storage::kMemory, NoBackgroundSweeps());
   Queue* q = ValueOrDie(
       f.db()->CreateQueue("q", {.partitions = 2, .layout = Layout::kTopic}));
-  constexpr int kSingle = 200, kMulti = 10, kEach = 3, kLarge = 10;
-  std::map<std::string, std::vector<std::string>> put;  // Topic: payloads.
-  auto put_one = [&](const std::string& topic, std::string payload) {
-    HQ_REQUIRE_OK(q->Put({.topic = topic, .payload = payload}).status());
-    put[topic].push_back(std::move(payload));
-  };
-  for (int t = 0; t < kSingle; ++t) {
-    put_one(absl::StrCat("s", t), absl::StrCat("s", t, "/0"));
-  }
-  for (int t = 0; t < kLarge; ++t) {
-    put_one(absl::StrCat("l", t),
-            absl::StrCat("l", t, "/0.",
-                         std::string(LaneSource::kMaxOnlyValue, 'x')));
-  }
-  for (int k = 0; k < kEach; ++k) {
-    for (int t = 0; t < kMulti; ++t) {
-      put_one(absl::StrCat("m", t), absl::StrCat("m", t, "/", k));
-    }
-  }
-  constexpr size_t kMessages = kSingle + kLarge + kMulti * kEach;
+  const std::map<std::string, std::vector<std::string>> put =
+      test::PutWalkLanes(q);
+  constexpr size_t kMessages =
+      test::kWalkSingle + test::kWalkLarge + test::kWalkMulti * test::kWalkEach;
   Collector c;
   auto* sub = static_cast<SubscriptionImpl*>(
       ValueOrDie(q->Subscribe({.name = "s"}, &c)));
@@ -291,7 +275,8 @@ TEST_CASE(
   if (sub->TEST_MaxActive() >= put.size()) {
     // The one-message lanes cost no read: at most one per large value and
     // per message of the longer lanes.
-    CHECK(sub->TEST_LaneReads() <= size_t{kLarge + kMulti * kEach});
+    CHECK(sub->TEST_LaneReads() <=
+          size_t{test::kWalkLarge + test::kWalkMulti * test::kWalkEach});
   }
 }
 
