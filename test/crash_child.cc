@@ -9,6 +9,8 @@
 // with a clock up to 2 s behind the wall clock), creates queue "q"
 // (3 partitions, 2 priorities, the layout named, default time) if missing,
 // then, until it is killed:
+//   - topic layout, when it creates the queue: one message in each lane,
+//     before the consumers exist (so that they walk the lanes);
 //   - 3 producer threads write Puts (sync and not) and PutBatches of 1..6
 //     messages, to explicit, key-hashed and round-robin partitions, with
 //     priorities 0..1 and topics "", "a", "b" (topic layout: "" and "a" to
@@ -142,6 +144,31 @@ void Produce(hq::Queue* q, int run, int thread, uint64_t seed,
     }
     WriteLine(lines);
     absl::SleepFor(absl::Microseconds(rng() % 4000));
+  }
+}
+
+// Topic layout, first run: one message in each lane (every partition,
+// priority and topic), before the consumers exist, so that they walk
+// lanes of one message (doc/massive_topics.md, "Lanes the walk read
+// whole"), and a later run resumes a walk a kill interrupted.
+void Seed(hq::Queue* q, int run) {
+  const char* topics[] = {"",  "a", "b", "c", "d", "e",
+                          "f", "g", "h", "i", "j", "k"};
+  int count = 0;
+  for (uint32_t partition = 0; partition < kPartitions; ++partition) {
+    for (int priority = 0; priority < kPriorities; ++priority) {
+      for (const char* topic : topics) {
+        const std::string payload = absl::StrCat("r", run, "s", count++);
+        auto r = q->Put({.topic = topic,
+                         .payload = payload,
+                         .partition = partition,
+                         .priority = priority});
+        if (!r.ok()) Fail("Put", r.status());
+        WriteLine(absl::StrCat("P 0 ", r->partition, " ", priority, " ",
+                               Id(r->id), " ", *topic == '\0' ? "-" : topic,
+                               " ", payload));
+      }
+    }
   }
 }
 
@@ -286,6 +313,7 @@ int main(int argc, char** argv) {
               .layout = topic_layout ? hq::Layout::kTopic : hq::Layout::kTime});
     if (!created.ok()) Fail("CreateQueue", created.status());
     q = *created;
+    if (topic_layout) Seed(q, run);
   } else {
     Fail("OpenQueue", opened.status());
   }

@@ -650,7 +650,9 @@ void GroupImpl::Settle(Lane* lane, leveldb::WriteBatch* batch, ClaimLog* log) {
       ++log->lanes;
     } else {
       const std::string& key = ScratchCursorKey(lane->prefix);
-      batch->Put(key, format::EncodeCursor(now));
+      value_scratch_.clear();
+      format::AppendCursor(&value_scratch_, now);
+      batch->Put(key, value_scratch_);
       cursor_ceiling_.Raise(key);
       lane->cursor_put = true;
     }

@@ -778,6 +778,7 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   uint64_t pass_seq_ ABSL_GUARDED_BY(mu_) = 0;           // ClaimPass::seq.
   std::string key_scratch_ ABSL_GUARDED_BY(mu_);         // ScratchCursorKey.
   std::string prefix_scratch_ ABSL_GUARDED_BY(mu_);      // FindHeld's lane.
+  std::string value_scratch_ ABSL_GUARDED_BY(mu_);       // Settle's cursor.
   uint64_t test_cursor_reads_ ABSL_GUARDED_BY(mu_) = 0;  // TEST_CursorReads.
   uint64_t test_lane_seeks_ ABSL_GUARDED_BY(mu_) = 0;    // TEST_LaneSeeks.
 

@@ -182,14 +182,16 @@ absl::Status LaneSource::NextWalk(int priority, size_t max,
       st.walk_next.push_back('\0');  // The next lane sorts at or after.
       ++n;
       // The lane's first key, which the step below may find was its only.
+      const leveldb::Slice value =
+          values != nullptr ? it->value() : leveldb::Slice();
       const bool keep =
-          values != nullptr && it->value().size() <= kMaxOnlyValue &&
-          values->size() + it->value().size() <= kMaxOnlyValues &&
+          values != nullptr && value.size() <= kMaxOnlyValue &&
+          values->size() + value.size() <= kMaxOnlyValues &&
           LayoutCodec::LaneMessage(View(it->key()), t.prefix, &t.only_id);
       if (keep) {
         t.only_at = values->size();
-        t.only_size = it->value().size();
-        values->append(it->value().data(), it->value().size());
+        t.only_size = value.size();
+        values->append(value.data(), value.size());
       }
       walk.Next();
       t.only = keep && walk.left_one_key();

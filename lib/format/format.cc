@@ -203,10 +203,14 @@ absl::Status DecodeGroupRecord(std::string_view in, GroupRecord* r) {
 
 std::string EncodeCursor(const CursorValue& c) {
   std::string s;
-  coding::PutFixed8(&s, kGroupRecordVersion);
-  PutId(&s, c.scan);
-  PutId(&s, c.done);
+  AppendCursor(&s, c);
   return s;
+}
+
+void AppendCursor(std::string* dst, const CursorValue& c) {
+  coding::PutFixed8(dst, kGroupRecordVersion);
+  PutId(dst, c.scan);
+  PutId(dst, c.done);
 }
 
 bool DecodeCursor(std::string_view in, CursorValue* c) {

@@ -113,6 +113,8 @@ struct CursorValue {
   MessageId done;
 };
 std::string EncodeCursor(const CursorValue& c);
+// EncodeCursor appended to `dst`.
+void AppendCursor(std::string* dst, const CursorValue& c);
 bool DecodeCursor(std::string_view in, CursorValue* c);
 
 // doc/format.md, "Subscriptions": subscription records and checkpoints.
