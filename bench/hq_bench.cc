@@ -182,6 +182,10 @@
 //                    data does); `many_topics heap_kb[L]`, heap growth
 //                    after the put, the group load, the first claim, the
 //                    claims and the subscription. Then
+//                    many_topics_put[topic_with_group], the topic layout's
+//                    put into a queue with a consumer group from the start
+//                    (its batches write lane index records; a queue
+//                    without consumers writes none). Then
 //                    many_topics_put[leveldb_topic_keys], the topic
 //                    layout's keys and values written to a fresh raw
 //                    LevelDB (batches of --batch), and

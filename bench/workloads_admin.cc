@@ -323,6 +323,24 @@ absl::StatusOr<Result> ManyTopicsPut(Context& c, Queue* q) {
   return c.Payloads(MicrosSince(start) / 1e6, num);
 }
 
+// many_topics' put into a fresh topic layout queue that has a consumer
+// group from the start, so that every batch writes its lane index record
+// (without a consumer the write path writes none: a consumer created later
+// walks the lanes).
+absl::StatusOr<Result> ManyTopicsPutWithGroup(Context& c) {
+  const std::string path = c.root + "/many-topic-with-group";
+  HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DestroyDB(path, {}), path));
+  QueueOptions qo = c.queue_options;
+  qo.layout = Layout::kTopic;
+  HQ_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, Db::Open(path, c.hq_options));
+  HQ_ASSIGN_OR_RETURN(Queue * q, db->CreateQueue("many", qo));
+  HQ_RETURN_IF_ERROR(q->Group("g").status());
+  HQ_ASSIGN_OR_RETURN(const Result put, ManyTopicsPut(c, q));
+  db.reset();
+  HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DestroyDB(path, {}), path));
+  return put;
+}
+
 // many_topics' put into a fresh raw LevelDB (`raw`, left open) with the
 // topic layout's keys and values (one queue, partition 0), and with `index`
 // also one lane index record per batch naming its lanes, as hq writes:
@@ -629,6 +647,8 @@ ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ManyTopics(Context& c,
   for (const Layout layout : {Layout::kTopic, Layout::kTime}) {
     HQ_RETURN_IF_ERROR(ManyTopicsLayout(c, layout, results));
   }
+  HQ_ASSIGN_OR_RETURN(const Result put_grouped, ManyTopicsPutWithGroup(c));
+  PrintLine("many_topics_put[topic_with_group]", put_grouped);
   RawDb raw;
   HQ_ASSIGN_OR_RETURN(const Result raw_put, ManyTopicsRawPut(c, false, &raw));
   PrintLine("many_topics_put[leveldb_topic_keys]", raw_put);
@@ -655,6 +675,8 @@ ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ManyTopics(Context& c,
                results[absl::StrCat(what, "topic")],
                results[absl::StrCat(what, "time")]);
   }
+  PrintRatio("many_topics_put[topic_with_group]/[time]", put_grouped,
+             results["puttime"]);
   PrintRatio("many_topics_put[topic]/[leveldb_topic_keys]", results["puttopic"],
              raw_put);
   PrintRatio("many_topics_put[topic]/[leveldb_topic_keys_index]",

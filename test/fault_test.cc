@@ -23,7 +23,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "lib/consume/lane_source.h"
 #include "lib/engine/db_impl.h"
+#include "lib/engine/queue_impl.h"
+#include "lib/format/format.h"
 #include "test/fault_env.h"
 #include "test/test_util.h"
 
@@ -170,6 +173,53 @@ TEST_CASE("issue2: destroying the Db waits for writes in flight") {
   REQUIRE(all.size() == 3);
   CHECK(all[1].payload == "leader");
   CHECK(all[2].payload == "follower");
+}
+
+// Issue 17: a topic layout queue's messages get no hint until the queue has
+// a consumer; a consumer's source record written in the batch of messages
+// appended before it (without hints, and not yet stored) must walk them.
+TEST_CASE(
+    "issue17: a source record sharing a batch with unhinted messages walks "
+    "them") {
+  TempDir dir;
+  LogFaultEnv env(leveldb::Env::Default());
+  Options o;
+  o.env = &env;
+  auto db = ValueOrDie(Db::Open(dir.Sub("db"), o));
+  auto* impl = static_cast<DbImpl*>(db.get());
+  Queue* other = ValueOrDie(db->CreateQueue("other", {}));
+  Queue* q = ValueOrDie(db->CreateQueue("q", {.layout = Layout::kTopic}));
+  HQ_REQUIRE_OK(other->Put({.payload = "warm"}).status());
+
+  // A leader blocked in its sync; a put to `q` and the source record
+  // queue behind it and go into the next batch, in that order.
+  env.block_next_sync = true;
+  std::thread leader(
+      [&] { (void)other->Put({.payload = "leader"}, {.sync = true}); });
+  while (!env.blocked) std::this_thread::yield();
+  absl::Status put_status, load_status;
+  std::thread putter(
+      [&] { put_status = q->Put({.topic = "t", .payload = "m"}).status(); });
+  while (impl->TEST_QueuedWriters() < 2) std::this_thread::yield();
+  LaneSource source(impl, static_cast<QueueImpl*>(q), /*consumer_id=*/77);
+  std::thread loader([&] { load_status = source.Load(); });
+  while (impl->TEST_QueuedWriters() < 3) std::this_thread::yield();
+  env.Release();
+  leader.join();
+  putter.join();
+  loader.join();
+  HQ_REQUIRE_OK(put_status);
+  HQ_REQUIRE_OK(load_status);
+
+  std::string v;
+  REQUIRE(
+      impl->leveldb()
+          ->Get({}, format::SourceKey(static_cast<QueueImpl*>(q)->id(), 77), &v)
+          .ok());
+  format::SourceValue position;
+  REQUIRE(format::DecodeSource(v, &position));
+  REQUIRE(position.priorities.size() == 1);
+  CHECK(position.priorities[0].walking);  // The message has no hint.
 }
 
 // ---------------------------------------------------------------------------

@@ -2267,45 +2267,100 @@ std::optional<uint64_t> IndexHead(Db* db, Queue* q, int priority) {
   return trimmed;
 }
 
+TEST_CASE(
+    "issue17: puts write no hint until the queue has a consumer, and "
+    "consumers created meanwhile miss nothing") {
+  DbFixture f(Storage::kDisk, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(
+      f.db()->CreateQueue("q", {.partitions = 2, .layout = Layout::kTopic}));
+  for (int i = 0; i < 20; ++i) {
+    HQ_REQUIRE_OK(
+        q->Put({.topic = absl::StrCat("a", i), .payload = "a"}).status());
+  }
+  CHECK(HintCount(f.db(), q) == 0);
+  f.Reopen();  // Whether the queue has consumers is read again.
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  HQ_REQUIRE_OK(q->Put({.topic = "b", .payload = "b"}).status());
+  CHECK(HintCount(f.db(), q) == 0);
+  // Groups created while producers write (a group's source record may
+  // share a write batch with messages appended before it, which get no
+  // hint): each hands out every message once.
+  constexpr int kProducers = 3, kEach = 300, kGroups = 6;
+  std::vector<std::thread> producers;
+  std::atomic<int> failed_puts{0};  // Catch's assertions are not thread-safe.
+  for (int p = 0; p < kProducers; ++p) {
+    producers.emplace_back([q, p, &failed_puts] {
+      for (int i = 0; i < kEach; ++i) {
+        if (!q->Put({.topic = absl::StrCat("p", p, "-", i % 50),
+                     .payload = absl::StrCat("p", p, "/", i)})
+                 .ok()) {
+          ++failed_puts;
+        }
+      }
+    });
+  }
+  std::vector<ConsumerGroup*> groups;
+  for (int k = 0; k < kGroups; ++k) {
+    groups.push_back(ValueOrDie(q->Group(absl::StrCat("g", k))));
+  }
+  for (std::thread& t : producers) t.join();
+  REQUIRE(failed_puts.load() == 0);
+  const size_t total = 21 + kProducers * kEach;
+  for (ConsumerGroup* g : groups) {
+    const std::vector<Task> got = test::Drain(g, 100);
+    std::multiset<std::string> payloads;
+    for (const Task& t : got) payloads.insert(t.payload);
+    CHECK(got.size() == total);
+    for (int p = 0; p < kProducers; ++p) {
+      for (int i = 0; i < kEach; ++i) {
+        CHECK(payloads.count(absl::StrCat("p", p, "/", i)) == 1);
+      }
+    }
+  }
+  // Once it has a consumer, puts write hints (also after a reopen).
+  CHECK(HintCount(f.db(), q) > 0);
+  const size_t hints = HintCount(f.db(), q);
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  HQ_REQUIRE_OK(q->Put({.topic = "c", .payload = "c"}).status());
+  CHECK(HintCount(f.db(), q) == hints + 1);
+  CHECK(test::Drain(ValueOrDie(q->Group("g0")), 100).size() == 1);
+  CHECK(ValueOrDie(f.db()->Verify()).ok());
+}
+
 TEST_CASE("issue17: a sweep trims the lane index below every consumer") {
   DbFixture f(Storage::kMemory, NoBackgroundSweeps());
   Queue* q = ValueOrDie(f.db()->CreateQueue(
       "q", {.partitions = 2, .priorities = 2, .layout = Layout::kTopic}));
-  // No consumer: every hint but the newest of each priority goes.
-  for (int i = 0; i < 10; ++i) {
-    HQ_REQUIRE_OK(
-        q->Put(
-             {.topic = absl::StrCat("t", i), .payload = "x", .priority = i % 2})
-            .status());
-  }
-  CHECK(HintCount(f.db(), q) == 10);
-  CHECK_FALSE(IndexHead(f.db(), q, 0).has_value());
-  CHECK(ValueOrDie(f.db()->CompactExpired()).hints_trimmed == 8);
-  CHECK(HintCount(f.db(), q) == 2);
-  // Each priority's head says how far: 5 hints each, seqs 1..5.
-  CHECK(IndexHead(f.db(), q, 0) == 5);
-  CHECK(IndexHead(f.db(), q, 1) == 5);
+  auto put = [&](int from, int to, const char* payload) {
+    for (int i = from; i < to; ++i) {
+      HQ_REQUIRE_OK(q->Put({.topic = absl::StrCat("t", i),
+                            .payload = payload,
+                            .priority = i % 2})
+                        .status());
+    }
+  };
+  // No consumer: no hint (a consumer created later walks the lanes).
+  put(0, 10, "x");
+  CHECK(HintCount(f.db(), q) == 0);
   // A group and a subscription hold the index back until they read past.
   ConsumerGroup* g = ValueOrDie(q->Group("g"));
   ConsumerGroup* lazy = ValueOrDie(q->Group("lazy"));
   (void)ValueOrDie(lazy->Claim({.max = 1}));  // Its position is written.
-  for (int i = 10; i < 30; ++i) {
-    HQ_REQUIRE_OK(
-        q->Put(
-             {.topic = absl::StrCat("t", i), .payload = "y", .priority = i % 2})
-            .status());
-  }
+  put(10, 30, "y");
+  CHECK(HintCount(f.db(), q) == 20);
   std::vector<Task> all = ValueOrDie(g->Claim({.max = 100}));
   CHECK(all.size() == 30);
   HQ_REQUIRE_OK(g->Complete(all));
-  // Only the two kept as the newest before, which both groups' positions
-  // (taken at the index's tail) are past.
-  CHECK(ValueOrDie(f.db()->CompactExpired()).hints_trimmed == 2);
-  CHECK(HintCount(f.db(), q) == 20);
-  // `lazy` catches up: now they go, but for the newest ones.
+  CHECK(ValueOrDie(f.db()->CompactExpired()).hints_trimmed == 0);
+  CHECK_FALSE(IndexHead(f.db(), q, 0).has_value());
+  // `lazy` catches up: now they go, but for the newest of each priority.
   test::Drain(lazy, 7);
   CHECK(ValueOrDie(f.db()->CompactExpired()).hints_trimmed == 18);
   CHECK(HintCount(f.db(), q) == 2);
+  // Each priority's head says how far: 10 hints each, seqs 1..10.
+  CHECK(IndexHead(f.db(), q, 0) == 10);
+  CHECK(IndexHead(f.db(), q, 1) == 10);
   // After a trim, new puts go on with new seqs, a group created now walks
   // the lanes, and the old groups see only the new messages.
   HQ_REQUIRE_OK(q->Put({.topic = "t0", .payload = "z"}).status());
@@ -2334,10 +2389,13 @@ TEST_CASE("issue17: a new group's load does not read the trimmed hints") {
   Queue* q = ValueOrDie(
       f.db()->CreateQueue("q", {.partitions = 1, .layout = Layout::kTopic}));
   constexpr int kHints = 20000;
+  // A consumer that reads past them all (without one, puts write no hint).
+  ConsumerGroup* early = ValueOrDie(q->Group("early"));
   for (int i = 0; i < kHints; ++i) {
     HQ_REQUIRE_OK(
         q->Put({.topic = absl::StrCat("t", i), .payload = "x"}).status());
   }
+  REQUIRE(test::Drain(early, 1000).size() == size_t{kHints});
   // The hints in table files; the trim's deletions in the memtable.
   Impl(f.db())->leveldb()->CompactRange(nullptr, nullptr);
   CHECK(ValueOrDie(f.db()->CompactExpired()).hints_trimmed == kHints - 1);

@@ -50,10 +50,13 @@ absl::Status LaneSource::Load() {
     HQ_RETURN_IF_ERROR(db_->WriteWithHints(
         queue_, db_->default_sync(),
         [&](DbImpl::HintWriter* hints, leveldb::WriteBatch* b) {
-          // A queue without messages yet has nothing to walk; otherwise a
-          // walk started later would visit the lanes written meanwhile,
-          // which their hints lead to anyway.
-          const bool walk = !NoMessages();
+          // The walks find the messages stored before this record and
+          // those of its batch appended before it without a hint (a
+          // queue's messages get none until it has a consumer); hints
+          // lead to the later ones. With neither there is nothing to walk
+          // (a walk started later would visit the lanes written meanwhile,
+          // which their hints lead to anyway).
+          const bool walk = !NoMessages() || hints->UnhintedInBatch();
           v.priorities.resize(priorities_);
           for (int p = 0; p < priorities_; ++p) {
             v.priorities[p].next_seq = hints->Next(p);

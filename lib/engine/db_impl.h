@@ -110,6 +110,9 @@ class DbImpl final : public Db {
     virtual void Append(std::string_view lane_prefix) = 0;
     // The seq the next hint of `priority` gets.
     virtual uint64_t Next(int priority) = 0;
+    // Whether the batch holds messages of the queue that got no hint (the
+    // queue had no consumer source record when they were appended).
+    virtual bool UnhintedInBatch() = 0;
 
    protected:
     ~HintWriter() = default;
@@ -304,8 +307,16 @@ class DbImpl final : public Db {
   // r.id passes it, the message, its hint and its dedup record.
   // `st` holds the ids of r.partition; `has_topic` is q's codec's
   // lane_has_topic().
-  void AppendMessage(QueueImpl* q, bool has_topic, const Message& m,
+  // `hint`: a topic layout message gets a hint (LoadHasSources).
+  void AppendMessage(QueueImpl* q, bool has_topic, bool hint, const Message& m,
                      const PutResult& r, absl::Time now, PartitionIds* st)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // Whether the topic layout queue `queue_id` has a consumer source record
+  // (lib/consume/lane_source.h), read at its first write after Open (one
+  // seek) and set by WriteWithHints, which only consumers call. Until it
+  // has one, its messages get no hint: a consumer created later walks the
+  // lanes written before it (doc/format.md, "Lane activity index").
+  absl::StatusOr<bool> LoadHasSources(uint32_t queue_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   absl::StatusOr<PartitionIds*> LoadPartition(uint32_t queue_id,
                                               uint32_t partition)
@@ -488,6 +499,10 @@ class DbImpl final : public Db {
     std::string lanes;
   };
   std::vector<PendingHint> pending_hints_ ABSL_GUARDED_BY(write_mu_);
+  // LoadHasSources, per queue id.
+  absl::flat_hash_map<uint32_t, bool> has_sources_ ABSL_GUARDED_BY(write_mu_);
+  // Queues with messages in the batch being built that got no hint.
+  absl::flat_hash_set<uint32_t> unhinted_in_batch_ ABSL_GUARDED_BY(write_mu_);
   // Used by the leader only; the leader may touch it without write_mu_
   // while it writes.
   leveldb::WriteBatch batch_;

@@ -76,6 +76,10 @@ class DbImpl::LeaderHints final : public DbImpl::HintWriter {
     db_->write_mu_.AssertHeld();
     return db_->hint_seq_[(uint64_t{queue_id_} << 8) | priority];
   }
+  bool UnhintedInBatch() override {
+    db_->write_mu_.AssertHeld();
+    return db_->unhinted_in_batch_.contains(queue_id_);
+  }
 
  private:
   DbImpl* const db_;
@@ -90,10 +94,14 @@ absl::Status DbImpl::WriteWithHints(
   w.queue = queue;
   w.sync = sync;
   w.load_hints = true;
-  w.append = [this, queue, &fill](leveldb::WriteBatch* b) {
-    LeaderHints hints(this, queue->id());
-    fill(&hints, b);
-  };
+  w.append = [this, queue, &fill](leveldb::WriteBatch* b)
+                 ABSL_NO_THREAD_SAFETY_ANALYSIS {  // Runs in the leader.
+                   // Only consumers write with hints: from this batch on, the
+                   // queue's messages get them.
+                   has_sources_[queue->id()] = true;
+                   LeaderHints hints(this, queue->id());
+                   fill(&hints, b);
+                 };
   return RunWriter(&w);
 }
 
@@ -107,6 +115,20 @@ absl::StatusOr<uint64_t*> DbImpl::LoadHintSeq(uint32_t queue_id, int priority) {
       const uint64_t next,
       NextHintSeq(format::HintPrefix(queue_id, priority), it.get()));
   return &hint_seq_.emplace(k, next).first->second;
+}
+
+absl::StatusOr<bool> DbImpl::LoadHasSources(uint32_t queue_id) {
+  if (auto it = has_sources_.find(queue_id); it != has_sources_.end()) {
+    return it->second;
+  }
+  const std::string prefix = format::QueuePrefix(format::kSourceTag, queue_id);
+  std::unique_ptr<leveldb::Iterator> it(
+      NewCheckedIterator(db_.get(), CheckedReadOptions()));
+  it->Seek(prefix);
+  const bool has = it->Valid() && View(it->key()).starts_with(prefix);
+  HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading source positions"));
+  has_sources_.emplace(queue_id, has);
+  return has;
 }
 
 absl::StatusOr<uint64_t> DbImpl::NextHintSeq(const std::string& prefix,
@@ -283,6 +305,12 @@ absl::Status DbImpl::AddToBatch(Writer* w) {
       s = LoadHintSeq(q->id(), prio).status();
     }
   }
+  bool hint = false;
+  if (s.ok() && !w->messages.empty() && q->codec().lane_has_topic()) {
+    absl::StatusOr<bool> has = LoadHasSources(q->id());
+    s = has.status();
+    hint = has.ok() && *has;
+  }
   if (!s.ok()) {
     for (const std::string& k : dedup_added) dedup_in_batch_.erase(k);
     return s;
@@ -297,7 +325,7 @@ absl::Status DbImpl::AddToBatch(Writer* w) {
       st = &ids_.find(PartitionKey(q->id(), r.partition))->second;  // Loaded.
       st_partition = r.partition;
     }
-    AppendMessage(q, has_topic, w->messages[i], r, now, st);
+    AppendMessage(q, has_topic, hint, w->messages[i], r, now, st);
   }
   if (w->append) w->append(&batch_);
   return absl::OkStatus();
@@ -388,8 +416,8 @@ uint64_t NotBeforeMs(const Message& m, absl::Time now) {
 
 }  // namespace
 
-void DbImpl::AppendMessage(QueueImpl* q, bool has_topic, const Message& m,
-                           const PutResult& r, absl::Time now,
+void DbImpl::AppendMessage(QueueImpl* q, bool has_topic, bool hint,
+                           const Message& m, const PutResult& r, absl::Time now,
                            PartitionIds* st) {
   const uint32_t qid = q->id();
   if (r.id.ms >= st->reserved_ms) {
@@ -403,7 +431,11 @@ void DbImpl::AppendMessage(QueueImpl* q, bool has_topic, const Message& m,
   const size_t lane_size = q->codec().AppendMessageKey(
       &key_buf_, qid, r.partition, m.priority, m.topic, r.id);
   const std::string_view lane(key_buf_.data(), lane_size);
-  if (has_topic) AppendHint(qid, m.priority, lane);
+  if (has_topic && hint) {
+    AppendHint(qid, m.priority, lane);
+  } else if (has_topic) {
+    unhinted_in_batch_.insert(qid);
+  }
   value_buf_.clear();
   format::AppendMessageValue(&value_buf_, m.key, m.payload, NotBeforeMs(m, now),
                              m.dedup_key);
@@ -449,6 +481,7 @@ absl::Status DbImpl::RunWriterLocked(Writer* w) {
     hinted_in_batch_.clear();
     last_hinted_.clear();
     pending_hints_.clear();
+    unhinted_in_batch_.clear();
     const bool sync = w->sync;
     bool any = false;
     for (Writer* x : writers_) {
