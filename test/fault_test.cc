@@ -137,16 +137,28 @@ TEST_CASE("issue2: after a failed write, writes are refused until reopen") {
   CHECK(acked.back().id < next.id);
 }
 
+// A Db in a temporary directory over a LogFaultEnv.
+struct LogFaultDb {
+  TempDir dir;
+  LogFaultEnv env{leveldb::Env::Default()};
+  Options options;
+  std::unique_ptr<Db> db;
+
+  LogFaultDb() {
+    options.env = &env;
+    db = ValueOrDie(Db::Open(dir.Sub("db"), options));
+  }
+  DbImpl* impl() { return static_cast<DbImpl*>(db.get()); }
+};
+
 // Review of issue 2: the leader releases write_mu_ inside LevelDB's Write;
 // destroying the Db then must wait for it and for the writers queued behind
 // it, not free the pipeline under them.
 TEST_CASE("issue2: destroying the Db waits for writes in flight") {
-  TempDir dir;
-  LogFaultEnv env(leveldb::Env::Default());
-  Options o;
-  o.env = &env;
-  auto db = ValueOrDie(Db::Open(dir.Sub("db"), o));
-  auto* impl = static_cast<DbImpl*>(db.get());
+  LogFaultDb f;
+  LogFaultEnv& env = f.env;
+  std::unique_ptr<Db>& db = f.db;
+  DbImpl* impl = f.impl();
   Queue* q = ValueOrDie(db->CreateQueue("q", {}));
   HQ_REQUIRE_OK(q->Put({.payload = "warm"}).status());
 
@@ -168,7 +180,7 @@ TEST_CASE("issue2: destroying the Db waits for writes in flight") {
   HQ_REQUIRE_OK(leader_status);
   HQ_REQUIRE_OK(follower_status);
 
-  auto reopened = ValueOrDie(Db::Open(dir.Sub("db"), o));
+  auto reopened = ValueOrDie(Db::Open(f.dir.Sub("db"), f.options));
   const auto all = ScanAll(ValueOrDie(reopened->OpenQueue("q")));
   REQUIRE(all.size() == 3);
   CHECK(all[1].payload == "leader");
@@ -181,12 +193,10 @@ TEST_CASE("issue2: destroying the Db waits for writes in flight") {
 TEST_CASE(
     "issue17: a source record sharing a batch with unhinted messages walks "
     "them") {
-  TempDir dir;
-  LogFaultEnv env(leveldb::Env::Default());
-  Options o;
-  o.env = &env;
-  auto db = ValueOrDie(Db::Open(dir.Sub("db"), o));
-  auto* impl = static_cast<DbImpl*>(db.get());
+  LogFaultDb f;
+  LogFaultEnv& env = f.env;
+  std::unique_ptr<Db>& db = f.db;
+  DbImpl* impl = f.impl();
   Queue* other = ValueOrDie(db->CreateQueue("other", {}));
   Queue* q = ValueOrDie(db->CreateQueue("q", {.layout = Layout::kTopic}));
   HQ_REQUIRE_OK(other->Put({.payload = "warm"}).status());
