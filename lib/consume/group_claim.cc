@@ -180,11 +180,10 @@ absl::StatusOr<bool> GroupImpl::ReadWalked(LaneRead* r, ClaimPass* p) {
   // with p->it would find from the scan cursor on.
   Lane* lane = r->lane;
   lane->walked_pass = 0;  // A later turn of this pass reads.
-  if (lane->walked_id < lane->scan) return r->contiguous;
-  const std::string_view value =
-      std::string_view(p->walked).substr(lane->walked_at, lane->walked_size);
+  const LaneSource::Kept& m = lane->walked;
+  if (m.id < lane->scan) return r->contiguous;
   HQ_ASSIGN_OR_RETURN(const bool go_on,
-                      Offer(r, lane->walked_id, lane->topic, value));
+                      Offer(r, m.id, lane->topic, m.ValueIn(p->walked)));
   return go_on && r->contiguous;
 }
 

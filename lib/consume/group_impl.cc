@@ -165,17 +165,22 @@ absl::Status GroupImpl::ForEachInWindow(std::string_view prefix,
   return FromLevelDb(it->status(), "reading a group's window");
 }
 
+void GroupImpl::AppendCursorKey(std::string* k,
+                                std::string_view lane_prefix) const {
+  k->append(cursor_prefix_);
+  format::AppendLaneRest(k, lane_prefix);
+}
+
 std::string GroupImpl::CursorKey(std::string_view lane_prefix) const {
   std::string k;
   k.reserve(cursor_prefix_.size() + lane_prefix.size());
-  k = cursor_prefix_;
-  format::AppendLaneRest(&k, lane_prefix);
+  AppendCursorKey(&k, lane_prefix);
   return k;
 }
 
 const std::string& GroupImpl::ScratchCursorKey(std::string_view lane_prefix) {
-  key_scratch_.assign(cursor_prefix_);
-  format::AppendLaneRest(&key_scratch_, lane_prefix);
+  key_scratch_.clear();
+  AppendCursorKey(&key_scratch_, lane_prefix);
   return key_scratch_;
 }
 

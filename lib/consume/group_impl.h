@@ -212,12 +212,10 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
     bool opened = false;      // Handed out a first time in this call.
     bool cursor_put = false;  // Its cursor record is in this call's batch.
     // Paged in by the claim pass `walked_pass` from a walk that saw it
-    // hold one message (LaneSource::Taken::only), whose value is at
-    // walked_at in that pass's `walked` buffer: that pass reads nothing.
+    // hold one message, `walked` (LaneSource::Taken::only; its value is in
+    // that pass's `walked` buffer): that pass reads nothing.
     uint64_t walked_pass = 0;
-    MessageId walked_id;
-    size_t walked_at = 0;
-    size_t walked_size = 0;
+    LaneSource::Kept walked;
   };
   // Ordered groups: a live consumer.
   struct Consumer {
@@ -673,6 +671,9 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // be delivered again (or die, at max_attempts).
   void OnLeaseExpired(uint64_t share) ABSL_LOCKS_EXCLUDED(mu_);
   std::string TaskKey(const Lane& lane, MessageId id) const;
+  // The key of the cursor record of the lane `lane_prefix`, appended to
+  // `k` (CursorKey returns it).
+  void AppendCursorKey(std::string* k, std::string_view lane_prefix) const;
   std::string CursorKey(std::string_view lane_prefix) const;
   // CursorKey in key_scratch_ (valid until its next use), which saves an
   // allocation per cursor write.

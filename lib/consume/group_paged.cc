@@ -55,9 +55,7 @@ absl::Status GroupImpl::Admit(LaneSource::Taken* t, ClaimPass* p) {
   }
   if (t->only) {
     lane->walked_pass = p->seq;
-    lane->walked_id = t->only_id;
-    lane->walked_at = t->only_at;
-    lane->walked_size = t->only_size;
+    lane->walked = t->kept;
   }
   if (lane->hold.held()) {
     source_->Release(t->hold);  // Already held back by an earlier one.

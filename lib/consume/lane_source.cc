@@ -190,15 +190,15 @@ absl::Status LaneSource::NextWalk(int priority, size_t max,
       const bool keep =
           values != nullptr && value.size() <= kMaxOnlyValue &&
           values->size() + value.size() <= kMaxOnlyValues &&
-          LayoutCodec::LaneMessage(View(it->key()), t.prefix, &t.only_id);
+          LayoutCodec::LaneMessage(View(it->key()), t.prefix, &t.kept.id);
       if (keep) {
-        t.only_at = values->size();
-        t.only_size = value.size();
+        t.kept.at = values->size();
+        t.kept.size = value.size();
         values->append(value.data(), value.size());
       }
       walk.Next();
       t.only = keep && walk.left_one_key();
-      if (keep && !t.only) values->resize(t.only_at);
+      if (keep && !t.only) values->resize(t.kept.at);
     }
     HQ_RETURN_IF_ERROR(walk.status());
     if (full) break;

@@ -47,18 +47,25 @@ class LaneSource {
     std::string walk_key;
     bool held() const { return seq > 0 || !walk_key.empty(); }
   };
+  // A message a walk kept: its id, and where its stored value lies in the
+  // values buffer the walk's caller passed.
+  struct Kept {
+    MessageId id;
+    size_t at = 0;
+    size_t size = 0;
+    std::string_view ValueIn(std::string_view values) const {
+      return values.substr(at, size);
+    }
+  };
   struct Taken {
     std::string prefix;  // The message lane prefix.
     Hold hold;
-    // A walked lane the walk saw hold one key, the message `only_id`, when
-    // the caller asked for values: the message's stored value is the
-    // `only_size` bytes at `only_at` in them. True of the iterator's
-    // snapshot only: a reader with that iterator knows the lane's whole
-    // content without reading it.
+    // A walked lane the walk saw hold one key, the message `kept`, when the
+    // caller asked for values. True of the iterator's snapshot only: a
+    // reader with that iterator knows the lane's whole content without
+    // reading it.
     bool only = false;
-    MessageId only_id;
-    size_t only_at = 0;
-    size_t only_size = 0;
+    Kept kept;
   };
   // A walk keeps no value larger than kMaxOnlyValue, and none that would
   // make `values` larger than kMaxOnlyValues (its caller clears it).

@@ -216,9 +216,7 @@ absl::Status SubscriptionImpl::Admit(LaneSource::Taken* t) {
   HQ_ASSIGN_OR_RETURN(Lane * lane, GetLane(t->prefix));
   if (t->only) {
     lane->walked_fill = fill_seq_;
-    lane->walked_id = t->only_id;
-    lane->walked_at = t->only_at;
-    lane->walked_size = t->only_size;
+    lane->walked = t->kept;
   }
   if (lane->hold.held()) {
     source_->Release(t->hold);  // Already held back by an earlier one.
@@ -353,11 +351,10 @@ absl::Status SubscriptionImpl::Fill() {
       // This Fill's walk saw, with `it`, the lane hold one message: all a
       // read would find (and the buffer has room for one: !Full()).
       lane->walked_fill = 0;
-      if (lane->read <= lane->walked_id) {
-        HQ_RETURN_IF_ERROR(Buffer(lane, lane->walked_id, lane->topic,
-                                  std::string_view(walked_).substr(
-                                      lane->walked_at, lane->walked_size)));
-        lane->read = lane->walked_id.Next();
+      const LaneSource::Kept& m = lane->walked;
+      if (lane->read <= m.id) {
+        HQ_RETURN_IF_ERROR(Buffer(lane, m.id, lane->topic, m.ValueIn(walked_)));
+        lane->read = m.id.Next();
       }
     } else {
       HQ_RETURN_IF_ERROR(ReadTurn(lane, it.get(), &drained));

@@ -142,12 +142,10 @@ class SubscriptionImpl final : public Subscription,
     LaneSource::Hold hold;
     bool rehint = false;
     // Paged: taken by Fill number `walked_fill` from a walk that saw it
-    // hold one message (LaneSource::Taken::only), whose value is at
-    // walked_at in walked_: that Fill reads nothing.
+    // hold one message, `walked` (LaneSource::Taken::only; its value is in
+    // walked_): that Fill reads nothing.
     uint64_t walked_fill = 0;
-    MessageId walked_id;
-    size_t walked_at = 0;
-    size_t walked_size = 0;
+    LaneSource::Kept walked;
     absl::Time retry_at = absl::InfinitePast();
     // The checkpoint: every message below it was delivered (or skipped).
     MessageId next() const { return buf.empty() ? read : buf.front().id; }
