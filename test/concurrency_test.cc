@@ -83,17 +83,8 @@ struct Lane {
 // alone in runs of one binary (the reader's passes race the producers), so
 // past meson's timeout beside another test. A race shows with fewer; the
 // plain build's larger run adds more late commits to race against.
-#if defined(__SANITIZE_THREAD__)
-constexpr int kFollowerMessagesPerProducer = 1500;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr int kFollowerMessagesPerProducer = 1500;
-#else
-constexpr int kFollowerMessagesPerProducer = 6000;
-#endif
-#else
-constexpr int kFollowerMessagesPerProducer = 6000;
-#endif
+constexpr int kFollowerMessagesPerProducer =
+    test::kThreadSanitizer ? 1500 : 6000;
 
 TEST_CASE("A lane follower never skips a message that commits late",
           "[concurrency][visibility]") {

@@ -86,21 +86,9 @@ using test::ValueOrDie;
 
 // Kills of the default run: fewer in sanitizer builds, which run slower
 // (ThreadSanitizer most).
-#if defined(__SANITIZE_THREAD__)
-constexpr int kDefaultKills = 5;
-#elif defined(__SANITIZE_ADDRESS__)
-constexpr int kDefaultKills = 10;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr int kDefaultKills = 5;
-#elif __has_feature(address_sanitizer)
-constexpr int kDefaultKills = 10;
-#else
-constexpr int kDefaultKills = 16;
-#endif
-#else
-constexpr int kDefaultKills = 16;
-#endif
+constexpr int kDefaultKills = test::kThreadSanitizer    ? 5
+                              : test::kAddressSanitizer ? 10
+                                                        : 16;
 constexpr bool kSanitized = kDefaultKills < 16;
 
 // As in test/crash_child.cc.

@@ -25,17 +25,7 @@ using test::Child;
 using test::PathFromEnv;
 using test::TempDir;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
+constexpr bool kSanitized = test::kAddressSanitizer || test::kThreadSanitizer;
 
 // A smaller web under sanitizers, which run the crawl several times slower.
 const std::string kPages = kSanitized ? "--pages=300" : "--pages=1500";

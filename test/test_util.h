@@ -36,7 +36,26 @@
 #include "lib/engine/queue_impl.h"
 #include "lib/format/format.h"
 
+// Sanitized builds run several times slower (ThreadSanitizer most): tests
+// that scale their work down to stay within meson's timeouts read these.
+#if defined(__has_feature)
+#define HQ_TEST_HAS_FEATURE(x) __has_feature(x)
+#else
+#define HQ_TEST_HAS_FEATURE(x) 0
+#endif
+
 namespace hq::test {
+
+#if defined(__SANITIZE_THREAD__) || HQ_TEST_HAS_FEATURE(thread_sanitizer)
+inline constexpr bool kThreadSanitizer = true;
+#else
+inline constexpr bool kThreadSanitizer = false;
+#endif
+#if defined(__SANITIZE_ADDRESS__) || HQ_TEST_HAS_FEATURE(address_sanitizer)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
 
 // Fails the current test with the status' message unless it is OK.
 #define HQ_REQUIRE_OK(expr)              \
