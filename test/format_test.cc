@@ -214,6 +214,41 @@ std::string SourceFile(const std::string& path) {
   return ss.str();
 }
 
+TEST_CASE("source records round-trip with and without walk floors") {
+  SourceValue v;
+  v.priorities.resize(2);
+  v.priorities[1].next_seq = 7;
+  v.priorities[1].walking = true;
+  v.priorities[1].walk_from = std::string("\x00\x01\xfe", 3);
+  SourceValue back;
+  // Format 9's record: no floors, its first byte 1.
+  std::string old = EncodeSource(v);
+  CHECK(old[0] == 1);
+  REQUIRE(DecodeSource(old, &back));
+  CHECK(back.floors.empty());
+  CHECK(back.priorities[1].next_seq == 7);
+  CHECK(back.priorities[1].walk_from == v.priorities[1].walk_from);
+  v.floors = {MessageId{5, 1}, MessageId::Min(),
+              MessageId{(1ull << 48) - 1, 65535}};
+  const std::string with = EncodeSource(v);
+  CHECK(with[0] == 2);
+  REQUIRE(DecodeSource(with, &back));
+  CHECK(back.floors == v.floors);
+  CHECK(back.priorities[1].walking);
+  // Truncated anywhere, a floor count of 0, or bytes after: malformed.
+  for (size_t n = 0; n < with.size(); ++n) {
+    CHECK_FALSE(DecodeSource(with.substr(0, n), &back));
+  }
+  CHECK_FALSE(DecodeSource(with + "x", &back));
+  std::string zero = old;
+  zero[0] = 2;
+  zero.push_back('\0');
+  CHECK_FALSE(DecodeSource(zero, &back));
+  std::string v3 = with;
+  v3[0] = 3;
+  CHECK_FALSE(DecodeSource(v3, &back));
+}
+
 TEST_CASE("doc/format.md and lib/format name the same record tags") {
   const std::string doc = SourceFile("doc/format.md");
   const std::string header = SourceFile("lib/format/format.h");

@@ -1815,24 +1815,25 @@ TEST_CASE(
   REQUIRE(first.size() == 20);
   CHECK(count(claims) == 1);
   CHECK(count(cursors) == 0);  // The claim wrote no cursor record.
-  // Completions write the lanes' cursors; the record lives while a lane
-  // it names has its first hand-out open.
+  // Completions write no cursor either: the walk's position passes the
+  // lanes, which are at their floor (doc/format.md, "Walk floors"). The
+  // record lives while a lane it names has its first hand-out open.
   HQ_REQUIRE_OK(g->Complete(std::span<const Task>(first.data(), 10)));
-  CHECK(count(cursors) == 10);
+  CHECK(count(cursors) == 0);
   CHECK(count(claims) == 1);
   std::vector<Task> second = ValueOrDie(g->Claim({.max = 5}));
   REQUIRE(second.size() == 5);
   CHECK(count(claims) == 2);
   HQ_REQUIRE_OK(g->Complete(std::span<const Task>(first.data() + 10, 10)));
   CHECK(count(claims) == 1);  // The first claim's record is deleted.
-  CHECK(count(cursors) == 20);
+  CHECK(count(cursors) == 0);
   // A restart with the second claim's tasks in flight: load folds its
   // record into their cursors, and they come again, first.
   f.Reopen();
   q = ValueOrDie(f.db()->OpenQueue("q"));
   g = ValueOrDie(q->Group("g"));
   CHECK(count(claims) == 0);
-  CHECK(count(cursors) == 25);
+  CHECK(count(cursors) == 5);  // Of the lanes in flight, which the walk holds.
   CHECK(Paged(g)->TEST_ResidentLanes() == 5);
   std::vector<Task> again = ValueOrDie(g->Claim({.max = 5}));
   auto sorted = [](std::vector<std::string> v) {
@@ -1851,6 +1852,119 @@ TEST_CASE(
   }
   CHECK(seen.size() == 50);
   CHECK(count(claims) == 0);
+  const VerifyReport report = ValueOrDie(f.db()->Verify());
+  for (const VerifyProblem& p : report.problems) FAIL_CHECK(p.description);
+}
+
+TEST_CASE(
+    "issue17: lanes the walk passed at their floor need no cursor record: "
+    "after a restart none of their messages comes again, and their new ones "
+    "come once") {
+  DbFixture f(Storage::kDisk, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue(
+      "q", {.partitions = 3, .priorities = 2, .layout = Layout::kTopic}));
+  // 300 lanes of one message and 20 of three, before the group exists.
+  std::multiset<std::string> put;
+  auto put_one = [&](const std::string& topic, int priority,
+                     const std::string& payload) {
+    HQ_REQUIRE_OK(
+        q->Put({.topic = topic, .payload = payload, .priority = priority})
+            .status());
+    put.insert(payload);
+  };
+  for (int i = 0; i < 300; ++i) {
+    put_one(absl::StrCat("s", i), i % 2, absl::StrCat("s", i, "/0"));
+  }
+  for (int i = 0; i < 20; ++i) {
+    for (int k = 0; k < 3; ++k) {
+      put_one(absl::StrCat("m", i), 0, absl::StrCat("m", i, "/", k));
+    }
+  }
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  const uint32_t qid = static_cast<QueueImpl*>(q)->id();
+  const uint32_t gid = Paged(g)->record().id;
+  const std::string cursors =
+      format::GroupRecordPrefix(format::kCursorTag, qid, gid);
+  std::multiset<std::string> got;
+  for (const Task& t : test::Drain(g, 25)) got.insert(t.payload);
+  CHECK(got == put);
+  // Lanes completed behind a lane still held get a record; the others
+  // none (a record per lane would be 320).
+  CHECK(test::CountKeys(f.db(), cursors) < 32);
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  g = ValueOrDie(q->Group("g"));
+  CHECK(ValueOrDie(g->Claim({.max = 100})).empty());
+  // New messages in old lanes (hinted: the lanes are read from their
+  // floors) and in new ones.
+  std::multiset<std::string> later;
+  for (int i = 0; i < 60; ++i) {
+    const std::string topic =
+        i < 40 ? absl::StrCat("s", i * 7) : absl::StrCat("m", i - 40);
+    const std::string payload = absl::StrCat(topic, "/new");
+    HQ_REQUIRE_OK(
+        q->Put({.topic = topic, .payload = payload, .priority = 0}).status());
+    later.insert(payload);
+  }
+  HQ_REQUIRE_OK(q->Put({.topic = "fresh", .payload = "fresh/0"}).status());
+  later.insert("fresh/0");
+  got.clear();
+  for (const Task& t : test::Drain(g, 25)) got.insert(t.payload);
+  CHECK(got == later);
+  GroupStats st = ValueOrDie(g->Stats());
+  CHECK(st.backlog == 0);
+  const VerifyReport report = ValueOrDie(f.db()->Verify());
+  for (const VerifyProblem& p : report.problems) FAIL_CHECK(p.description);
+}
+
+TEST_CASE(
+    "issue17: a lane let go with messages left gets a cursor record: after a "
+    "restart none of them is skipped and none completed comes again") {
+  const size_t cap = GENERATE(1, 2, 5);
+  CAPTURE(cap);
+  DbFixture f(Storage::kDisk, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue(
+      "q", {.partitions = 2, .priorities = 2, .layout = Layout::kTopic}));
+  std::set<std::string> put;
+  for (int i = 0; i < 30; ++i) {
+    for (int k = 0; k < 4; ++k) {
+      const std::string payload = absl::StrCat("m", i, "/", k);
+      HQ_REQUIRE_OK(q->Put({.topic = absl::StrCat("m", i),
+                            .payload = payload,
+                            .priority = k == 3 ? 1 : 0})
+                        .status());
+      put.insert(payload);
+    }
+  }
+  const GroupOptions options{.max_active_lanes = cap};
+  ConsumerGroup* g = ValueOrDie(q->Group("g", options));
+  // One task at a time: with lanes waiting, a lane gives one task a turn
+  // and goes behind them (hinted again), its hold let go.
+  std::set<std::string> completed;
+  std::vector<Task> in_flight;
+  for (int i = 0; i < 45; ++i) {
+    std::vector<Task> t = ValueOrDie(g->Claim({.max = 1}));
+    REQUIRE(t.size() == 1);
+    if (i % 5 == 4) {
+      in_flight.push_back(t[0]);  // Left in flight at the restart.
+      continue;
+    }
+    HQ_REQUIRE_OK(g->Complete(t));
+    completed.insert(t[0].payload);
+  }
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  g = ValueOrDie(q->Group("g", options));
+  std::multiset<std::string> rest;
+  for (const Task& t : test::Drain(g, 3)) {
+    CHECK(!completed.contains(t.payload));
+    rest.insert(t.payload);
+  }
+  CHECK(rest.size() == put.size() - completed.size());
+  std::set<std::string> all(completed);
+  all.insert(rest.begin(), rest.end());
+  CHECK(all == put);
+  for (const Task& t : in_flight) CHECK(rest.contains(t.payload));
   const VerifyReport report = ValueOrDie(f.db()->Verify());
   for (const VerifyProblem& p : report.problems) FAIL_CHECK(p.description);
 }

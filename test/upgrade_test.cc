@@ -121,8 +121,8 @@ TEST_CASE("a Db of a format version newer than this hq is refused") {
 // dead letter reason "rejected", format 5 dropped lane fences; a format 2
 // to 4 Db is upgraded by rewriting its format record, and keeps its groups
 // and the fences it has (which Verify still checks and readers skip).
-TEST_CASE("a format 2 to 8 Db is upgraded to the current version on Open") {
-  const uint32_t old_version = GENERATE(2u, 3u, 4u, 5u, 6u, 7u, 8u);
+TEST_CASE("a format 2 to 9 Db is upgraded to the current version on Open") {
+  const uint32_t old_version = GENERATE(2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u);
   CAPTURE(old_version);
   test::TempDir dir;
   const std::string path = dir.Sub("db");
@@ -151,7 +151,7 @@ TEST_CASE("a format 2 to 8 Db is upgraded to the current version on Open") {
   }
   auto db = test::ValueOrDie(Db::Open(path));
   CHECK(FormatVersion(db.get()) == format::kFormatVersion);
-  CHECK(format::kFormatVersion == 9);
+  CHECK(format::kFormatVersion == 10);
   Queue* q = test::ValueOrDie(db->OpenQueue("q"));
   HQ_REQUIRE_OK(q->Put({.payload = "b"}).status());
   CHECK(test::ScanAll(q).size() == 2);
@@ -218,7 +218,7 @@ TEST_CASE("a format 5 Db (single-lane hints) is upgraded and keeps its state") {
   }
   auto db = test::ValueOrDie(Db::Open(path));
   CHECK(FormatVersion(db.get()) == format::kFormatVersion);
-  CHECK(format::kFormatVersion == 9);
+  CHECK(format::kFormatVersion == 10);
   // Verify reads both kinds of hint, and the lane directory format 7 no
   // longer writes.
   CheckVerifiesClean(db.get());
@@ -277,7 +277,6 @@ TEST_CASE("a format 8 Db (cursor windows) is upgraded and keeps its state") {
   }
   auto db = test::ValueOrDie(Db::Open(path));
   CHECK(FormatVersion(db.get()) == format::kFormatVersion);
-  CHECK(format::kFormatVersion == 9);
   CheckVerifiesClean(db.get());
   Queue* q = test::ValueOrDie(db->OpenQueue("topics"));
   const std::set<std::string> all = Range(0, 40);
@@ -316,6 +315,85 @@ TEST_CASE("a format 8 Db (cursor windows) is upgraded and keeps its state") {
     it->second = n;
   }
   CHECK(PayloadSet(test::Drain(test::ValueOrDie(q->Group("idle")))) == all);
+  CheckVerifiesClean(db.get());
+}
+
+// The floors of the source record of consumer `name` of queue "topics"
+// (empty for a record written by format 9 code).
+std::vector<MessageId> Floors(Db* db, Queue* q, uint32_t consumer_id) {
+  std::string v;
+  REQUIRE(static_cast<DbImpl*>(db)
+              ->leveldb()
+              ->Get({},
+                    format::SourceKey(static_cast<QueueImpl*>(q)->id(),
+                                      consumer_id),
+                    &v)
+              .ok());
+  format::SourceValue source;
+  REQUIRE(format::DecodeSource(v, &source));
+  return source.floors;
+}
+
+TEST_CASE(
+    "a format 9 Db (a cursor record per completed lane) is upgraded: its "
+    "consumers go on writing them, new ones use walk floors, nothing is "
+    "delivered twice or lost") {
+  test::TempDir dir;
+  const std::string path = CopyTestData(dir, "format9_db");
+  {
+    leveldb::DB* raw;
+    REQUIRE(leveldb::DB::Open(leveldb::Options(), path, &raw).ok());
+    CHECK(FormatVersion(raw) == 9);
+    delete raw;
+  }
+  const std::set<std::string> all = Range(0, 40);
+  {
+    auto db = test::ValueOrDie(Db::Open(path));
+    CHECK(FormatVersion(db.get()) == format::kFormatVersion);
+    CHECK(format::kFormatVersion == 10);
+    CheckVerifiesClean(db.get());
+    Queue* q = test::ValueOrDie(db->OpenQueue("topics"));
+    // "late" walks the lanes from a format 9 source record: no floors.
+    ConsumerGroup* late = test::ValueOrDie(q->Group("late"));
+    CHECK(Floors(db.get(), q, static_cast<GroupImpl*>(late)->record().id)
+              .empty());
+    struct Case {
+      const char* group;
+      size_t completed, in_flight;
+    };
+    for (const Case& c : {Case{"g", 5, 3}, Case{"late", 2, 2}}) {
+      INFO(c.group);
+      const std::vector<Task> got =
+          test::Drain(test::ValueOrDie(q->Group(c.group)));
+      CHECK(got.size() == 40 - c.completed);
+      CHECK(PayloadSet(got).size() == got.size());
+      CHECK(Attempts(got, 2) == c.in_flight);
+    }
+    CHECK(PayloadSet(test::Drain(test::ValueOrDie(q->Group("idle")))) == all);
+    // A group created now walks with floors, and drains every lane.
+    ConsumerGroup* fresh = test::ValueOrDie(q->Group("fresh"));
+    CHECK(Floors(db.get(), q, static_cast<GroupImpl*>(fresh)->record().id)
+              .size() == 2);
+    CHECK(PayloadSet(test::Drain(fresh)) == all);
+    CheckVerifiesClean(db.get());
+  }
+  // After a restart, none hands out an old message again; each hands out
+  // the new ones once, old lanes and new.
+  auto db = test::ValueOrDie(Db::Open(path));
+  Queue* q = test::ValueOrDie(db->OpenQueue("topics"));
+  std::set<std::string> later;
+  for (int i = 0; i < 16; ++i) {
+    const std::string payload = absl::StrCat("n", i);
+    HQ_REQUIRE_OK(
+        q->Put({.topic = absl::StrCat("t", i), .payload = payload}).status());
+    later.insert(payload);
+  }
+  for (const char* name : {"g", "late", "idle", "fresh"}) {
+    INFO(name);
+    const std::vector<Task> got = test::Drain(test::ValueOrDie(q->Group(name)));
+    CHECK(got.size() == later.size());
+    CHECK(PayloadSet(got) == later);
+  }
   CheckVerifiesClean(db.get());
 }
 

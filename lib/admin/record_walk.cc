@@ -578,7 +578,8 @@ void RecordWalker::CheckSource() {
             : "lane source position of a queue whose lane index lost "
               "records",
         "lane source position moved aside: its consumer walks the lanes "
-        "again");
+        "again (messages of lanes it passed without a cursor record are "
+        "delivered again)");
   }
   if (!q->groups.contains(id) && !q->subs.contains(id)) {
     return (void)Reject(absl::StrFormat(
@@ -590,7 +591,8 @@ void RecordWalker::CheckSource() {
   if (key_.size() != format::kGroupRecordPrefixSize ||
       !format::DecodeSource(value_, &v) ||
       v.priorities.size() !=
-          static_cast<size_t>(q->record.options.priorities)) {
+          static_cast<size_t>(q->record.options.priorities) ||
+      !(v.floors.empty() || v.floors.size() == q->record.options.partitions)) {
     Reject("malformed lane source position");
   }
 }

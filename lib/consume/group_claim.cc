@@ -114,6 +114,14 @@ absl::StatusOr<bool> GroupImpl::Offer(LaneRead* r, MessageId id,
 absl::StatusOr<bool> GroupImpl::ReadLane(Lane* lane, size_t want,
                                          const std::vector<std::string>& topics,
                                          ClaimPass* p) {
+  absl::StatusOr<bool> drained = ReadLaneTurn(lane, want, topics, p);
+  lane->at_end = drained.ok() && *drained;
+  return drained;
+}
+
+absl::StatusOr<bool> GroupImpl::ReadLaneTurn(
+    Lane* lane, size_t want, const std::vector<std::string>& topics,
+    ClaimPass* p) {
   if (lane->scan < p->cutoff) lane->scan = p->cutoff;  // Expired: never out.
   LaneRead r{.lane = lane,
              .want = want,

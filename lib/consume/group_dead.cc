@@ -81,6 +81,7 @@ absl::Status GroupImpl::FlushDying() {
     Committed(&touched);
     return absl::OkStatus();
   }
+  PutFloored(&extra);  // This batch does not move the source position.
   const absl::Status s = WriteDeadLetters(letters, infos, extra);
   if (!s.ok()) {
     // The tasks are marked done in memory but not on disk: stop here.

@@ -128,8 +128,48 @@ std::string GroupImpl::TaskKey(const Lane& lane, MessageId id) const {
   return k;
 }
 
+MessageId GroupImpl::Absent(std::string_view prefix, uint32_t partition,
+                            int priority, bool* floored) const {
+  const MessageId start = StartOf(partition);
+  MessageId floor;
+  const bool passed =
+      paged() && source_->Floor(prefix, partition, priority, &floor);
+  if (floored != nullptr) *floored = passed;
+  return passed ? std::max(start, floor) : start;
+}
+
+bool GroupImpl::FloorMayCover(const Lane& lane) const {
+  if (!paged() || lane.record || lane.active || !lane.at_end ||
+      !lane.tasks.empty()) {
+    return false;
+  }
+  // Every message of the partition below its floor was stored before the
+  // source record, so the read that reached the lane's end saw each of
+  // them from the scan cursor on: there are none up to the floor.
+  MessageId floor;
+  return source_->Floor(lane.partition, &floor) &&
+         !(std::max(StartOf(lane.partition), floor) < lane.scan);
+}
+
+void GroupImpl::PutFloored(leveldb::WriteBatch* batch) {
+  for (Lane* lane : floored_) {
+    if (lane->floored) PutCursor(lane, batch);
+  }
+  floored_.clear();
+}
+
+void GroupImpl::PutCursor(Lane* lane, leveldb::WriteBatch* batch) {
+  const std::string& key = ScratchCursorKey(lane->prefix);
+  value_scratch_.clear();
+  format::AppendCursor(&value_scratch_, {lane->scan, lane->done});
+  batch->Put(key, value_scratch_);
+  cursor_ceiling_.Raise(key);
+  lane->cursor_put = true;
+  lane->floored = false;
+}
+
 absl::StatusOr<format::CursorValue> GroupImpl::ReadCursor(
-    std::string_view prefix, uint32_t partition, const leveldb::ReadOptions& ro,
+    std::string_view prefix, MessageId absent, const leveldb::ReadOptions& ro,
     bool* stored) const {
   std::string value;
   const leveldb::Status s =
@@ -137,7 +177,7 @@ absl::StatusOr<format::CursorValue> GroupImpl::ReadCursor(
   if (stored != nullptr) *stored = s.ok();
   format::CursorValue c;
   if (s.IsNotFound()) {
-    c.scan = c.done = StartOf(partition);
+    c.scan = c.done = absent;
     return c;
   }
   HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading a group cursor"));
@@ -212,13 +252,15 @@ absl::Status GroupImpl::Load() {
         db_->leveldb(), format::GroupRecordPrefix(format::kCursorTag,
                                                   queue_->id(), record_.id)));
   }
+  // First the source: where a lane without a cursor record is (Absent)
+  // depends on its position.
+  if (paged()) HQ_RETURN_IF_ERROR(source_->Load());
   HQ_RETURN_IF_ERROR(LoadRecords());
   leveldb::WriteBatch batch;
   if (paged()) {
+    // Only the lanes of task and claim records: the others are found in
+    // the source as claims need them.
     HQ_RETURN_IF_ERROR(LoadClaims(&batch));
-    // Only the lanes of task records: the others are found in the source
-    // as claims need them.
-    HQ_RETURN_IF_ERROR(source_->Load());
     const MessageId cutoff = queue_->TtlCutoff(db_->clock()->Now());
     std::unique_ptr<leveldb::Iterator> it(
         NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
@@ -457,15 +499,19 @@ absl::StatusOr<GroupImpl::Lane*> GroupImpl::NewLane(
   format::CursorValue c;
   if (cursor != nullptr) {
     c = *cursor;
-    lane->saved_exists = true;
-  } else if (!CursorMayExist(ScratchCursorKey(lane->prefix))) {
-    c.scan = c.done = StartOf(lane->partition);
-    lane->saved_exists = false;
+    lane->saved_exists = lane->record = true;
   } else {
-    ++test_cursor_reads_;
-    HQ_ASSIGN_OR_RETURN(
-        c, ReadCursor(lane->prefix, lane->partition, CheckedReadOptions(),
-                      &lane->saved_exists));
+    bool floored;
+    const MessageId absent =
+        Absent(lane->prefix, lane->partition, lane->priority, &floored);
+    if (!CursorMayExist(ScratchCursorKey(lane->prefix))) {
+      c.scan = c.done = absent;
+    } else {
+      ++test_cursor_reads_;
+      HQ_ASSIGN_OR_RETURN(c, ReadCursor(lane->prefix, absent,
+                                        CheckedReadOptions(), &lane->record));
+    }
+    lane->saved_exists = lane->record || floored;
   }
   lane->scan = c.scan;
   lane->done = c.done;
@@ -641,29 +687,39 @@ void GroupImpl::Settle(Lane* lane, leveldb::WriteBatch* batch, ClaimLog* log) {
     done = lane->tasks.begin()->first;
   }
   if (lane->done < done) lane->done = done;
+  if (paged()) MaybeRelease(lane, batch);
   const format::CursorValue now{lane->scan, lane->done};
   const bool unchanged =
       lane->saved_exists
           ? (now.scan == lane->saved.scan && now.done == lane->saved.done)
           : (now.scan == MessageId::Min() && now.done == MessageId::Min());
-  if (!unchanged) {
+  // A lane without a cursor record that stops holding the source position
+  // back gets one, unless its floor covers it (Absent would put it there):
+  // one let go with work left (hinted again, parked) is not at its floor.
+  const bool let_go = lane->let_go && !lane->record;
+  lane->let_go = false;
+  if (!unchanged || let_go) {
     // Either supersedes the lane's earlier claim entries.
     RetireClaims(lane, batch);
-    if (log != nullptr && lane->opened) {
+    if (FloorMayCover(*lane)) {
+      if (!lane->floored) floored_.push_back(lane);
+      lane->floored = true;
+    } else if (log != nullptr && lane->opened && !let_go) {
       format::AppendClaimEntry(&log->value, lane->prefix, now);
       lane->claims.push_back(log->seq);
       ++log->lanes;
     } else {
-      const std::string& key = ScratchCursorKey(lane->prefix);
-      value_scratch_.clear();
-      format::AppendCursor(&value_scratch_, now);
-      batch->Put(key, value_scratch_);
-      cursor_ceiling_.Raise(key);
-      lane->cursor_put = true;
+      PutCursor(lane, batch);
     }
   }
   lane->opened = false;
-  if (paged()) MaybeRelease(lane, batch);
+}
+
+void GroupImpl::LetGoHold(Lane* lane) {
+  if (!lane->hold.held()) return;
+  source_->Release(lane->hold);
+  lane->hold = LaneSource::Hold();
+  lane->let_go = true;
 }
 
 void GroupImpl::RetireClaims(Lane* lane, leveldb::WriteBatch* batch) {
@@ -698,10 +754,11 @@ void GroupImpl::Forget(Lane* lane) {
 void GroupImpl::Committed(std::vector<Lane*>* touched) {
   for (Lane* lane : *touched) {
     lane->dirty = false;
-    if (lane->cursor_put) {
+    if (lane->cursor_put || lane->floored) {
       lane->saved = {lane->scan, lane->done};
       lane->saved_exists = true;
-      lane->cursor_put = false;
+      lane->record = lane->record || lane->cursor_put;
+      lane->cursor_put = lane->floored = false;
     }
     if (!lane->active && lane->tasks.empty() && !lane->hold.held()) {
       if (lane->behind && !record_.ordered) {
@@ -738,6 +795,13 @@ absl::Status GroupImpl::Write(const leveldb::WriteBatch& batch) {
   // The source position goes with the cursors and hints that let it move.
   leveldb::WriteBatch position;
   source_->AppendRecord(&position);
+  // A lane it passes needs no record of cursors at its floor.
+  for (Lane* lane : floored_) {
+    if (lane->floored && !source_->Passed(lane->prefix, lane->priority)) {
+      PutCursor(lane, &position);
+    }
+  }
+  floored_.clear();
   std::vector<std::string> rehint;
   rehint.swap(rehint_);
   if (rehint.empty()) {
@@ -859,8 +923,10 @@ void GroupImpl::CollectBacklogLanes(const std::vector<std::string>& waiting,
     if (const Lane* lane = FindLane(prefix)) {
       add(*lane);
     } else {
-      out->push_back(
-          {.prefix = prefix, .partition = partition, .on_disk = true});
+      out->push_back({.prefix = prefix,
+                      .partition = partition,
+                      .on_disk = true,
+                      .absent = Absent(prefix, partition, priority)});
     }
   }
 }
@@ -877,7 +943,7 @@ absl::Status GroupImpl::CountBacklog(const std::vector<BacklogLane>& lanes,
     MessageId scan = lane.scan;
     if (lane.on_disk) {
       HQ_ASSIGN_OR_RETURN(const format::CursorValue c,
-                          ReadCursor(lane.prefix, lane.partition, ro));
+                          ReadCursor(lane.prefix, lane.absent, ro));
       scan = c.scan;
       // Handed out before a restart, not completed: delivered again when
       // the lane is taken.

@@ -188,8 +188,12 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
     int priority = 0;
     std::string topic;  // Topic layout only.
     MessageId scan, done;
-    format::CursorValue saved;  // As written.
-    bool saved_exists = false;
+    // As stored: in its cursor record, or implied without one (Absent).
+    format::CursorValue saved;
+    bool saved_exists = false;  // `saved` is known (else: never handed out).
+    bool record = false;        // A cursor record is stored.
+    // Its last read reached its end: nothing lay past its scan cursor.
+    bool at_end = false;
     std::map<MessageId, Rec> tasks;
     bool active = false;       // In an active list: may have new messages.
     bool dirty = false;        // Touched by the call in progress.
@@ -211,6 +215,11 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
     absl::InlinedVector<uint64_t, 1> claims;
     bool opened = false;      // Handed out a first time in this call.
     bool cursor_put = false;  // Its cursor record is in this call's batch.
+    // Its new cursors go without a record (FloorMayCover, then Write).
+    bool floored = false;
+    // It stopped holding the source position back in this call: Settle
+    // writes its cursor record unless its floor covers it.
+    bool let_go = false;
     // Paged in by the claim pass `walked_pass` from a walk that saw it
     // hold one message, `walked` (LaneSource::Taken::only; its value is in
     // that pass's `walked` buffer): that pass reads nothing.
@@ -449,6 +458,7 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
     // Not in memory: the cursors are read from the lane's cursor record,
     // and the window between them counts as redelivery.
     bool on_disk = false;
+    MessageId absent;  // on_disk: the cursors without a record (Absent).
   };
   void CountTasks(absl::Time now, GroupStats* st)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -538,9 +548,14 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // layout lane that stops with messages left keeps the next ones read
   // ahead (Lane::ahead), which its next turn uses before it seeks.
   // Reads with p->it, at p->now, into p->out and p->batch.
+  // Notes the answer in Lane::at_end.
   absl::StatusOr<bool> ReadLane(Lane* lane, size_t want,
                                 const std::vector<std::string>& topics,
                                 ClaimPass* p)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<bool> ReadLaneTurn(Lane* lane, size_t want,
+                                    const std::vector<std::string>& topics,
+                                    ClaimPass* p)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // ReadLane's end for a lane whose message this pass's walk kept
   // (Lane::walked_pass): offers it if the scan cursor has not passed it.
@@ -687,13 +702,34 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
                                       const format::CursorValue& c,
                                       MessageId from, leveldb::Iterator* it,
                                       absl::FunctionRef<bool(MessageId)> fn);
-  // The cursors of the lane `prefix` (of `partition`) as stored, read with
-  // `ro`; a lane without a cursor record is at StartOf(partition), and
+  // The cursors of the lane `prefix` as stored, read with `ro`; a lane
+  // without a cursor record has both at `absent` (Absent's answer), and
   // *stored (if not null) says which. DataLoss for a malformed record.
   absl::StatusOr<format::CursorValue> ReadCursor(std::string_view prefix,
-                                                 uint32_t partition,
+                                                 MessageId absent,
                                                  const leveldb::ReadOptions& ro,
                                                  bool* stored = nullptr) const;
+  // Where the cursors of the lane `prefix` (of `partition`, `priority`)
+  // are if it has no cursor record: StartOf(partition), or past it at its
+  // source's floor if the walk has passed it (LaneSource::Floor). *floored
+  // says which (if not null).
+  MessageId Absent(std::string_view prefix, uint32_t partition, int priority,
+                   bool* floored = nullptr) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `lane`'s new cursors (both at its scan cursor) may go without a
+  // record: it has none, it is drained with no task left, and nothing of
+  // it lies between its scan cursor and its floor. Write then writes the
+  // record only if the source position does not pass the lane.
+  bool FloorMayCover(const Lane& lane) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends `lane`'s cursor record (scan, done) to `batch`.
+  void PutCursor(Lane* lane, leveldb::WriteBatch* batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Releases the source position `lane` holds, if any (Lane::let_go).
+  void LetGoHold(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // For a batch written without the source position: the lanes Settle
+  // left to Write get their cursor records in `batch`.
+  void PutFloored(leveldb::WriteBatch* batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Constant after construction.
   DbImpl* const db_;
@@ -762,6 +798,8 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   size_t recovered_since_ ABSL_GUARDED_BY(mu_) = 0;
   // Lanes to hint again in the next write.
   std::vector<std::string> rehint_ ABSL_GUARDED_BY(mu_);
+  // Lanes Settle left to Write to decide on (Lane::floored).
+  std::vector<Lane*> floored_ ABSL_GUARDED_BY(mu_);
   // Ordered paged groups, per partition and priority: no park record that
   // is not in the working set (as of the last look; set by Unpark, cleared
   // by Park).

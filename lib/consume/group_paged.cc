@@ -100,8 +100,7 @@ void GroupImpl::MakeRoom(int priority, size_t n, size_t max, ClaimPass* p) {
 void GroupImpl::Evict(Lane* lane, ClaimPass* p) {
   lane->active = false;
   --active_count_;
-  source_->Release(lane->hold);
-  lane->hold = LaneSource::Hold();
+  LetGoHold(lane);
   rehint_.push_back(lane->prefix);
   lane->behind = true;
   Touch(lane, &p->touched);  // Resting or forgotten at the commit if idle.
@@ -150,8 +149,7 @@ void GroupImpl::Requeue(Lane* lane, bool behind, std::vector<Lane*>* requeued) {
     // call's batch, which lets go of the position the lane held.
     lane->active = false;
     --active_count_;
-    source_->Release(lane->hold);
-    lane->hold = LaneSource::Hold();
+    LetGoHold(lane);
     rehint_.push_back(lane->prefix);  // The leader writes one per batch.
     lane->behind = true;
     requeued->push_back(lane);
@@ -171,10 +169,7 @@ void GroupImpl::MaybeRelease(Lane* lane, leveldb::WriteBatch* batch) {
   // A first hand-out has no record: after a restart only the cursor window,
   // found through the held position or park record, says it was in flight.
   if (lane->active || !TasksPersisted(*lane)) return;
-  if (lane->hold.held()) {
-    source_->Release(lane->hold);
-    lane->hold = LaneSource::Hold();
-  }
+  LetGoHold(lane);
   if (lane->park_record && !lane->parked_out) {
     batch->Delete(ParkKey(lane->prefix));
     lane->park_record = false;

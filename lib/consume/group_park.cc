@@ -74,8 +74,7 @@ void GroupImpl::Park(Lane* lane, ClaimPass* p) {
   --active_count_;
   // The record, written with the claim, takes over from the source
   // position the lane held.
-  source_->Release(lane->hold);
-  lane->hold = LaneSource::Hold();
+  LetGoHold(lane);
   lane->parked_out = true;
   if (!lane->park_record) {
     p->batch.Put(ParkKey(lane->prefix), "");

@@ -132,7 +132,8 @@ absl::Status GroupImpl::ListWindow(const std::string& prefix, MessageId from,
   LayoutCodec::ParseLanePrefix(prefix, true, &partition, &priority, &topic);
   // No cursor record: nothing was handed out (the window is empty).
   HQ_ASSIGN_OR_RETURN(const format::CursorValue c,
-                      ReadCursor(prefix, partition, CheckedReadOptions()));
+                      ReadCursor(prefix, Absent(prefix, partition, priority),
+                                 CheckedReadOptions()));
   if (out->size() >= max) return absl::OkStatus();
   return ForEachInWindow(
       prefix, c, std::max(from, queue_->TtlCutoff(now)), it, [&](MessageId id) {

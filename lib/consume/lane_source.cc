@@ -57,6 +57,8 @@ absl::Status LaneSource::Load() {
           // (a walk started later would visit the lanes written meanwhile,
           // which their hints lead to anyway).
           const bool walk = !NoMessages() || hints->UnhintedInBatch();
+          // Without floors (a read error) cursors are written as before.
+          if (!hints->NextIds(&v.floors)) v.floors.clear();
           v.priorities.resize(priorities_);
           for (int p = 0; p < priorities_; ++p) {
             v.priorities[p].next_seq = hints->Next(p);
@@ -70,7 +72,8 @@ absl::Status LaneSource::Load() {
   }
   format::SourceValue v;
   if (!format::DecodeSource(value, &v) ||
-      v.priorities.size() != static_cast<size_t>(priorities_)) {
+      v.priorities.size() != static_cast<size_t>(priorities_) ||
+      !(v.floors.empty() || v.floors.size() == queue_->options().partitions)) {
     return absl::DataLossError(absl::StrCat(
         "queue '", queue_->name(), "': malformed lane source position"));
   }
@@ -80,6 +83,7 @@ absl::Status LaneSource::Load() {
     state_[p].walk_next = v.priorities[p].walk_from;
   }
   written_ = std::move(value);
+  durable_ = std::move(v);
   return absl::OkStatus();
 }
 
@@ -305,6 +309,7 @@ void LaneSource::ReleaseWalked(State* st, std::string_view rest) {
 
 format::SourceValue LaneSource::Position() const {
   format::SourceValue v;
+  v.floors = durable_.floors;  // Fixed at the record's creation.
   v.priorities.resize(priorities_);
   for (int p = 0; p < priorities_; ++p) {
     const State& st = state_[p];
@@ -326,11 +331,30 @@ bool LaneSource::Moved() const {
 }
 
 bool LaneSource::AppendRecord(leveldb::WriteBatch* batch) {
-  std::string value = format::EncodeSource(Position());
+  format::SourceValue v = Position();
+  std::string value = format::EncodeSource(v);
   if (value == written_) return false;
   batch->Put(key_, value);
   written_ = std::move(value);
+  durable_ = std::move(v);
   return true;
+}
+
+bool LaneSource::Floor(uint32_t partition, MessageId* floor) const {
+  if (partition >= durable_.floors.size()) return false;
+  *floor = durable_.floors[partition];
+  return true;
+}
+
+bool LaneSource::Passed(std::string_view lane_prefix, int priority) const {
+  if (durable_.floors.empty() || priority < 0 ||
+      static_cast<size_t>(priority) >= durable_.priorities.size()) {
+    return false;
+  }
+  const format::SourcePosition& pos = durable_.priorities[priority];
+  const size_t n = format::kMessagePrefixSize;
+  return !pos.walking ||
+         (lane_prefix.size() >= n && lane_prefix.substr(n) < pos.walk_from);
 }
 
 }  // namespace hq

@@ -108,6 +108,24 @@ class LaneSource {
   // Whether the position moved since the record was last appended.
   bool Moved() const;
 
+  // Where the cursors of the lane `lane_prefix` (of `partition` and
+  // `priority`) are if it has no cursor record: false if nothing is implied
+  // (a record without floors, or a lane the walk has not passed, as last
+  // loaded or appended); else its partition's floor. The durable position
+  // passes a walked lane once its messages below the floor are all
+  // completed, so such a lane has nothing left below the floor, and every
+  // message of it at or above the floor came later (doc/format.md, "Walk
+  // floors").
+  bool Floor(std::string_view lane_prefix, uint32_t partition, int priority,
+             MessageId* floor) const {
+    return Passed(lane_prefix, priority) && Floor(partition, floor);
+  }
+  // Of any lane of `partition`: false if the record has no floors.
+  bool Floor(uint32_t partition, MessageId* floor) const;
+  // Whether the position as last loaded or appended has passed the lane
+  // `lane_prefix` of `priority` (false without floors).
+  bool Passed(std::string_view lane_prefix, int priority) const;
+
  private:
   // Whether the queue stores no message (false on a read error).
   bool NoMessages() const;
@@ -156,6 +174,8 @@ class LaneSource {
   const int priorities_;
   std::vector<State> state_;
   std::string written_;  // The record as last appended.
+  // The position as last appended (floors_ included).
+  format::SourceValue durable_;
 };
 
 }  // namespace hq

@@ -113,6 +113,10 @@ class DbImpl final : public Db {
     // Whether the batch holds messages of the queue that got no hint (the
     // queue had no consumer source record when they were appended).
     virtual bool UnhintedInBatch() = 0;
+    // For each of the queue's partitions, the id the next message gets at
+    // the earliest: every message appended before is below it (NextIds'
+    // contract, at this point of the batch). False on a read error.
+    virtual bool NextIds(std::vector<MessageId>* ids) = 0;
 
    protected:
     ~HintWriter() = default;

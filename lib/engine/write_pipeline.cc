@@ -60,7 +60,8 @@ absl::Status DbImpl::WriteRecords(QueueImpl* queue,
 // The HintWriter of a WriteWithHints call, valid while its `fill` runs.
 class DbImpl::LeaderHints final : public DbImpl::HintWriter {
  public:
-  LeaderHints(DbImpl* db, uint32_t queue_id) : db_(db), queue_id_(queue_id) {}
+  LeaderHints(DbImpl* db, uint32_t queue_id, uint32_t partitions)
+      : db_(db), queue_id_(queue_id), partitions_(partitions) {}
   void Append(std::string_view lane_prefix) override {
     db_->write_mu_.AssertHeld();
     uint32_t partition;
@@ -80,10 +81,21 @@ class DbImpl::LeaderHints final : public DbImpl::HintWriter {
     db_->write_mu_.AssertHeld();
     return db_->unhinted_in_batch_.contains(queue_id_);
   }
+  bool NextIds(std::vector<MessageId>* ids) override {
+    db_->write_mu_.AssertHeld();
+    ids->assign(partitions_, MessageId::Min());
+    for (uint32_t p = 0; p < partitions_; ++p) {
+      absl::StatusOr<PartitionIds*> st = db_->LoadPartition(queue_id_, p);
+      if (!st.ok()) return false;
+      if ((*st)->has_last) (*ids)[p] = (*st)->last.Next();
+    }
+    return true;
+  }
 
  private:
   DbImpl* const db_;
   const uint32_t queue_id_;
+  const uint32_t partitions_;
 };
 
 absl::Status DbImpl::WriteWithHints(
@@ -94,14 +106,15 @@ absl::Status DbImpl::WriteWithHints(
   w.queue = queue;
   w.sync = sync;
   w.load_hints = true;
-  w.append = [this, queue, &fill](leveldb::WriteBatch* b)
-                 ABSL_NO_THREAD_SAFETY_ANALYSIS {  // Runs in the leader.
-                   // Only consumers write with hints: from this batch on, the
-                   // queue's messages get them.
-                   has_sources_[queue->id()] = true;
-                   LeaderHints hints(this, queue->id());
-                   fill(&hints, b);
-                 };
+  w.append =
+      [this, queue, &fill](leveldb::WriteBatch* b)
+          ABSL_NO_THREAD_SAFETY_ANALYSIS {  // Runs in the leader.
+            // Only consumers write with hints: from this batch on, the
+            // queue's messages get them.
+            has_sources_[queue->id()] = true;
+            LeaderHints hints(this, queue->id(), queue->options().partitions);
+            fill(&hints, b);
+          };
   return RunWriter(&w);
 }
 

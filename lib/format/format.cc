@@ -17,6 +17,9 @@ constexpr uint8_t kFlagHasKey = 0x01;
 constexpr uint8_t kFlagNotBefore = 0x02;
 constexpr uint8_t kFlagDedup = 0x04;
 constexpr uint8_t kGroupRecordVersion = 1;
+// A source record's first byte: without floors (format 9), with (10).
+constexpr uint8_t kSourceVersion = 1;
+constexpr uint8_t kSourceFloors = 2;
 constexpr uint8_t kGroupOrdered = 0x01;  // Group record flags.
 constexpr uint8_t kGroupStart = 0x02;
 // At most this many start ids (one per partition).
@@ -371,12 +374,16 @@ std::string SourceKey(uint32_t queue_id, uint32_t consumer_id) {
 
 std::string EncodeSource(const SourceValue& v) {
   std::string s;
-  coding::PutFixed8(&s, kGroupRecordVersion);
+  coding::PutFixed8(&s, v.floors.empty() ? kSourceVersion : kSourceFloors);
   coding::PutVarint32(&s, static_cast<uint32_t>(v.priorities.size()));
   for (const SourcePosition& p : v.priorities) {
     coding::PutFixed64(&s, p.next_seq);
     coding::PutFixed8(&s, p.walking ? 1 : 0);
     if (p.walking) coding::PutLengthPrefixed(&s, p.walk_from);
+  }
+  if (!v.floors.empty()) {
+    coding::PutVarint32(&s, static_cast<uint32_t>(v.floors.size()));
+    for (const MessageId& id : v.floors) PutId(&s, id);
   }
   return s;
 }
@@ -384,12 +391,14 @@ std::string EncodeSource(const SourceValue& v) {
 bool DecodeSource(std::string_view in, SourceValue* v) {
   uint8_t version;
   uint32_t n;
-  if (!coding::GetFixed8(&in, &version) || version != kGroupRecordVersion ||
+  if (!coding::GetFixed8(&in, &version) ||
+      (version != kSourceVersion && version != kSourceFloors) ||
       !coding::GetVarint32(&in, &n) || n == 0 ||
       n > static_cast<uint32_t>(kMaxPriorities)) {
     return false;
   }
   v->priorities.assign(n, SourcePosition());
+  v->floors.clear();
   for (SourcePosition& p : v->priorities) {
     uint8_t walking;
     std::string_view from;
@@ -401,6 +410,17 @@ bool DecodeSource(std::string_view in, SourceValue* v) {
     if (p.walking) {
       if (!coding::GetLengthPrefixed(&in, &from)) return false;
       p.walk_from.assign(from);
+    }
+  }
+  if (version == kSourceFloors) {
+    uint32_t count;
+    if (!coding::GetVarint32(&in, &count) || count == 0 ||
+        count > kMaxPartitions) {
+      return false;
+    }
+    v->floors.resize(count);
+    for (MessageId& id : v->floors) {
+      if (!GetId(&in, &id)) return false;
     }
   }
   return in.empty();

@@ -46,7 +46,7 @@ inline constexpr char kParkTag = 0x11;
 inline constexpr char kClaimTag = 0x12;
 
 // Bumped when a change makes old code unable to read new data.
-inline constexpr uint32_t kFormatVersion = 9;
+inline constexpr uint32_t kFormatVersion = 10;
 // The oldest version Open upgrades (doc/format.md, "Db metadata").
 inline constexpr uint32_t kOldestFormatVersion = 1;
 
@@ -73,8 +73,9 @@ std::string ReservePrefix(uint32_t queue_id);
 std::string DropKey(uint32_t queue_id);
 std::string DropPrefix();
 // doc/format.md, "Messages" (the value: AppendMessageValue below).
-// All message keys of a queue start with this.
+// All message keys of a queue start with this (tag, fixed32 queue_id).
 std::string MessagePrefix(uint32_t queue_id);
+inline constexpr size_t kMessagePrefixSize = 5;
 // doc/format.md, "Lane directory".
 // Appends the lane directory key of a lane, given its lane prefix.
 void AppendLaneDirKey(std::string* dst, std::string_view lane_prefix);
@@ -212,6 +213,11 @@ struct SourcePosition {  // Of one priority.
 };
 struct SourceValue {
   std::vector<SourcePosition> priorities;  // Per priority, from 0.
+  // Per partition (format 10; empty in older records): an id that every
+  // message of the partition written before the record is below and every
+  // later one is at or above. A lane the walk has passed without a cursor
+  // record has its cursors there (doc/format.md, "Walk floors").
+  std::vector<MessageId> floors;
 };
 std::string EncodeSource(const SourceValue& v);
 bool DecodeSource(std::string_view in, SourceValue* v);
