@@ -375,8 +375,13 @@ void RecordWalker::CheckCursor() {
   if (!Lane("cursor", *q, lane, &p)) return;
   format::CursorValue c;
   if (!format::DecodeCursor(value_, &c)) {
-    // (Also a completion cursor above the scan cursor.)
-    return (void)Reject("malformed cursor value");
+    // (Also a completion cursor above the scan cursor.) Without a record,
+    // a lane the group's walk has passed would be at its floor: its source
+    // position goes too (CheckSource), and it walks the lanes anew.
+    if (!Reject("malformed cursor value")) {
+      cursors_lost_.insert(std::string(key_.substr(1, 8)));
+    }
+    return;
   }
   const MessageId limit = ScanLimit(*q, lane);
   if (limit < c.scan) {
@@ -586,6 +591,13 @@ void RecordWalker::CheckSource() {
         "lane source position of consumer id %d, which queue '%s' does not "
         "have",
         id, q->name));
+  }
+  if (cursors_lost_.contains(Av(key_.substr(1, 8)))) {
+    return (void)Reject(
+        "lane source position of a group that lost a cursor record",
+        "lane source position moved aside: its group walks the lanes again "
+        "(messages of lanes it passed without a cursor record are delivered "
+        "again)");
   }
   format::SourceValue v;
   if (key_.size() != format::kGroupRecordPrefixSize ||
