@@ -1918,6 +1918,36 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "issue17: a queue of more than 1024 partitions gets no walk floors: its "
+    "groups write every cursor record, and deliver nothing twice") {
+  DbFixture f(Storage::kDisk, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue(
+      "q",
+      {.partitions = format::kMaxSourceFloors + 1, .layout = Layout::kTopic}));
+  test::PutSites(q, 0, 50);
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  const uint32_t qid = static_cast<QueueImpl*>(q)->id();
+  const uint32_t gid = Paged(g)->record().id;
+  {
+    std::string v;
+    REQUIRE(test::Impl(f.db())
+                ->leveldb()
+                ->Get({}, format::SourceKey(qid, gid), &v)
+                .ok());
+    format::SourceValue source;
+    REQUIRE(format::DecodeSource(v, &source));
+    CHECK(source.floors.empty());
+  }
+  CHECK(test::Drain(g, 10).size() == 50);
+  CHECK(test::CountKeys(f.db(), format::GroupRecordPrefix(format::kCursorTag,
+                                                          qid, gid)) == 50);
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  g = ValueOrDie(q->Group("g"));
+  CHECK(ValueOrDie(g->Claim({.max = 100})).empty());
+}
+
+TEST_CASE(
     "issue17: a lane let go with messages left gets a cursor record: after a "
     "restart none of them is skipped and none completed comes again") {
   const size_t cap = GENERATE(1, 2, 5);

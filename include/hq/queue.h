@@ -76,7 +76,10 @@ struct GroupInfo {
   // is done), in lane order: partition, priority from the highest, topic.
   // In the topic layout, a lane whose first messages handed out are still
   // open may show its cursors as they were before that claim (the claim
-  // wrote them in a claim record, doc/format.md).
+  // wrote them in a claim record, doc/format.md), and a lane that the walk
+  // of a group created over existing data passed with every message below
+  // its walk floor done has no stored cursor and is not listed
+  // (doc/format.md, "Walk floors").
   struct LaneCursor {
     uint32_t partition = 0;
     int priority = 0;

@@ -57,8 +57,12 @@ absl::Status LaneSource::Load() {
           // (a walk started later would visit the lanes written meanwhile,
           // which their hints lead to anyway).
           const bool walk = !NoMessages() || hints->UnhintedInBatch();
-          // Without floors (a read error) cursors are written as before.
-          if (!hints->NextIds(&v.floors)) v.floors.clear();
+          // Without floors (a read error, or too many partitions for a
+          // record rewritten at every move) cursors are written as before.
+          if (queue_->options().partitions > format::kMaxSourceFloors ||
+              !hints->NextIds(&v.floors)) {
+            v.floors.clear();
+          }
           v.priorities.resize(priorities_);
           for (int p = 0; p < priorities_; ++p) {
             v.priorities[p].next_seq = hints->Next(p);

@@ -219,6 +219,9 @@ struct SourceValue {
   // record has its cursors there (doc/format.md, "Walk floors").
   std::vector<MessageId> floors;
 };
+// Queues with more partitions get no floors: the record is rewritten at
+// every move of the position.
+inline constexpr uint32_t kMaxSourceFloors = 1024;
 std::string EncodeSource(const SourceValue& v);
 bool DecodeSource(std::string_view in, SourceValue* v);
 
