@@ -266,6 +266,25 @@ size_t Attempts(const std::vector<Task>& tasks, uint32_t n) {
                        [n](const Task& t) { return t.attempt == n; });
 }
 
+// Drains groups "g" and "late" of test/data's format 8 and 9 Dbs (40
+// messages): the first hand-outs each had in flight at the stop (3 and 2,
+// after 5 and 2 completed) come again as second attempts, then the rest,
+// none twice.
+void DrainGroupsInFlight(Queue* q) {
+  struct Case {
+    const char* group;
+    size_t completed, in_flight;
+  };
+  for (const Case& c : {Case{"g", 5, 3}, Case{"late", 2, 2}}) {
+    INFO(c.group);
+    const std::vector<Task> got =
+        test::Drain(test::ValueOrDie(q->Group(c.group)));
+    CHECK(got.size() == 40 - c.completed);
+    CHECK(PayloadSet(got).size() == got.size());
+    CHECK(Attempts(got, 2) == c.in_flight);
+  }
+}
+
 TEST_CASE("a format 8 Db (cursor windows) is upgraded and keeps its state") {
   test::TempDir dir;
   const std::string path = CopyTestData(dir, "format8_db");
@@ -280,20 +299,8 @@ TEST_CASE("a format 8 Db (cursor windows) is upgraded and keeps its state") {
   CheckVerifiesClean(db.get());
   Queue* q = test::ValueOrDie(db->OpenQueue("topics"));
   const std::set<std::string> all = Range(0, 40);
-  // Each group's first hand-outs in flight at the stop (windows in their
-  // lanes' cursor records) come again as second attempts, then the rest.
-  struct Case {
-    const char* group;
-    size_t completed, in_flight;
-  };
-  for (const Case& c : {Case{"g", 5, 3}, Case{"late", 2, 2}}) {
-    INFO(c.group);
-    const std::vector<Task> got =
-        test::Drain(test::ValueOrDie(q->Group(c.group)));
-    CHECK(got.size() == 40 - c.completed);
-    CHECK(PayloadSet(got).size() == got.size());
-    CHECK(Attempts(got, 2) == c.in_flight);
-  }
+  // Windows in their lanes' cursor records.
+  DrainGroupsInFlight(q);
   // The ordered group: in order within each topic.
   ConsumerGroup* o = test::ValueOrDie(q->Group("o", {.ordered = true}));
   std::vector<Task> ordered;
@@ -357,18 +364,7 @@ TEST_CASE(
     ConsumerGroup* late = test::ValueOrDie(q->Group("late"));
     CHECK(Floors(db.get(), q, static_cast<GroupImpl*>(late)->record().id)
               .empty());
-    struct Case {
-      const char* group;
-      size_t completed, in_flight;
-    };
-    for (const Case& c : {Case{"g", 5, 3}, Case{"late", 2, 2}}) {
-      INFO(c.group);
-      const std::vector<Task> got =
-          test::Drain(test::ValueOrDie(q->Group(c.group)));
-      CHECK(got.size() == 40 - c.completed);
-      CHECK(PayloadSet(got).size() == got.size());
-      CHECK(Attempts(got, 2) == c.in_flight);
-    }
+    DrainGroupsInFlight(q);  // Claim records.
     CHECK(PayloadSet(test::Drain(test::ValueOrDie(q->Group("idle")))) == all);
     // A group created now walks with floors, and drains every lane.
     ConsumerGroup* fresh = test::ValueOrDie(q->Group("fresh"));
