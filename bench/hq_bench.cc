@@ -186,6 +186,11 @@
 //                    put into a queue with a consumer group from the start
 //                    (its batches write lane index records; a queue
 //                    without consumers writes none). Then
+//                    many_topics_put[leveldb_topic_keys_index_after], the
+//                    topic layout's keys and values written to a fresh raw
+//                    LevelDB (batches of --batch) with one lane index
+//                    record per batch keyed after every message key (a
+//                    layout hq does not use: what it would cost), then
 //                    many_topics_put[leveldb_topic_keys], the topic
 //                    layout's keys and values written to a fresh raw
 //                    LevelDB (batches of --batch), and

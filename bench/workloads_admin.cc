@@ -341,11 +341,17 @@ absl::StatusOr<Result> ManyTopicsPutWithGroup(Context& c) {
   return put;
 }
 
+// Where ManyTopicsRawPut writes a lane index record per batch: nowhere, at
+// hq's key (its own tag, before the message keys), or after every message
+// key of the queue (a partition number no message has).
+enum class RawIndex { kNone, kHq, kAfterMessages };
+
 // many_topics' put into a fresh raw LevelDB (`raw`, left open) with the
 // topic layout's keys and values (one queue, partition 0), and with `index`
-// also one lane index record per batch naming its lanes, as hq writes:
-// LevelDB's cost of what hq stores, without hq.
-absl::StatusOr<Result> ManyTopicsRawPut(Context& c, bool index, RawDb* raw) {
+// also one lane index record per batch naming its lanes (kHq: as hq
+// writes): LevelDB's cost of what hq stores, without hq.
+absl::StatusOr<Result> ManyTopicsRawPut(Context& c, RawIndex index,
+                                        RawDb* raw) {
   const int64_t num = c.config.num;
   const int64_t topics = c.config.many_topics;
   const int64_t batch = c.config.batch;
@@ -369,12 +375,21 @@ absl::StatusOr<Result> ManyTopicsRawPut(Context& c, bool index, RawDb* raw) {
           &key, 1, 0, 0, topic,
           MessageId{base_ms + static_cast<uint64_t>(j >> 16),
                     static_cast<uint16_t>(j & 0xffff)});
-      if (index) format::AppendHintLane(&lanes, key.substr(0, lane));
+      if (index != RawIndex::kNone) {
+        format::AppendHintLane(&lanes, key.substr(0, lane));
+      }
       value.clear();
       format::AppendMessageValue(&value, "", c.source.payload(j));
       b.Put(key, value);
     }
-    if (index) b.Put(format::ListHintKey(1, 0, seq++), lanes);
+    if (index == RawIndex::kHq) {
+      b.Put(format::ListHintKey(1, 0, seq++), lanes);
+    } else if (index == RawIndex::kAfterMessages) {
+      key = format::MessagePrefix(1);
+      coding::PutFixed16(&key, 0xffff);
+      coding::PutFixed64(&key, seq++);
+      b.Put(key, lanes);
+    }
     HQ_RETURN_IF_ERROR(FromLevelDb(raw->db->Write(leveldb::WriteOptions(), &b),
                                    "writing to raw LevelDB"));
   }
@@ -650,9 +665,14 @@ ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ManyTopics(Context& c,
   HQ_ASSIGN_OR_RETURN(const Result put_grouped, ManyTopicsPutWithGroup(c));
   PrintLine("many_topics_put[topic_with_group]", put_grouped);
   RawDb raw;
-  HQ_ASSIGN_OR_RETURN(const Result raw_put, ManyTopicsRawPut(c, false, &raw));
+  HQ_ASSIGN_OR_RETURN(const Result raw_after,
+                      ManyTopicsRawPut(c, RawIndex::kAfterMessages, &raw));
+  PrintLine("many_topics_put[leveldb_topic_keys_index_after]", raw_after);
+  HQ_ASSIGN_OR_RETURN(const Result raw_put,
+                      ManyTopicsRawPut(c, RawIndex::kNone, &raw));
   PrintLine("many_topics_put[leveldb_topic_keys]", raw_put);
-  HQ_ASSIGN_OR_RETURN(const Result raw_index, ManyTopicsRawPut(c, true, &raw));
+  HQ_ASSIGN_OR_RETURN(const Result raw_index,
+                      ManyTopicsRawPut(c, RawIndex::kHq, &raw));
   PrintLine("many_topics_put[leveldb_topic_keys_index]", raw_index);
   Result floor_two, floor_topic, floor_claim;
   if (c.config.many_topics_drain) {
@@ -686,6 +706,8 @@ ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ManyTopics(Context& c,
   // a cursor per topic, or a record per claim), were hq's cost nothing.
   PrintRatio("many_topics_put[leveldb_topic_keys_index]/[time]", raw_index,
              results["puttime"]);
+  PrintRatio("many_topics_put[leveldb_topic_keys_index_after]/[time]",
+             raw_after, results["puttime"]);
   if (floor_topic.messages != 0) {
     PrintRatio("many_topics_claim[topic]/[leveldb_two_cursors_per_topic]",
                results["claimtopic"], floor_two);
