@@ -27,6 +27,7 @@
 #include "lib/engine/db_impl.h"
 #include "lib/engine/queue_impl.h"
 #include "lib/format/format.h"
+#include "lib/format/layout_codec.h"
 #include "test/fault_env.h"
 #include "test/test_util.h"
 
@@ -230,6 +231,51 @@ TEST_CASE(
   REQUIRE(format::DecodeSource(v, &position));
   REQUIRE(position.priorities.size() == 1);
   CHECK(position.priorities[0].walking);  // The message has no hint.
+}
+
+// Walk floors: a source record written without a walk (the store holds no
+// message of the queue) holds no floors, since every lane then counts as
+// passed; a message of its batch appended before it, hinted because the
+// queue has another consumer, would lie below them and be skipped.
+TEST_CASE(
+    "issue17: a source record sharing a batch with hinted messages of an "
+    "empty queue puts no lane past them") {
+  LogFaultDb f;
+  LogFaultEnv& env = f.env;
+  std::unique_ptr<Db>& db = f.db;
+  DbImpl* impl = f.impl();
+  Queue* other = ValueOrDie(db->CreateQueue("other", {}));
+  Queue* q = ValueOrDie(db->CreateQueue("q", {.layout = Layout::kTopic}));
+  QueueImpl* qi = static_cast<QueueImpl*>(q);
+  HQ_REQUIRE_OK(other->Put({.payload = "warm"}).status());
+  LaneSource first(impl, qi, /*consumer_id=*/76);
+  HQ_REQUIRE_OK(first.Load());  // From now on q's messages get hints.
+
+  env.block_next_sync = true;
+  std::thread leader(
+      [&] { (void)other->Put({.payload = "leader"}, {.sync = true}); });
+  while (!env.blocked) std::this_thread::yield();
+  absl::StatusOr<PutResult> put;
+  absl::Status load_status;
+  std::thread putter([&] { put = q->Put({.topic = "t", .payload = "m"}); });
+  while (impl->TEST_QueuedWriters() < 2) std::this_thread::yield();
+  LaneSource source(impl, qi, /*consumer_id=*/77);
+  std::thread loader([&] { load_status = source.Load(); });
+  while (impl->TEST_QueuedWriters() < 3) std::this_thread::yield();
+  env.Release();
+  leader.join();
+  putter.join();
+  loader.join();
+  HQ_REQUIRE_OK(put.status());
+  HQ_REQUIRE_OK(load_status);
+
+  std::string lane;
+  LayoutCodec::For(Layout::kTopic)
+      .AppendLanePrefix(&lane, qi->id(), put->partition, 0, "t");
+  MessageId floor;
+  if (source.Floor(lane, put->partition, 0, &floor)) {
+    CHECK(!(put->id < floor));  // Never below: it would be skipped.
+  }
 }
 
 // ---------------------------------------------------------------------------

@@ -605,7 +605,12 @@ void RecordWalker::CheckSource() {
       v.priorities.size() !=
           static_cast<size_t>(q->record.options.priorities) ||
       !(v.floors.empty() || v.floors.size() == q->record.options.partitions)) {
-    Reject("malformed lane source position");
+    return (void)Reject("malformed lane source position");
+  }
+  // A lane passed at its floor without a cursor record takes every id
+  // below it as done: new ids must stay at or above it.
+  for (uint32_t p = 0; p < v.floors.size(); ++p) {
+    policy_->Refers(q->record.id, p, v.floors[p], /*message=*/false);
   }
 }
 

@@ -59,7 +59,11 @@ absl::Status LaneSource::Load() {
           const bool walk = !NoMessages() || hints->UnhintedInBatch();
           // Without floors (a read error, or too many partitions for a
           // record rewritten at every move) cursors are written as before.
-          if (queue_->options().partitions > format::kMaxSourceFloors ||
+          // Without a walk there are none either: every lane counts as
+          // passed, and a message of this batch appended before the record
+          // (which NoMessages cannot see) lies below the floor.
+          if (!walk ||
+              queue_->options().partitions > format::kMaxSourceFloors ||
               !hints->NextIds(&v.floors)) {
             v.floors.clear();
           }
