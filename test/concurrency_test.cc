@@ -490,6 +490,10 @@ TEST_CASE("Puts racing DropQueue either land before it or get NotFound",
   bool recreated = false;  // Guarded by mu: the new "q" exists.
   int after_recreate = 0;  // Guarded by mu: producers that saw it.
   std::atomic<size_t> bystander_puts{0};
+  // The dropper drops after a minute at the latest; what follows takes
+  // seconds (a slow sanitizer build included).
+  constexpr absl::Duration kGiveUp = absl::Minutes(4);
+  const absl::Time give_up = absl::Now() + kGiveUp;
 
   RunThreads(kProducers + 1, [&](int t) {
     if (t == kProducers) {
@@ -551,9 +555,15 @@ TEST_CASE("Puts racing DropQueue either land before it or get NotFound",
       }
       if (late) ++late_puts;
       // Keep going until the queue is dropped, with a guard against a
-      // dropper that never runs.
+      // dropper that never runs or never finishes.
       if (ok_puts > 1000000) {
         errors.Add("the drop never happened");
+        return;
+      }
+      if (absl::Now() > give_up) {
+        errors.Add(absl::StrCat("the drop and re-creation took over ",
+                                absl::FormatDuration(kGiveUp), " (",
+                                recreated ? "done" : "not done", ")"));
         return;
       }
     }
