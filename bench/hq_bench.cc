@@ -190,7 +190,11 @@
 //                    topic layout's keys and values written to a fresh raw
 //                    LevelDB (batches of --batch) with one lane index
 //                    record per batch keyed after every message key (a
-//                    layout hq does not use: what it would cost), then
+//                    layout hq does not use: what it would cost),
+//                    many_topics_put[leveldb_topic_keys_index_shared], the
+//                    index at hq's key with each lane prefix-compressed
+//                    against the one before (also not hq's: what a smaller
+//                    index would cost), then
 //                    many_topics_put[leveldb_topic_keys], the topic
 //                    layout's keys and values written to a fresh raw
 //                    LevelDB (batches of --batch), and

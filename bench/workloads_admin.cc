@@ -344,7 +344,10 @@ absl::StatusOr<Result> ManyTopicsPutWithGroup(Context& c) {
 // Where ManyTopicsRawPut writes a lane index record per batch: nowhere, at
 // hq's key (its own tag, before the message keys), or after every message
 // key of the queue (a partition number no message has).
-enum class RawIndex { kNone, kHq, kAfterMessages };
+// kHqShared: at hq's key, each lane written as the length of the prefix it
+// shares with the one before and the rest (what a smaller index would
+// cost).
+enum class RawIndex { kNone, kHq, kAfterMessages, kHqShared };
 
 // many_topics' put into a fresh raw LevelDB (`raw`, left open) with the
 // topic layout's keys and values (one queue, partition 0), and with `index`
@@ -360,13 +363,14 @@ absl::StatusOr<Result> ManyTopicsRawPut(Context& c, RawIndex index,
   const LayoutCodec& codec = LayoutCodec::For(Layout::kTopic);
   const uint64_t base_ms =
       static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
-  std::string key, value, topic, lanes;
+  std::string key, value, topic, lanes, previous;
   uint64_t seq = 1;
   leveldb::WriteBatch b;
   const SteadyClock::time_point start = SteadyClock::now();
   for (int64_t i = 0; i < num; i += batch) {
     b.Clear();
     lanes.clear();
+    previous.clear();
     for (int64_t j = i; j < std::min(num, i + batch); ++j) {
       topic.clear();
       absl::StrAppend(&topic, "u", j % topics);
@@ -375,14 +379,24 @@ absl::StatusOr<Result> ManyTopicsRawPut(Context& c, RawIndex index,
           &key, 1, 0, 0, topic,
           MessageId{base_ms + static_cast<uint64_t>(j >> 16),
                     static_cast<uint16_t>(j & 0xffff)});
-      if (index != RawIndex::kNone) {
+      if (index == RawIndex::kHqShared) {
+        const std::string_view rest = std::string_view(key).substr(5, lane - 5);
+        size_t shared = 0;
+        while (shared < rest.size() && shared < previous.size() &&
+               rest[shared] == previous[shared]) {
+          ++shared;
+        }
+        coding::PutVarint32(&lanes, static_cast<uint32_t>(shared));
+        coding::PutLengthPrefixed(&lanes, rest.substr(shared));
+        previous.assign(rest);
+      } else if (index != RawIndex::kNone) {
         format::AppendHintLane(&lanes, key.substr(0, lane));
       }
       value.clear();
       format::AppendMessageValue(&value, "", c.source.payload(j));
       b.Put(key, value);
     }
-    if (index == RawIndex::kHq) {
+    if (index == RawIndex::kHq || index == RawIndex::kHqShared) {
       b.Put(format::ListHintKey(1, 0, seq++), lanes);
     } else if (index == RawIndex::kAfterMessages) {
       key = format::MessagePrefix(1);
@@ -668,6 +682,9 @@ ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ManyTopics(Context& c,
   HQ_ASSIGN_OR_RETURN(const Result raw_after,
                       ManyTopicsRawPut(c, RawIndex::kAfterMessages, &raw));
   PrintLine("many_topics_put[leveldb_topic_keys_index_after]", raw_after);
+  HQ_ASSIGN_OR_RETURN(const Result raw_shared,
+                      ManyTopicsRawPut(c, RawIndex::kHqShared, &raw));
+  PrintLine("many_topics_put[leveldb_topic_keys_index_shared]", raw_shared);
   HQ_ASSIGN_OR_RETURN(const Result raw_put,
                       ManyTopicsRawPut(c, RawIndex::kNone, &raw));
   PrintLine("many_topics_put[leveldb_topic_keys]", raw_put);
@@ -708,6 +725,8 @@ ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ManyTopics(Context& c,
              results["puttime"]);
   PrintRatio("many_topics_put[leveldb_topic_keys_index_after]/[time]",
              raw_after, results["puttime"]);
+  PrintRatio("many_topics_put[leveldb_topic_keys_index_shared]/[time]",
+             raw_shared, results["puttime"]);
   if (floor_topic.messages != 0) {
     PrintRatio("many_topics_claim[topic]/[leveldb_two_cursors_per_topic]",
                results["claimtopic"], floor_two);
