@@ -188,6 +188,31 @@ TEST_CASE("issue2: destroying the Db waits for writes in flight") {
   CHECK(all[2].payload == "follower");
 }
 
+// Puts a message (topic "t") to `q` and loads `source` in one write batch,
+// in that order: both queue behind a leader of `other` blocked in its sync.
+// Returns the put's result.
+PutResult PutThenLoadInOneBatch(LogFaultDb& f, Queue* other, Queue* q,
+                                LaneSource* source) {
+  DbImpl* impl = f.impl();
+  f.env.block_next_sync = true;
+  std::thread leader(
+      [&] { (void)other->Put({.payload = "leader"}, {.sync = true}); });
+  while (!f.env.blocked) std::this_thread::yield();
+  absl::StatusOr<PutResult> put;
+  absl::Status load_status;
+  std::thread putter([&] { put = q->Put({.topic = "t", .payload = "m"}); });
+  while (impl->TEST_QueuedWriters() < 2) std::this_thread::yield();
+  std::thread loader([&] { load_status = source->Load(); });
+  while (impl->TEST_QueuedWriters() < 3) std::this_thread::yield();
+  f.env.Release();
+  leader.join();
+  putter.join();
+  loader.join();
+  HQ_REQUIRE_OK(put.status());
+  HQ_REQUIRE_OK(load_status);
+  return *put;
+}
+
 // Issue 17: a topic layout queue's messages get no hint until the queue has
 // a consumer; a consumer's source record written in the batch of messages
 // appended before it (without hints, and not yet stored) must walk them.
@@ -195,32 +220,12 @@ TEST_CASE(
     "issue17: a source record sharing a batch with unhinted messages walks "
     "them") {
   LogFaultDb f;
-  LogFaultEnv& env = f.env;
-  std::unique_ptr<Db>& db = f.db;
   DbImpl* impl = f.impl();
-  Queue* other = ValueOrDie(db->CreateQueue("other", {}));
-  Queue* q = ValueOrDie(db->CreateQueue("q", {.layout = Layout::kTopic}));
+  Queue* other = ValueOrDie(f.db->CreateQueue("other", {}));
+  Queue* q = ValueOrDie(f.db->CreateQueue("q", {.layout = Layout::kTopic}));
   HQ_REQUIRE_OK(other->Put({.payload = "warm"}).status());
-
-  // A leader blocked in its sync; a put to `q` and the source record
-  // queue behind it and go into the next batch, in that order.
-  env.block_next_sync = true;
-  std::thread leader(
-      [&] { (void)other->Put({.payload = "leader"}, {.sync = true}); });
-  while (!env.blocked) std::this_thread::yield();
-  absl::Status put_status, load_status;
-  std::thread putter(
-      [&] { put_status = q->Put({.topic = "t", .payload = "m"}).status(); });
-  while (impl->TEST_QueuedWriters() < 2) std::this_thread::yield();
   LaneSource source(impl, static_cast<QueueImpl*>(q), /*consumer_id=*/77);
-  std::thread loader([&] { load_status = source.Load(); });
-  while (impl->TEST_QueuedWriters() < 3) std::this_thread::yield();
-  env.Release();
-  leader.join();
-  putter.join();
-  loader.join();
-  HQ_REQUIRE_OK(put_status);
-  HQ_REQUIRE_OK(load_status);
+  PutThenLoadInOneBatch(f, other, q, &source);
 
   std::string v;
   REQUIRE(
@@ -241,40 +246,22 @@ TEST_CASE(
     "issue17: a source record sharing a batch with hinted messages of an "
     "empty queue puts no lane past them") {
   LogFaultDb f;
-  LogFaultEnv& env = f.env;
-  std::unique_ptr<Db>& db = f.db;
   DbImpl* impl = f.impl();
-  Queue* other = ValueOrDie(db->CreateQueue("other", {}));
-  Queue* q = ValueOrDie(db->CreateQueue("q", {.layout = Layout::kTopic}));
+  Queue* other = ValueOrDie(f.db->CreateQueue("other", {}));
+  Queue* q = ValueOrDie(f.db->CreateQueue("q", {.layout = Layout::kTopic}));
   QueueImpl* qi = static_cast<QueueImpl*>(q);
   HQ_REQUIRE_OK(other->Put({.payload = "warm"}).status());
   LaneSource first(impl, qi, /*consumer_id=*/76);
   HQ_REQUIRE_OK(first.Load());  // From now on q's messages get hints.
-
-  env.block_next_sync = true;
-  std::thread leader(
-      [&] { (void)other->Put({.payload = "leader"}, {.sync = true}); });
-  while (!env.blocked) std::this_thread::yield();
-  absl::StatusOr<PutResult> put;
-  absl::Status load_status;
-  std::thread putter([&] { put = q->Put({.topic = "t", .payload = "m"}); });
-  while (impl->TEST_QueuedWriters() < 2) std::this_thread::yield();
   LaneSource source(impl, qi, /*consumer_id=*/77);
-  std::thread loader([&] { load_status = source.Load(); });
-  while (impl->TEST_QueuedWriters() < 3) std::this_thread::yield();
-  env.Release();
-  leader.join();
-  putter.join();
-  loader.join();
-  HQ_REQUIRE_OK(put.status());
-  HQ_REQUIRE_OK(load_status);
+  const PutResult put = PutThenLoadInOneBatch(f, other, q, &source);
 
   std::string lane;
   LayoutCodec::For(Layout::kTopic)
-      .AppendLanePrefix(&lane, qi->id(), put->partition, 0, "t");
+      .AppendLanePrefix(&lane, qi->id(), put.partition, 0, "t");
   MessageId floor;
-  if (source.Floor(lane, put->partition, 0, &floor)) {
-    CHECK(!(put->id < floor));  // Never below: it would be skipped.
+  if (source.Floor(lane, put.partition, 0, &floor)) {
+    CHECK(!(put.id < floor));  // Never below: it would be skipped.
   }
 }
 

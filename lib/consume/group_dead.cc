@@ -81,7 +81,8 @@ absl::Status GroupImpl::FlushDying() {
     Committed(&touched);
     return absl::OkStatus();
   }
-  PutFloored(&extra);  // This batch does not move the source position.
+  // This batch does not move the source position.
+  PutFloored(&extra, /*unless_passed=*/false);
   const absl::Status s = WriteDeadLetters(letters, infos, extra);
   if (!s.ok()) {
     // The tasks are marked done in memory but not on disk: stop here.

@@ -151,9 +151,12 @@ bool GroupImpl::FloorMayCover(const Lane& lane) const {
          !(std::max(StartOf(lane.partition), floor) < lane.scan);
 }
 
-void GroupImpl::PutFloored(leveldb::WriteBatch* batch) {
+void GroupImpl::PutFloored(leveldb::WriteBatch* batch, bool unless_passed) {
   for (Lane* lane : floored_) {
-    if (lane->floored) PutCursor(lane, batch);
+    if (lane->floored &&
+        !(unless_passed && source_->Passed(lane->prefix, lane->priority))) {
+      PutCursor(lane, batch);
+    }
   }
   floored_.clear();
 }
@@ -796,12 +799,7 @@ absl::Status GroupImpl::Write(const leveldb::WriteBatch& batch) {
   leveldb::WriteBatch position;
   source_->AppendRecord(&position);
   // A lane it passes needs no record of cursors at its floor.
-  for (Lane* lane : floored_) {
-    if (lane->floored && !source_->Passed(lane->prefix, lane->priority)) {
-      PutCursor(lane, &position);
-    }
-  }
-  floored_.clear();
+  PutFloored(&position, /*unless_passed=*/true);
   std::vector<std::string> rehint;
   rehint.swap(rehint_);
   if (rehint.empty()) {

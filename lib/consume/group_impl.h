@@ -726,9 +726,10 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Releases the source position `lane` holds, if any (Lane::let_go).
   void LetGoHold(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // For a batch written without the source position: the lanes Settle
-  // left to Write get their cursor records in `batch`.
-  void PutFloored(leveldb::WriteBatch* batch)
+  // The lanes Settle left to Write get their cursor records in `batch`:
+  // all of them (a batch written without the source position), or with
+  // `unless_passed` those the position as last appended does not pass.
+  void PutFloored(leveldb::WriteBatch* batch, bool unless_passed)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Constant after construction.
