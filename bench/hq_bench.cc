@@ -185,7 +185,14 @@
 //                    many_topics_put[topic_with_group], the topic layout's
 //                    put into a queue with a consumer group from the start
 //                    (its batches write lane index records; a queue
-//                    without consumers writes none). Then
+//                    without consumers writes none). Then, for each
+//                    layout in a fresh Db, many_topics_put[L_while_claiming],
+//                    the same put while one consumer of a group created
+//                    first claims (--claim_batch, waiting up to 20 ms) and
+//                    completes on its own thread, as a crawler runs, and
+//                    many_topics_through[L_while_claiming], the time until
+//                    it has completed every message (one op = one
+//                    message; fails unless it completed --num). Then
 //                    many_topics_put[leveldb_topic_keys_index_after], the
 //                    topic layout's keys and values written to a fresh raw
 //                    LevelDB (batches of --batch) with one lane index

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include "absl/base/attributes.h"
@@ -339,6 +341,70 @@ absl::StatusOr<Result> ManyTopicsPutWithGroup(Context& c) {
   db.reset();
   HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DestroyDB(path, {}), path));
   return put;
+}
+
+// many_topics' put into a fresh queue of `layout` while one consumer of
+// group "g" (created before the first put) claims and completes batches of
+// --claim_batch on its own thread, as a crawler runs: `put` is the
+// producer's time to its last acknowledged write, `through` the time until
+// the consumer has completed every message. Fails unless the consumer got
+// each message exactly once in count.
+struct PutWhileClaiming {
+  Result put;
+  Result through;
+};
+
+absl::StatusOr<PutWhileClaiming> ManyTopicsPutWhileClaiming(Context& c,
+                                                            Layout layout) {
+  const std::string path =
+      absl::StrCat(c.root, "/many-claiming-", std::string(LayoutName(layout)));
+  HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DestroyDB(path, {}), path));
+  QueueOptions qo = c.queue_options;
+  qo.layout = layout;
+  HQ_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, Db::Open(path, c.hq_options));
+  HQ_ASSIGN_OR_RETURN(Queue * q, db->CreateQueue("many", qo));
+  HQ_ASSIGN_OR_RETURN(ConsumerGroup * group, q->Group("g"));
+  std::atomic<bool> put_done{false};
+  absl::Status consumer_status;
+  int64_t consumed = 0;
+  const SteadyClock::time_point start = SteadyClock::now();
+  std::thread consumer([&] {
+    const ClaimOptions co{.max = c.config.claim_batch,
+                          .wait = absl::Milliseconds(20)};
+    for (;;) {
+      // Read the flag before the claim: an empty claim after the last put
+      // was acknowledged means the queue is drained.
+      const bool last = put_done.load(std::memory_order_acquire);
+      absl::StatusOr<std::vector<Task>> tasks = group->Claim(co);
+      if (!tasks.ok()) {
+        consumer_status = tasks.status();
+        return;
+      }
+      if (tasks->empty()) {
+        if (last) return;
+        continue;
+      }
+      if (absl::Status s = group->Complete(*tasks); !s.ok()) {
+        consumer_status = s;
+        return;
+      }
+      consumed += static_cast<int64_t>(tasks->size());
+    }
+  });
+  absl::StatusOr<Result> put = ManyTopicsPut(c, q);
+  put_done.store(true, std::memory_order_release);
+  consumer.join();
+  const double through_s = MicrosSince(start) / 1e6;
+  HQ_RETURN_IF_ERROR(put.status());
+  HQ_RETURN_IF_ERROR(consumer_status);
+  if (consumed != c.config.num) {
+    return absl::DataLossError(
+        absl::StrFormat("%s layout: the consumer completed %d of %d messages",
+                        LayoutName(layout), consumed, c.config.num));
+  }
+  db.reset();
+  HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DestroyDB(path, {}), path));
+  return PutWhileClaiming{*put, c.Payloads(through_s, consumed)};
 }
 
 // Where ManyTopicsRawPut writes a lane index record per batch: nowhere, at
@@ -678,6 +744,17 @@ ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ManyTopics(Context& c,
   }
   HQ_ASSIGN_OR_RETURN(const Result put_grouped, ManyTopicsPutWithGroup(c));
   PrintLine("many_topics_put[topic_with_group]", put_grouped);
+  absl::flat_hash_map<Layout, PutWhileClaiming> claiming;
+  for (const Layout layout : {Layout::kTopic, Layout::kTime}) {
+    HQ_ASSIGN_OR_RETURN(claiming[layout],
+                        ManyTopicsPutWhileClaiming(c, layout));
+    PrintLine(absl::StrCat("many_topics_put[", std::string(LayoutName(layout)),
+                           "_while_claiming]"),
+              claiming[layout].put);
+    PrintLine(absl::StrCat("many_topics_through[",
+                           std::string(LayoutName(layout)), "_while_claiming]"),
+              claiming[layout].through);
+  }
   RawDb raw;
   HQ_ASSIGN_OR_RETURN(const Result raw_after,
                       ManyTopicsRawPut(c, RawIndex::kAfterMessages, &raw));
@@ -714,6 +791,10 @@ ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ManyTopics(Context& c,
   }
   PrintRatio("many_topics_put[topic_with_group]/[time]", put_grouped,
              results["puttime"]);
+  PrintRatio("many_topics_put[topic_while_claiming]/[time_while_claiming]",
+             claiming[Layout::kTopic].put, claiming[Layout::kTime].put);
+  PrintRatio("many_topics_through[topic_while_claiming]/[time_while_claiming]",
+             claiming[Layout::kTopic].through, claiming[Layout::kTime].through);
   PrintRatio("many_topics_put[topic]/[leveldb_topic_keys]", results["puttopic"],
              raw_put);
   PrintRatio("many_topics_put[topic]/[leveldb_topic_keys_index]",
