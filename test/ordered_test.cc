@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -612,16 +613,22 @@ TEST_CASE("review: a consumer with two claiming threads after Leave") {
   CHECK(spins <= 2);
 }
 
-// A real-time clock that moves 1 ms at every read: time passes between two
-// reads, as it does on a loaded machine.
+// A clock that runs with real time and moves 1 ms more at every read: time
+// passes between two reads, as it does on a loaded machine. It keeps up
+// with real time because the Db's timers sleep in real time: a clock that
+// moved only when read would make a 40 ms wait last most of a second.
 class SteppingClock final : public Clock {
  public:
   absl::Time Now() const override {
-    return absl::FromUnixSeconds(1767225600) +
+    const absl::Duration real =
+        absl::FromChrono(std::chrono::steady_clock::now() - start_);
+    return absl::FromUnixSeconds(1767225600) + real +
            absl::Milliseconds(n_.fetch_add(1));
   }
 
  private:
+  const std::chrono::steady_clock::time_point start_ =
+      std::chrono::steady_clock::now();
   mutable std::atomic<int64_t> n_{0};
 };
 
