@@ -325,39 +325,43 @@ absl::StatusOr<Result> ManyTopicsPut(Context& c, Queue* q) {
   return c.Payloads(MicrosSince(start) / 1e6, num);
 }
 
-// many_topics' put into a fresh topic layout queue that has a consumer
-// group from the start, so that every batch writes its lane index record
-// (without a consumer the write path writes none: a consumer created later
-// walks the lanes).
-absl::StatusOr<Result> ManyTopicsPutWithGroup(Context& c) {
-  const std::string path = c.root + "/many-topic-with-group";
-  HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DestroyDB(path, {}), path));
-  QueueOptions qo = c.queue_options;
-  qo.layout = Layout::kTopic;
-  HQ_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, Db::Open(path, c.hq_options));
-  HQ_ASSIGN_OR_RETURN(Queue * q, db->CreateQueue("many", qo));
-  HQ_RETURN_IF_ERROR(q->Group("g").status());
-  HQ_ASSIGN_OR_RETURN(const Result put, ManyTopicsPut(c, q));
-  db.reset();
-  HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DestroyDB(path, {}), path));
-  return put;
+// Claims and completes batches of `batch` from `group` (waiting up to 20 ms
+// for work) until a claim that began after `put_done` was set comes back
+// empty: the queue is drained. Adds the tasks completed to `*consumed`.
+absl::Status ClaimUntilDrained(ConsumerGroup* group, uint32_t batch,
+                               const std::atomic<bool>& put_done,
+                               int64_t* consumed) {
+  const ClaimOptions co{.max = batch, .wait = absl::Milliseconds(20)};
+  for (;;) {
+    const bool last = put_done.load(std::memory_order_acquire);
+    HQ_ASSIGN_OR_RETURN(std::vector<Task> tasks, group->Claim(co));
+    if (tasks.empty()) {
+      if (last) return absl::OkStatus();
+      continue;
+    }
+    HQ_RETURN_IF_ERROR(group->Complete(tasks));
+    *consumed += static_cast<int64_t>(tasks.size());
+  }
 }
 
-// many_topics' put into a fresh queue of `layout` while one consumer of
-// group "g" (created before the first put) claims and completes batches of
-// --claim_batch on its own thread, as a crawler runs: `put` is the
-// producer's time to its last acknowledged write, `through` the time until
-// the consumer has completed every message. Fails unless the consumer got
-// each message exactly once in count.
-struct PutWhileClaiming {
+// many_topics' put into a fresh queue of `layout` that has consumer group
+// "g" from the start, so that every batch of the topic layout writes its
+// lane index record (without a consumer the write path writes none: a
+// consumer created later walks the lanes). With `claim`, one consumer of
+// the group claims and completes batches of --claim_batch on its own
+// thread meanwhile, as a crawler runs: `put` is the producer's time to its
+// last acknowledged write, `through` the time until the consumer has
+// completed every message (it fails unless the consumer completed --num).
+// Without, the group stays idle and `through` is empty.
+struct PutWithGroup {
   Result put;
   Result through;
 };
 
-absl::StatusOr<PutWhileClaiming> ManyTopicsPutWhileClaiming(Context& c,
-                                                            Layout layout) {
-  const std::string path =
-      absl::StrCat(c.root, "/many-claiming-", std::string(LayoutName(layout)));
+absl::StatusOr<PutWithGroup> ManyTopicsPutWithGroup(Context& c, Layout layout,
+                                                    bool claim) {
+  const std::string path = absl::StrCat(c.root, "/many-with-group-",
+                                        std::string(LayoutName(layout)));
   HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DestroyDB(path, {}), path));
   QueueOptions qo = c.queue_options;
   qo.layout = layout;
@@ -368,43 +372,31 @@ absl::StatusOr<PutWhileClaiming> ManyTopicsPutWhileClaiming(Context& c,
   absl::Status consumer_status;
   int64_t consumed = 0;
   const SteadyClock::time_point start = SteadyClock::now();
-  std::thread consumer([&] {
-    const ClaimOptions co{.max = c.config.claim_batch,
-                          .wait = absl::Milliseconds(20)};
-    for (;;) {
-      // Read the flag before the claim: an empty claim after the last put
-      // was acknowledged means the queue is drained.
-      const bool last = put_done.load(std::memory_order_acquire);
-      absl::StatusOr<std::vector<Task>> tasks = group->Claim(co);
-      if (!tasks.ok()) {
-        consumer_status = tasks.status();
-        return;
-      }
-      if (tasks->empty()) {
-        if (last) return;
-        continue;
-      }
-      if (absl::Status s = group->Complete(*tasks); !s.ok()) {
-        consumer_status = s;
-        return;
-      }
-      consumed += static_cast<int64_t>(tasks->size());
-    }
-  });
+  std::thread consumer;
+  if (claim) {
+    consumer = std::thread([&] {
+      consumer_status =
+          ClaimUntilDrained(group, c.config.claim_batch, put_done, &consumed);
+    });
+  }
   absl::StatusOr<Result> put = ManyTopicsPut(c, q);
   put_done.store(true, std::memory_order_release);
-  consumer.join();
-  const double through_s = MicrosSince(start) / 1e6;
+  PutWithGroup out;
+  if (claim) {
+    consumer.join();
+    out.through = c.Payloads(MicrosSince(start) / 1e6, consumed);
+  }
   HQ_RETURN_IF_ERROR(put.status());
+  out.put = *put;
   HQ_RETURN_IF_ERROR(consumer_status);
-  if (consumed != c.config.num) {
+  if (claim && consumed != c.config.num) {
     return absl::DataLossError(
         absl::StrFormat("%s layout: the consumer completed %d of %d messages",
                         LayoutName(layout), consumed, c.config.num));
   }
   db.reset();
   HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DestroyDB(path, {}), path));
-  return PutWhileClaiming{*put, c.Payloads(through_s, consumed)};
+  return out;
 }
 
 // Where ManyTopicsRawPut writes a lane index record per batch: nowhere, at
@@ -742,32 +734,36 @@ ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ManyTopics(Context& c,
   for (const Layout layout : {Layout::kTopic, Layout::kTime}) {
     HQ_RETURN_IF_ERROR(ManyTopicsLayout(c, layout, results));
   }
-  HQ_ASSIGN_OR_RETURN(const Result put_grouped, ManyTopicsPutWithGroup(c));
+  HQ_ASSIGN_OR_RETURN(const PutWithGroup idle,
+                      ManyTopicsPutWithGroup(c, Layout::kTopic, false));
+  const Result put_grouped = idle.put;
   PrintLine("many_topics_put[topic_with_group]", put_grouped);
-  absl::flat_hash_map<Layout, PutWhileClaiming> claiming;
+  absl::flat_hash_map<Layout, PutWithGroup> claiming;
   for (const Layout layout : {Layout::kTopic, Layout::kTime}) {
     HQ_ASSIGN_OR_RETURN(claiming[layout],
-                        ManyTopicsPutWhileClaiming(c, layout));
-    PrintLine(absl::StrCat("many_topics_put[", std::string(LayoutName(layout)),
-                           "_while_claiming]"),
+                        ManyTopicsPutWithGroup(c, layout, true));
+    const std::string ln(LayoutName(layout));
+    PrintLine(absl::StrCat("many_topics_put[", ln, "_while_claiming]"),
               claiming[layout].put);
-    PrintLine(absl::StrCat("many_topics_through[",
-                           std::string(LayoutName(layout)), "_while_claiming]"),
+    PrintLine(absl::StrCat("many_topics_through[", ln, "_while_claiming]"),
               claiming[layout].through);
   }
+  // Raw LevelDB with the topic layout's records, in this order.
   RawDb raw;
-  HQ_ASSIGN_OR_RETURN(const Result raw_after,
-                      ManyTopicsRawPut(c, RawIndex::kAfterMessages, &raw));
-  PrintLine("many_topics_put[leveldb_topic_keys_index_after]", raw_after);
-  HQ_ASSIGN_OR_RETURN(const Result raw_shared,
-                      ManyTopicsRawPut(c, RawIndex::kHqShared, &raw));
-  PrintLine("many_topics_put[leveldb_topic_keys_index_shared]", raw_shared);
-  HQ_ASSIGN_OR_RETURN(const Result raw_put,
-                      ManyTopicsRawPut(c, RawIndex::kNone, &raw));
-  PrintLine("many_topics_put[leveldb_topic_keys]", raw_put);
-  HQ_ASSIGN_OR_RETURN(const Result raw_index,
-                      ManyTopicsRawPut(c, RawIndex::kHq, &raw));
-  PrintLine("many_topics_put[leveldb_topic_keys_index]", raw_index);
+  absl::flat_hash_map<RawIndex, Result> raw_puts;
+  for (const auto& [index, name] :
+       {std::pair<RawIndex, const char*>{RawIndex::kAfterMessages,
+                                         "leveldb_topic_keys_index_after"},
+        {RawIndex::kHqShared, "leveldb_topic_keys_index_shared"},
+        {RawIndex::kNone, "leveldb_topic_keys"},
+        {RawIndex::kHq, "leveldb_topic_keys_index"}}) {
+    HQ_ASSIGN_OR_RETURN(raw_puts[index], ManyTopicsRawPut(c, index, &raw));
+    PrintLine(absl::StrCat("many_topics_put[", name, "]"), raw_puts[index]);
+  }
+  const Result& raw_after = raw_puts[RawIndex::kAfterMessages];
+  const Result& raw_shared = raw_puts[RawIndex::kHqShared];
+  const Result& raw_put = raw_puts[RawIndex::kNone];
+  const Result& raw_index = raw_puts[RawIndex::kHq];
   Result floor_two, floor_topic, floor_claim;
   if (c.config.many_topics_drain) {
     WaitForCompactions(raw.db.get());
