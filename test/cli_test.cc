@@ -1121,3 +1121,40 @@ TEST_CASE("issue20: stat summarises per partition, lanes only on request") {
 
 }  // namespace
 }  // namespace hq::test
+
+namespace hq::test {
+namespace {
+
+// ---- issue 38: repair of a Db that needs none; an interrupted repair.
+
+TEST_CASE("issue38: hq repair on a clean Db says there is nothing to repair") {
+  Sample s;
+  // What a repair killed while copying aside leaves.
+  const std::string partial =
+      s.path() + ".before-repair-20260101T000000Z.partial";
+  std::filesystem::create_directories(partial + "/lost");
+  std::ofstream(partial + "/CURRENT") << "MANIFEST-000001\n";
+  Result r = Run({"repair", s.path()});
+  INFO(r.out << r.err);
+  CHECK(r.code == 0);
+  CHECK(absl::StrContains(r.out,
+                          "removed " + partial + ": an unfinished copy aside"));
+  CHECK(absl::StrContains(r.out, "nothing to repair: " + s.path() +
+                                     " verifies clean (20 messages"));
+  CHECK(absl::StrContains(r.out, "nothing was changed"));
+  CHECK_FALSE(absl::StrContains(r.out, "Some data may have been lost"));
+  CHECK_FALSE(absl::StrContains(r.out, "aside to"));
+  const std::filesystem::path db(s.path());
+  for (const auto& e : std::filesystem::directory_iterator(db.parent_path())) {
+    CHECK_FALSE(
+        absl::StrContains(e.path().filename().string(), "before-repair"));
+  }
+  r = Run({s.db_flag(), "repair", "--json"});
+  CHECK(r.code == 0);
+  CHECK(absl::StrContains(r.out, "\"nothing_to_repair\":true"));
+  CHECK(absl::StrContains(r.out, "\"copied_to\":\"\""));
+  CHECK(Run({s.db_flag(), "verify"}).code == 0);
+}
+
+}  // namespace
+}  // namespace hq::test

@@ -9,9 +9,11 @@
 
 #include "lib/admin/repair.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <functional>
 #include <iterator>
@@ -21,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -33,6 +36,7 @@
 #include "lib/format/coding.h"
 #include "lib/format/format.h"
 #include "lib/format/layout_codec.h"
+#include "lib/util/file_util.h"
 #include "test/damaged_db.h"
 #include "test/group_util.h"
 #include "test/sample_db.h"
@@ -699,9 +703,13 @@ TEST_CASE("issue15: Repair mends every kind of damaged hq record") {
   }
 }
 
+// Repair's full run on an undamaged Db (which Repair otherwise answers
+// with nothing_to_repair) changes no record.
 TEST_CASE("issue15: Repair of an undamaged Db changes no record") {
   const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);
   INFO(StorageName(storage));
+  repair::TEST_SetForceRepair(true);
+  auto unforce = absl::MakeCleanup([] { repair::TEST_SetForceRepair(false); });
   DbFixture f(storage, NoBackgroundSweeps());
   PopulateSample(f.db());
   auto scan_all = [&] {
@@ -719,6 +727,7 @@ TEST_CASE("issue15: Repair of an undamaged Db changes no record") {
   PrintReport(r);
   CHECK(r.clean());
   CHECK(r.lost_nothing());
+  CHECK_FALSE(r.nothing_to_repair);
   CHECK(r.change_count == 0);
   CHECK(r.damage.empty());
   CHECK(r.logs.dropped.empty());
@@ -747,9 +756,114 @@ TEST_CASE("issue15: Repair of an undamaged Db changes no record") {
   CHECK(again.clean());
 }
 
+// The names beside `path` that start with its name and ".before-repair-".
+std::vector<std::string> CopiesAside(leveldb::Env* env,
+                                     const std::string& path) {
+  const std::string parent = std::filesystem::path(path).parent_path();
+  const std::string prefix =
+      std::filesystem::path(path).filename().string() + ".before-repair-";
+  std::vector<std::string> children;
+  env->GetChildren(parent, &children);
+  std::set<std::string> names;
+  for (const std::string& c : children) {
+    const std::string name = c.substr(0, c.find('/'));
+    if (name.starts_with(prefix)) names.insert(parent + "/" + name);
+  }
+  return {names.begin(), names.end()};
+}
+
+TEST_CASE("issue38: Repair of a Db that verifies clean changes nothing") {
+  const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);
+  INFO(StorageName(storage));
+  DbFixture f(storage, NoBackgroundSweeps());
+  PopulateSample(f.db());
+  const std::vector<ScannedMessage> before =
+      ScanAll(ValueOrDie(f.db()->OpenQueue("q")));
+  f.Close();
+  leveldb::Env* env =
+      f.options().env ? f.options().env : leveldb::Env::Default();
+  const RepairReport r = ValueOrDie(Db::Repair(f.path(), f.options()));
+  PrintReport(r);
+  CHECK(r.nothing_to_repair);
+  CHECK(r.clean());
+  CHECK(r.lost_nothing());
+  CHECK(r.copied_to.empty());
+  CHECK(r.copied_bytes == 0);
+  CHECK(r.leveldb_log.empty());  // LevelDB's RepairDB did not run.
+  CHECK(r.change_count == 0);
+  CHECK(r.messages_before == 20);
+  CHECK(r.messages_after == 20);
+  CHECK(r.queues.size() == 3);
+  CHECK(CopiesAside(env, f.path()).empty());
+  f.Reopen();
+  CHECK(ScanAll(ValueOrDie(f.db()->OpenQueue("q"))) == before);
+}
+
+TEST_CASE("issue38: Repair of a damaged Db is not answered nothing_to_repair") {
+  DamagedDb d(Storage::kDisk);
+  d.Build();
+  d.Flip(d.Largest(".ldb"), d.Size(d.Largest(".ldb")) / 2);
+  const RepairReport r = ValueOrDie(Db::Repair(d.path(), d.options()));
+  PrintReport(r);
+  CHECK_FALSE(r.nothing_to_repair);
+  CHECK_FALSE(r.copied_to.empty());
+  CHECK(r.clean());
+}
+
+// A repair killed (SIGKILL, in a child process) after copying two files
+// aside leaves a directory whose name says the copy is unfinished; the next
+// repair removes it, says so, and makes a whole copy.
+TEST_CASE(
+    "issue38: a repair killed while it copies aside leaves no copy "
+    "that looks whole") {
+  DbFixture f(Storage::kDisk, NoBackgroundSweeps());
+  PopulateSample(f.db());
+  const std::vector<ScannedMessage> before =
+      ScanAll(ValueOrDie(f.db()->OpenQueue("q")));
+  f.Close();
+  leveldb::Env* env = leveldb::Env::Default();
+  const size_t files = ValueOrDie(file_util::ListFiles(env, f.path())).size();
+  // An undamaged Db is answered nothing_to_repair without a copy: the full
+  // repair copies it.
+  repair::TEST_SetForceRepair(true);
+  auto unforce = absl::MakeCleanup([] { repair::TEST_SetForceRepair(false); });
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    repair::TEST_SetCopyAsideHook(+[](int copied) {
+      if (copied == 2) raise(SIGKILL);
+    });
+    (void)Db::Repair(f.path(), f.options());
+    _exit(0);  // The hook did not run: the parent fails the test.
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WIFSIGNALED(status));
+  REQUIRE(WTERMSIG(status) == SIGKILL);
+  const std::vector<std::string> left = CopiesAside(env, f.path());
+  REQUIRE(left.size() == 1);
+  CHECK(left[0].ends_with(".partial"));
+  CHECK(ValueOrDie(file_util::ListFiles(env, left[0])).size() == 2);
+
+  const RepairReport r = ValueOrDie(Db::Repair(f.path(), f.options()));
+  PrintReport(r);
+  CHECK(r.clean());
+  CHECK(r.removed_partial_copies == left);
+  CHECK_FALSE(file_util::DirExists(env, left[0]));
+  REQUIRE(CopiesAside(env, f.path()) == std::vector<std::string>{r.copied_to});
+  CHECK_FALSE(r.copied_to.ends_with(".partial"));
+  // Every file but LOCK.
+  CHECK(ValueOrDie(file_util::ListFiles(env, r.copied_to)).size() == files - 1);
+  f.Reopen();
+  CHECK(ScanAll(ValueOrDie(f.db()->OpenQueue("q"))) == before);
+}
+
 TEST_CASE("issue15: a second Repair keeps what the first put in lost/") {
   const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);
   INFO(StorageName(storage));
+  // The Db verifies clean: only the full repair touches lost/.
+  repair::TEST_SetForceRepair(true);
+  auto unforce = absl::MakeCleanup([] { repair::TEST_SetForceRepair(false); });
   DbFixture f(storage, NoBackgroundSweeps());
   PopulateSample(f.db());
   f.Close();

@@ -195,6 +195,20 @@ void PrintCounts(const RepairReport& r) {
 }
 
 void PrintRepairText(const std::string& path, const RepairReport& r) {
+  for (const std::string& p : r.removed_partial_copies) {
+    std::printf(
+        "removed %s: an unfinished copy aside, left by a repair killed while "
+        "it copied (before it changed anything)\n",
+        p.c_str());
+  }
+  if (r.nothing_to_repair) {
+    std::printf(
+        "nothing to repair: %s verifies clean (%lld messages, %lld keys); "
+        "nothing was changed\n",
+        path.c_str(), static_cast<long long>(r.messages_after),
+        static_cast<long long>(r.keys_after));
+    return;
+  }
   std::printf("copied %s aside to %s (%s) before changing anything\n",
               path.c_str(), r.copied_to.c_str(),
               HumanBytes(r.copied_bytes).c_str());
@@ -226,6 +240,10 @@ void PrintRepairText(const std::string& path, const RepairReport& r) {
 }
 
 void RepairJson(Json& j, const RepairReport& r) {
+  j.Key("nothing_to_repair").Bool(r.nothing_to_repair);
+  j.Key("removed_partial_copies").BeginArray();
+  for (const std::string& p : r.removed_partial_copies) j.String(p);
+  j.EndArray();
   j.Key("copied_to").String(r.copied_to);
   j.Key("copied_bytes").Uint(r.copied_bytes);
   j.Key("damage").BeginArray();

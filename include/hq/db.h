@@ -127,13 +127,27 @@ struct BackupReport {
 // What Db::Repair found, changed and lost. Every list is in the order it
 // was found; nothing it names was deleted.
 struct RepairReport {
+  // True when the Db needed no repair: its files read without damage, it is
+  // of this hq's format version, and Db::Open and Verify found nothing
+  // (`verify` is that Verify). Repair then only opened and closed it, as
+  // `hq verify` does: no copy aside (copied_to is ""), no file rewritten,
+  // and the counts before and after are the same.
+  bool nothing_to_repair = false;
+
   // The directory as it was, copied before anything was changed:
   // "<path>.before-repair-<UTC time>" beside it (e.g.
   // "/data/q.before-repair-20260101T120000Z"), every file and subdirectory,
-  // synced. hq never deletes it: once the repaired Db is trusted, delete it
+  // synced. The copy is made under that name with ".partial" appended and
+  // renamed once whole, so a directory of the final name is a whole copy.
+  // hq never deletes it: once the repaired Db is trusted, delete it
   // yourself.
   std::string copied_to;
   uint64_t copied_bytes = 0;
+  // Unfinished copies aside ("<path>.before-repair-<time>[-N].partial")
+  // that an earlier repair, killed while copying, left beside the
+  // directory: it had changed nothing yet, so Repair removes them and
+  // names them here.
+  std::vector<std::string> removed_partial_copies;
 
   // Damage found by the read of the files as they were, before anything
   // was changed.
@@ -390,11 +404,17 @@ class HQ_EXPORT Db {
   virtual absl::StatusOr<BackupReport> Backup(const std::string& dest) = 0;
 
   // Repairs the Db in directory `path`, which no process may have open:
-  //   1. checks that nothing holds it, that it is an hq database of this
-  //      format version, and that there is room beside it for a copy;
+  //   1. checks that nothing holds it, that it is an hq database of a
+  //      format version this hq reads, and removes the unfinished copy
+  //      aside that an earlier repair killed while copying left
+  //      (RepairReport::removed_partial_copies);
   //   2. reads every file as far as it can (the "before" of the report,
   //      and the damage it finds);
-  //   3. copies the directory aside (RepairReport::copied_to);
+  //   3. if nothing is damaged, the Db is of this format version, and
+  //      Db::Open and Verify find nothing, stops there and says so
+  //      (RepairReport::nothing_to_repair): nothing is copied or changed;
+  //      else checks that there is room beside it for a copy, and copies
+  //      the directory aside (RepairReport::copied_to);
   //   4. cuts damaged logs at their first damaged record, as Open's
   //      point-in-time recovery does, and moves the cut bytes, and all of
   //      dropped/, into lost/;

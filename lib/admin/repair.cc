@@ -59,9 +59,13 @@ namespace repair {
 
 namespace {
 std::atomic<bool> skip_mending{false};
+std::atomic<bool> force_repair{false};
+std::atomic<void (*)(int)> copy_aside_hook{nullptr};
 }  // namespace
 
 void TEST_SetSkipMending(bool skip) { skip_mending.store(skip); }
+void TEST_SetForceRepair(bool force) { force_repair.store(force); }
+void TEST_SetCopyAsideHook(void (*hook)(int)) { copy_aside_hook.store(hook); }
 
 namespace {
 
@@ -95,39 +99,146 @@ std::string Parent(const std::string& path) {
   return path.substr(0, slash);
 }
 
+// The suffix of a copy aside while it is being made: a directory
+// "<path>.before-repair-<stamp>[-N].partial" is a copy a repair did not
+// finish (it was killed while copying, before it changed anything).
+constexpr char kPartialSuffix[] = ".partial";
+
+// Renames directory `from` to `to`: one rename(2) on the real file system;
+// file by file on Envs without directories.
+absl::Status RenameDir(leveldb::Env* env, const std::string& from,
+                       const std::string& to) {
+  if (file_util::IsDefaultEnv(env)) {
+    return file_util::FromIo(env->RenameFile(from, to),
+                             absl::StrCat("renaming '", from, "'"));
+  }
+  HQ_ASSIGN_OR_RETURN(const std::vector<file_util::Entry> files,
+                      file_util::ListFiles(env, from));
+  HQ_RETURN_IF_ERROR(file_util::FromIo(env->CreateDir(to), "creating " + to));
+  for (const file_util::Entry& e : files) {
+    HQ_RETURN_IF_ERROR(file_util::FromIo(
+        env->RenameFile(from + "/" + e.name, to + "/" + e.name),
+        absl::StrCat("renaming '", from, "/", e.name, "'")));
+  }
+  env->RemoveDir(from);
+  return absl::OkStatus();
+}
+
+// Removes directory `dir` and everything under it.
+absl::Status RemoveTree(leveldb::Env* env, const std::string& dir) {
+  if (file_util::IsDefaultEnv(env)) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    if (ec) {
+      return absl::InternalError(
+          absl::StrCat("could not remove '", dir, "': ", ec.message()));
+    }
+    return absl::OkStatus();
+  }
+  HQ_ASSIGN_OR_RETURN(const std::vector<file_util::Entry> files,
+                      file_util::ListFiles(env, dir));
+  std::set<std::string> subdirs;
+  for (const file_util::Entry& e : files) {
+    HQ_RETURN_IF_ERROR(file_util::FromIo(env->RemoveFile(dir + "/" + e.name),
+                                         "removing " + dir + "/" + e.name));
+    for (size_t slash = e.name.find('/'); slash != std::string::npos;
+         slash = e.name.find('/', slash + 1)) {
+      subdirs.insert(e.name.substr(0, slash));
+    }
+  }
+  // Deepest first: a longer name under the same parent sorts later.
+  for (auto d = subdirs.rbegin(); d != subdirs.rend(); ++d) {
+    env->RemoveDir(dir + "/" + *d);
+  }
+  env->RemoveDir(dir);
+  if (file_util::DirExists(env, dir)) {
+    return absl::InternalError(absl::StrCat("could not remove '", dir, "'"));
+  }
+  return absl::OkStatus();
+}
+
+// Removes the unfinished copies aside of `path` that an earlier repair
+// killed while copying left (their names end in kPartialSuffix), and adds
+// their paths to report->removed_partial_copies. Such a repair changed
+// nothing in `path`: what it copied is still there.
+absl::Status RemovePartialCopies(leveldb::Env* env, const std::string& path,
+                                 RepairReport* report) {
+  const std::string parent = Parent(path);
+  const size_t slash = path.rfind('/');
+  const std::string prefix =
+      absl::StrCat(slash == std::string::npos ? path : path.substr(slash + 1),
+                   ".before-repair-");
+  std::vector<std::string> children;
+  if (!env->GetChildren(parent, &children).ok()) return absl::OkStatus();
+  std::set<std::string> partial;
+  for (const std::string& c : children) {
+    // Envs without directories list the files under them ("d/f").
+    const std::string name = c.substr(0, c.find('/'));
+    if (name.starts_with(prefix) && name.ends_with(kPartialSuffix)) {
+      partial.insert(name);
+    }
+  }
+  for (const std::string& name : partial) {
+    const std::string dir = parent == "/" ? "/" + name : parent + "/" + name;
+    if (absl::Status s = RemoveTree(env, dir); !s.ok()) {
+      return absl::Status(
+          s.code(),
+          absl::StrCat("Repair: removing the unfinished copy aside '", dir,
+                       "' of an interrupted repair (nothing "
+                       "was changed): ",
+                       s.message()));
+    }
+    report->removed_partial_copies.push_back(dir);
+  }
+  if (!partial.empty()) return file_util::SyncDir(env, parent);
+  return absl::OkStatus();
+}
+
 // Copies every file of `path` (listed in `files`, relative names) but LOCK
-// into a new directory beside it. Nothing in `path` changes; on failure
-// what was created is removed.
+// into a new directory beside it: first under a name ending in
+// kPartialSuffix, synced, then renamed, so that a copy under the final name
+// is whole. Nothing in `path` changes; on failure what was created is
+// removed.
 absl::Status CopyAside(leveldb::Env* env, const std::string& path,
                        const std::vector<file_util::Entry>& files,
                        const std::string& stamp, RepairReport* report) {
+  auto taken = [env](const std::string& name) {
+    for (const std::string& n : {name, name + std::string(kPartialSuffix)}) {
+      if (file_util::DirExists(env, n) ||
+          (file_util::IsDefaultEnv(env) && env->FileExists(n))) {
+        return true;
+      }
+    }
+    return false;
+  };
   std::string aside = absl::StrCat(path, ".before-repair-", stamp);
-  for (int i = 2; file_util::DirExists(env, aside) ||
-                  (file_util::IsDefaultEnv(env) && env->FileExists(aside));
-       ++i) {
+  for (int i = 2; taken(aside); ++i) {
     if (i > 9) {
       return absl::AlreadyExistsError(
           absl::StrCat("Repair: the copy aside '", aside, "' exists"));
     }
     aside = absl::StrCat(path, ".before-repair-", stamp, "-", i);
   }
-  HQ_RETURN_IF_ERROR(file_util::FromIo(
-      env->CreateDir(aside), absl::StrCat("Repair: creating the copy aside '",
-                                          aside, "' (nothing was changed)")));
-  std::vector<std::string> created, dirs = {aside};
+  const std::string partial = absl::StrCat(aside, kPartialSuffix);
+  HQ_RETURN_IF_ERROR(
+      file_util::FromIo(env->CreateDir(partial),
+                        absl::StrCat("Repair: creating the copy aside '",
+                                     partial, "' (nothing was changed)")));
+  std::vector<std::string> created, dirs = {partial};
   absl::Status s;
+  int copied = 0;
   for (const file_util::Entry& e : files) {
     if (e.name == "LOCK") continue;
     // Subdirectories (dropped/, lost/) first.
     for (size_t slash = e.name.find('/'); slash != std::string::npos;
          slash = e.name.find('/', slash + 1)) {
-      const std::string d = aside + "/" + e.name.substr(0, slash);
+      const std::string d = partial + "/" + e.name.substr(0, slash);
       if (std::find(dirs.begin(), dirs.end(), d) == dirs.end()) {
         env->CreateDir(d);
         dirs.push_back(d);
       }
     }
-    const std::string to = aside + "/" + e.name;
+    const std::string to = partial + "/" + e.name;
     absl::StatusOr<uint64_t> n =
         file_util::CopyFile(env, path + "/" + e.name, to);
     created.push_back(to);
@@ -136,14 +247,15 @@ absl::Status CopyAside(leveldb::Env* env, const std::string& path,
       break;
     }
     report->copied_bytes += *n;
+    if (void (*hook)(int) = copy_aside_hook.load()) hook(++copied);
   }
   for (auto d = dirs.rbegin(); s.ok() && d != dirs.rend(); ++d) {
     s = file_util::SyncDir(env, *d);
   }
+  if (s.ok()) s = RenameDir(env, partial, aside);
   if (s.ok()) s = file_util::SyncDir(env, Parent(aside));
   if (!s.ok()) {
-    for (const std::string& f : created) env->RemoveFile(f);
-    for (auto d = dirs.rbegin(); d != dirs.rend(); ++d) env->RemoveDir(*d);
+    RemoveTree(env, partial).IgnoreError();  // What is left is named partial.
     return absl::Status(s.code(),
                         absl::StrCat("Repair: copying the database aside "
                                      "(nothing was changed): ",
@@ -222,8 +334,18 @@ class Repairer {
   absl::Status List();
   // The files as they were ("before"), and whether this hq can repair them.
   absl::Status ReadBefore();
+  // Whether the Db needs no repair: no damage in its files as they were,
+  // this hq's format, and hq's Open and Verify find nothing. Then the
+  // report says nothing_to_repair, and the Db was only opened and closed.
+  // Otherwise it is locked again and listed anew (Open may have turned its
+  // log into a table).
+  absl::StatusOr<bool> AlreadyClean();
   // Room and permission, before anything changes.
   absl::Status CheckRoom() const;
+  // Removes what an earlier repair killed while copying aside left.
+  absl::Status RemovePartialCopies() {
+    return repair::RemovePartialCopies(env_, path_, &report_);
+  }
   absl::Status CopyAside();
   // Logs cut to a prefix, dropped/ into lost/, LevelDB's RepairDB.
   absl::Status RepairFiles();
@@ -269,6 +391,8 @@ absl::Status Repairer::Lock() {
 
 absl::Status Repairer::List() {
   HQ_ASSIGN_OR_RETURN(files_, file_util::ListFiles(env_, path_));
+  total_bytes_ = log_bytes_ = 0;
+  lost_before_.clear();
   bool leveldb_files = false;
   for (const file_util::Entry& e : files_) {
     uint64_t n;
@@ -310,6 +434,45 @@ absl::Status Repairer::ReadBefore() {
   report_.keys_before = bc.keys();
   report_.messages_before = bc.messages();
   return absl::OkStatus();
+}
+
+absl::StatusOr<bool> Repairer::AlreadyClean() {
+  const Census& bc = before_.census;
+  if (force_repair.load() || !before_.damage.empty() || before_.log_damaged ||
+      !bc.has_format() || bc.format_version() != format::kFormatVersion) {
+    return false;
+  }
+  for (const file_util::Entry& e : files_) {
+    if (e.name.starts_with(absl::StrCat(kDroppedDir, "/"))) return false;
+  }
+  env_->UnlockFile(lock_);  // Db::Open takes both next.
+  lock_ = nullptr;
+  DbImpl::ReleaseDirectory(claim_);
+  claim_.clear();
+  Options open_options = options_;
+  open_options.create_if_missing = false;
+  open_options.error_if_exists = false;
+  open_options.ttl_sweep_interval = absl::ZeroDuration();
+  {
+    absl::StatusOr<std::unique_ptr<Db>> db = Db::Open(path_, open_options);
+    if (!db.ok() && GetErrorDetail(db.status()) == ErrorDetail::kDbLocked) {
+      return db.status();
+    }
+    if (db.ok() && (*db)->recovery().dropped.empty()) {
+      absl::StatusOr<VerifyReport> v = (*db)->Verify();
+      if (v.ok() && v->ok()) {
+        report_.nothing_to_repair = true;
+        report_.verify = *std::move(v);
+        report_.keys_after = bc.keys();
+        report_.messages_after = bc.messages();
+        CountQueues(bc);
+        return true;
+      }
+    }
+  }
+  HQ_RETURN_IF_ERROR(Lock());
+  HQ_RETURN_IF_ERROR(List());
+  return false;
 }
 
 absl::Status Repairer::CheckRoom() const {
@@ -491,8 +654,11 @@ absl::StatusOr<RepairReport> Db::Repair(const std::string& path,
         absl::StrCat("Repair: no directory '", r.path(), "'"));
   }
   HQ_RETURN_IF_ERROR(r.Lock());
+  HQ_RETURN_IF_ERROR(r.RemovePartialCopies());
   HQ_RETURN_IF_ERROR(r.List());
   HQ_RETURN_IF_ERROR(r.ReadBefore());
+  HQ_ASSIGN_OR_RETURN(const bool clean, r.AlreadyClean());
+  if (clean) return std::move(r.report());
   HQ_RETURN_IF_ERROR(r.CheckRoom());
   HQ_RETURN_IF_ERROR(r.CopyAside());
   if (absl::Status s = r.RepairFiles(); !s.ok()) return r.Failed(s);

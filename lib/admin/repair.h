@@ -79,6 +79,8 @@ struct FileRead {
     std::string before, after;
   };
   std::vector<Gap> gaps;
+  // Whether a log holds a damaged record (a short tail is no damage).
+  bool log_damaged = false;
 };
 
 // Reads the LevelDB files directly in `dir`, changing nothing: every table
@@ -96,6 +98,14 @@ absl::Status ReadFiles(leveldb::Env* env, const std::string& dir,
 // For tests of the tests: with `skip`, Db::Repair leaves hq's records as
 // LevelDB's RepairDB left them (the rest runs, Verify included).
 void TEST_SetSkipMending(bool skip);
+
+// For tests of an undamaged Db's full repair: with `force`, Db::Repair
+// repairs a Db that verifies clean instead of answering nothing_to_repair.
+void TEST_SetForceRepair(bool force);
+
+// For the kill tests: called in Db::Repair's copy aside after each file
+// is copied, with the number copied so far (none when null).
+void TEST_SetCopyAsideHook(void (*hook)(int files_copied));
 
 }  // namespace hq::repair
 

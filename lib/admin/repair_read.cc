@@ -369,7 +369,10 @@ absl::Status ReadLogs(leveldb::Env* env, const std::string& dir,
         log_check::Check(data, [&](std::string_view record) {
           if (AddBatch(record, &entries)) ++out->entries;
         });
-    if (c.state == log_check::LogCheck::State::kDamaged) break;
+    if (c.state == log_check::LogCheck::State::kDamaged) {
+      out->log_damaged = true;
+      break;
+    }
   }
   sources->push_back(std::make_unique<VectorSource>(std::move(entries)));
   return absl::OkStatus();
