@@ -6,6 +6,8 @@
 // the tool runs on the real clock.
 
 #include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -1154,6 +1156,115 @@ TEST_CASE("issue38: hq repair on a clean Db says there is nothing to repair") {
   CHECK(absl::StrContains(r.out, "\"nothing_to_repair\":true"));
   CHECK(absl::StrContains(r.out, "\"copied_to\":\"\""));
   CHECK(Run({s.db_flag(), "verify"}).code == 0);
+}
+
+}  // namespace
+}  // namespace hq::test
+
+namespace hq::test {
+namespace {
+
+// ---- issue 38: progress of long commands on a terminal.
+
+// Runs hq with `args`, its stderr a terminal (a pseudo-terminal whose
+// output is returned in `err`), its stdout a file. Reads for at most
+// kChildDeadline.
+Result RunOnTerminal(const std::vector<std::string>& args) {
+  int master = -1, slave = -1;
+  REQUIRE(openpty(&master, &slave, nullptr, nullptr, nullptr) == 0);
+  TempDir io;
+  const std::string out_path = io.Sub("out");
+  const char* tool = Tool();
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int in = open("/dev/null", O_RDONLY);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(slave, 2);
+    close(master);
+    unsetenv("HQ_DB");
+    std::vector<char*> argv{const_cast<char*>(tool)};
+    for (const std::string& a : args)
+      argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(slave);
+  Result r;
+  // The terminal's output ends (EIO) once the child has exited.
+  const absl::Time give_up = absl::Now() + kChildDeadline;
+  for (;;) {
+    pollfd p = {.fd = master, .events = POLLIN};
+    const int ready = poll(&p, 1, 100);
+    if (ready == 0) {
+      if (absl::Now() >= give_up) break;
+      continue;
+    }
+    char buf[4096];
+    const ssize_t n = read(master, buf, sizeof buf);
+    if (n <= 0) break;
+    r.err.append(buf, static_cast<size_t>(n));
+  }
+  close(master);
+  const int status =
+      WaitForExit(pid, absl::StrCat("hq ", absl::StrJoin(args, " ")));
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = Slurp(out_path);
+  return r;
+}
+
+TEST_CASE(
+    "issue38: verify, backup and repair show progress on a terminal "
+    "only") {
+  Sample s;
+  TempDir out;
+  struct Case {
+    std::vector<std::string> args;
+    std::vector<std::string> phases;
+  };
+  const std::vector<Case> cases = {
+      {{s.db_flag(), "verify"},
+       {"hq verify: checking tables ", "hq verify: checking records "}},
+      {{s.db_flag(), "backup", out.Sub("b"), "--verify"},
+       {"hq backup: copying ", "hq backup: checking records "}},
+      // Forced to copy aside: an unknown record to move aside.
+      {{"repair", s.path()},
+       {"hq repair: copying aside ", "hq repair: checking records "}},
+  };
+  for (const Case& c : cases) {
+    const std::string command = absl::StrJoin(c.args, " ");
+    INFO(command);
+    if (c.args[0] == "repair")
+      RawPut(s.path(),
+             "\x7f"
+             "unknown",
+             "v");
+    Result r = RunOnTerminal(c.args);
+    INFO(r.out << r.err);
+    REQUIRE(r.code == 0);
+    for (const std::string& phase : c.phases) {
+      CHECK(absl::StrContains(r.err, phase));
+    }
+    CHECK(absl::StrContains(r.err, "(100%)"));
+    CHECK(absl::StrContains(r.err, "\r"));
+    CHECK_FALSE(absl::StrContains(r.out, "(100%)"));
+  }
+  // Not on a terminal, and not with --json: nothing of it.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{s.db_flag(), "verify"},
+        std::vector<std::string>{s.db_flag(), "backup", out.Sub("b2")}}) {
+    const Result r = Run(args);
+    CHECK(r.code == 0);
+    CHECK_FALSE(absl::StrContains(r.err, "%)"));
+    CHECK_FALSE(absl::StrContains(r.out, "%)"));
+  }
+  const Result j = RunOnTerminal({s.db_flag(), "verify", "--json"});
+  CHECK(j.code == 0);
+  CHECK_FALSE(absl::StrContains(j.err, "%)"));
+  CHECK(absl::StrContains(j.out, "\"ok\":true"));
 }
 
 }  // namespace

@@ -387,5 +387,76 @@ TEST_CASE("Verify walks a bigger Db with groups and TTL sweeps cleanly") {
   CHECK(report.messages == 20000 - swept.deleted);
 }
 
+// The calls a ProgressCallback got, checked against Progress's contract:
+// each phase begins at done 0, ends at done == total, and in between done
+// never goes back or past total.
+class ProgressLog {
+ public:
+  ProgressCallback callback() {
+    return [this](const Progress& p) { calls_.push_back(p); };
+  }
+  // The phases in the order they ended.
+  std::vector<std::string> Check() const {
+    std::vector<std::string> phases;
+    const Progress* prev = nullptr;
+    for (const Progress& p : calls_) {
+      INFO(p.phase << " " << p.done << " of " << p.total);
+      CHECK(p.done <= p.total);
+      const bool starts = prev == nullptr || p.phase != prev->phase ||
+                          (prev->done == prev->total && p.done == 0);
+      if (starts) {
+        if (prev != nullptr) CHECK(prev->done == prev->total);
+        CHECK(p.done == 0);
+      } else {
+        CHECK(p.done >= prev->done);
+        CHECK(p.total == prev->total);
+      }
+      if (p.done == p.total &&
+          (phases.empty() || phases.back() != p.phase || starts)) {
+        phases.emplace_back(p.phase);
+      }
+      prev = &p;
+    }
+    if (prev != nullptr) CHECK(prev->done == prev->total);
+    return phases;
+  }
+  size_t size() const { return calls_.size(); }
+
+ private:
+  std::vector<Progress> calls_;
+};
+
+TEST_CASE("issue38: Verify, Backup and Repair report their progress") {
+  TempDir dir;
+  DbFixture f(Storage::kDisk, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("big", {.partitions = 2}));
+  for (int i = 0; i < 20000; ++i) {
+    ValueOrDie(q->Put({.payload = std::string(100, 'a' + i % 26)}));
+  }
+  ValueOrDie(f.db()->CompactAll());
+  {
+    ProgressLog log;
+    CHECK(ValueOrDie(f.db()->Verify(log.callback())).ok());
+    CHECK(log.Check() ==
+          std::vector<std::string>{"checking tables", "checking records"});
+    // 20000 keys: progress in between too, not only each phase's ends.
+    CHECK(log.size() > 4);
+  }
+  {
+    ProgressLog log;
+    ValueOrDie(f.db()->Backup(dir.Sub("backup"), log.callback()));
+    CHECK(log.Check() == std::vector<std::string>{"copying"});
+  }
+  f.Close();
+  {
+    ProgressLog log;
+    const RepairReport r =
+        ValueOrDie(Db::Repair(f.path(), f.options(), log.callback()));
+    CHECK(r.nothing_to_repair);
+    CHECK(log.Check() ==
+          std::vector<std::string>{"checking tables", "checking records"});
+  }
+}
+
 }  // namespace
 }  // namespace hq::test

@@ -19,6 +19,7 @@
 #include "tools/command.h"
 #include "tools/flags.h"
 #include "tools/live_view.h"
+#include "tools/progress.h"
 
 namespace hq::tool {
 
@@ -49,7 +50,8 @@ ExitCode Compact(const Args& args) {
 ExitCode Verify(const Args& args) {
   HQ_TRY(Need(args, 0, "verify"));
   HQ_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, OpenDb());
-  HQ_ASSIGN_OR_RETURN(const VerifyReport r, db->Verify());
+  HQ_ASSIGN_OR_RETURN(const VerifyReport r,
+                      db->Verify(TerminalProgress("verify")));
   if (absl::GetFlag(FLAGS_json)) {
     Json j;
     j.BeginObject().Key("ok").Bool(r.ok()).Key("keys").Int(r.keys);
@@ -323,7 +325,8 @@ Result<std::vector<std::string>> TakeDbArgument(std::vector<std::string> args,
 ExitCode RepairCommand(const Args& args) {
   HQ_TRY(TakeDbArgument(args, 0, "repair [DIR]"));
   HQ_ASSIGN_OR_RETURN(const std::string path, DbPath());
-  HQ_ASSIGN_OR_RETURN(const RepairReport r, Db::Repair(path));
+  HQ_ASSIGN_OR_RETURN(const RepairReport r,
+                      Db::Repair(path, {}, TerminalProgress("repair")));
   if (absl::GetFlag(FLAGS_json)) {
     Json j;
     j.BeginObject().Key("db").String(path);
@@ -383,7 +386,7 @@ Result<void> SettleBackup(const std::string& dest, Backup& b) {
   HQ_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, Db::Open(dest, options));
   b.recovery = db->recovery();
   if (!absl::GetFlag(FLAGS_verify)) return {};
-  HQ_ASSIGN_OR_RETURN(b.verify, db->Verify());
+  HQ_ASSIGN_OR_RETURN(b.verify, db->Verify(TerminalProgress("backup")));
   return {};
 }
 
@@ -460,7 +463,7 @@ ExitCode BackupCommand(const Args& args) {
     HQ_TRY(CopyFromOutside(path, dest, *o, b));
   } else {
     HQ_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, OpenDb());
-    HQ_ASSIGN_OR_RETURN(b.report, db->Backup(dest));
+    HQ_ASSIGN_OR_RETURN(b.report, db->Backup(dest, TerminalProgress("backup")));
   }
   HQ_TRY(SettleBackup(dest, b));
   if (absl::GetFlag(FLAGS_json)) {

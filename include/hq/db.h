@@ -5,6 +5,8 @@
 #ifndef HQ_DB_H_
 #define HQ_DB_H_
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -123,6 +125,26 @@ struct BackupReport {
   absl::Time as_of;
   absl::Duration took;  // How long Backup took.
 };
+
+// How far a long call (Db::Verify, Db::Backup, Db::Repair) has come: in its
+// current phase, `done` of about `total` bytes. The phases, in order:
+//   Verify: "checking tables" (the table files' bytes read), "checking
+//     records" (the key range walked, in LevelDB's approximate bytes);
+//   Backup: "copying" (the bytes of the files linked or copied);
+//   Repair: "copying aside" (the bytes of the files copied), then
+//     Verify's phases for each Verify it runs (of the Db as it was, when
+//     nothing is damaged; of the result, each round).
+// `total` may be an estimate; `done` never passes it.
+struct Progress {
+  std::string_view phase;
+  uint64_t done = 0;
+  uint64_t total = 0;
+};
+// Called on the thread of the call, with done == 0 when a phase starts and
+// done == total when it ends, and in between as work is done (per file,
+// or per few thousand keys): it should return quickly and must not call
+// into the Db. An empty callback is never called.
+using ProgressCallback = std::function<void(const Progress&)>;
 
 // What Db::Repair found, changed and lost. Every list is in the order it
 // was found; nothing it names was deleted.
@@ -369,7 +391,10 @@ class HQ_EXPORT Db {
   // and subscriptions, not to messages. Errors (the walk itself failed):
   // FailedPrecondition (closing), Internal (storage), DataLoss (LevelDB
   // found a corrupt block).
-  virtual absl::StatusOr<VerifyReport> Verify() = 0;
+  absl::StatusOr<VerifyReport> Verify() { return Verify(ProgressCallback()); }
+  // The same, telling `progress` how far it has come (Progress).
+  virtual absl::StatusOr<VerifyReport> Verify(
+      const ProgressCallback& progress) = 0;
 
   // The Db's lease manager (lease.h), driven by Options::clock. Owned by
   // the Db; its leases end (without running) when the Db is destroyed.
@@ -401,7 +426,12 @@ class HQ_EXPORT Db {
   // NotFound (`dest`'s parent does not exist), PermissionDenied,
   // ResourceExhausted (no room), FailedPrecondition (closing), DataLoss
   // (this Db's MANIFEST or log is damaged), Internal (other I/O errors).
-  virtual absl::StatusOr<BackupReport> Backup(const std::string& dest) = 0;
+  absl::StatusOr<BackupReport> Backup(const std::string& dest) {
+    return Backup(dest, ProgressCallback());
+  }
+  // The same, telling `progress` how far it has come (Progress).
+  virtual absl::StatusOr<BackupReport> Backup(
+      const std::string& dest, const ProgressCallback& progress) = 0;
 
   // Repairs the Db in directory `path`, which no process may have open:
   //   1. checks that nothing holds it, that it is an hq database of a
@@ -453,8 +483,10 @@ class HQ_EXPORT Db {
   // was changed), PermissionDenied (the directory or its parent is not
   // writable: nothing was changed), Internal / DataLoss (storage errors;
   // the message names the copy aside once it exists).
-  static absl::StatusOr<RepairReport> Repair(const std::string& path,
-                                             const Options& options = {});
+  // `progress`, if not empty, is told how far it has come (Progress).
+  static absl::StatusOr<RepairReport> Repair(
+      const std::string& path, const Options& options = {},
+      const ProgressCallback& progress = {});
 };
 
 }  // namespace hq

@@ -43,6 +43,7 @@
 #include "lib/format/log_check.h"
 #include "lib/format/manifest.h"
 #include "lib/util/file_util.h"
+#include "lib/util/progress.h"
 #include "lib/util/status_macros.h"
 
 namespace hq {
@@ -150,8 +151,8 @@ absl::StatusOr<SourceState> ReadSourceState(leveldb::Env* env,
 absl::Status LinkTables(leveldb::Env* env, const std::string& from,
                         const std::string& to, const SourceState& src,
                         const std::map<uint64_t, std::string>& tables,
-                        BackupReport* report,
-                        std::vector<std::string>* created) {
+                        BackupReport* report, std::vector<std::string>* created,
+                        PhaseProgress* progress) {
   for (const auto& [n, table] : src.state.tables) {
     auto it = tables.find(n);
     if (it == tables.end()) {
@@ -170,6 +171,7 @@ absl::Status LinkTables(leveldb::Env* env, const std::string& from,
     created->push_back(dst);
     ++report->tables;
     report->table_bytes += *bytes;
+    progress->Add(*bytes);
     if (linked) {
       ++report->tables_linked;
     } else {
@@ -184,7 +186,8 @@ absl::Status LinkTables(leveldb::Env* env, const std::string& from,
 absl::Status CopyLogs(leveldb::Env* env, const std::string& from,
                       const std::string& to, const SourceState& src,
                       const std::map<uint64_t, std::string>& logs,
-                      BackupReport* report, std::vector<std::string>* created) {
+                      BackupReport* report, std::vector<std::string>* created,
+                      PhaseProgress* progress) {
   for (const auto& [n, name] : logs) {
     if (n < src.state.log_number && n != src.state.prev_log_number) continue;
     std::string data;
@@ -208,6 +211,7 @@ absl::Status CopyLogs(leveldb::Env* env, const std::string& from,
     created->push_back(dst);
     ++report->logs;
     report->bytes_copied += c.intact_end;
+    progress->Add(data.size());
   }
   return absl::OkStatus();
 }
@@ -217,7 +221,7 @@ absl::Status CopyLogs(leveldb::Env* env, const std::string& from,
 // *created.
 absl::Status CopyState(leveldb::Env* env, const std::string& from,
                        const std::string& to, const std::function<void()>& hook,
-                       BackupReport* report,
+                       const ProgressCallback& callback, BackupReport* report,
                        std::vector<std::string>* created) {
   HQ_ASSIGN_OR_RETURN(const SourceState src, ReadSourceState(env, from));
   if (hook) hook();
@@ -230,8 +234,27 @@ absl::Status CopyState(leveldb::Env* env, const std::string& from,
     if (manifest::ParseTableName(c, &number)) tables[number] = c;
     if (manifest::ParseLogName(c, &number)) logs[number] = c;
   }
-  HQ_RETURN_IF_ERROR(LinkTables(env, from, to, src, tables, report, created));
-  HQ_RETURN_IF_ERROR(CopyLogs(env, from, to, src, logs, report, created));
+  // The total: the tables the MANIFEST names, the logs, MANIFEST, CURRENT.
+  uint64_t total = src.manifest_data.size() + src.current.size();
+  for (const auto& [n, name] : tables) {
+    uint64_t bytes = 0;
+    if (src.state.tables.contains(n) &&
+        env->GetFileSize(from + "/" + name, &bytes).ok()) {
+      total += bytes;
+    }
+  }
+  for (const auto& [n, name] : logs) {
+    uint64_t bytes = 0;
+    if ((n >= src.state.log_number || n == src.state.prev_log_number) &&
+        env->GetFileSize(from + "/" + name, &bytes).ok()) {
+      total += bytes;
+    }
+  }
+  PhaseProgress progress(callback, "copying", total);
+  HQ_RETURN_IF_ERROR(
+      LinkTables(env, from, to, src, tables, report, created, &progress));
+  HQ_RETURN_IF_ERROR(
+      CopyLogs(env, from, to, src, logs, report, created, &progress));
   report->as_of = absl::Now();
 
   const std::string manifest_dst = to + "/" + src.manifest_name;
@@ -245,12 +268,15 @@ absl::Status CopyState(leveldb::Env* env, const std::string& from,
   HQ_RETURN_IF_ERROR(file_util::WriteFile(env, current_dst, src.current));
   created->push_back(current_dst);
   report->bytes_copied += src.manifest_data.size() + src.current.size();
-  return file_util::SyncDir(env, to);
+  HQ_RETURN_IF_ERROR(file_util::SyncDir(env, to));
+  progress.Finish();
+  return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::StatusOr<BackupReport> DbImpl::Backup(const std::string& dest) {
+absl::StatusOr<BackupReport> DbImpl::Backup(const std::string& dest,
+                                            const ProgressCallback& progress) {
   OpScope op(this);
   HQ_RETURN_IF_ERROR(op.status());
   const absl::Time start = absl::Now();
@@ -260,7 +286,8 @@ absl::StatusOr<BackupReport> DbImpl::Backup(const std::string& dest) {
   report.path = dest;
   std::vector<std::string> created;
   pin_env_->Pin();
-  absl::Status s = CopyState(env, path_, dest, backup_hook_, &report, &created);
+  absl::Status s =
+      CopyState(env, path_, dest, backup_hook_, progress, &report, &created);
   pin_env_->Unpin();
   if (!s.ok()) {
     // Only what this call made.

@@ -53,6 +53,7 @@ absl::Status RecordWalker::Run() {
       ++facts_.keys;
       key_ = View(it->key());
       value_ = View(it->value());
+      policy_->Walking(key_, facts_.keys);
       Check();
       HQ_RETURN_IF_ERROR(policy_->Step());
     }

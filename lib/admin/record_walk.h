@@ -110,6 +110,10 @@ class WalkPolicy {
   // After each record: a non-OK status ends the walk with it.
   virtual absl::Status Step() { return absl::OkStatus(); }
 
+  // Before each record's rules: its key, and the keys walked so far
+  // (this one included).
+  virtual void Walking(std::string_view /*key*/, int64_t /*keys*/) {}
+
   // After the last record's rules, before the walk's closing rule (a
   // queue with a TTL has a TTL index record).
   virtual void WalkEnded(const WalkFacts& /*facts*/) {}

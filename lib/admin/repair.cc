@@ -50,6 +50,7 @@
 #include "lib/format/log_check.h"
 #include "lib/format/manifest.h"
 #include "lib/util/file_util.h"
+#include "lib/util/progress.h"
 #include "lib/util/status_macros.h"
 #include "lib/util/strings.h"
 #include "lib/util/sync.h"
@@ -201,7 +202,8 @@ absl::Status RemovePartialCopies(leveldb::Env* env, const std::string& path,
 // removed.
 absl::Status CopyAside(leveldb::Env* env, const std::string& path,
                        const std::vector<file_util::Entry>& files,
-                       const std::string& stamp, RepairReport* report) {
+                       const std::string& stamp,
+                       const ProgressCallback& callback, RepairReport* report) {
   auto taken = [env](const std::string& name) {
     for (const std::string& n : {name, name + std::string(kPartialSuffix)}) {
       if (file_util::DirExists(env, n) ||
@@ -227,6 +229,11 @@ absl::Status CopyAside(leveldb::Env* env, const std::string& path,
   std::vector<std::string> created, dirs = {partial};
   absl::Status s;
   int copied = 0;
+  uint64_t total = 0;
+  for (const file_util::Entry& e : files) {
+    if (e.name != "LOCK") total += e.bytes;
+  }
+  PhaseProgress progress(callback, "copying aside", total);
   for (const file_util::Entry& e : files) {
     if (e.name == "LOCK") continue;
     // Subdirectories (dropped/, lost/) first.
@@ -247,6 +254,7 @@ absl::Status CopyAside(leveldb::Env* env, const std::string& path,
       break;
     }
     report->copied_bytes += *n;
+    progress.Add(*n);
     if (void (*hook)(int) = copy_aside_hook.load()) hook(++copied);
   }
   for (auto d = dirs.rbegin(); s.ok() && d != dirs.rend(); ++d) {
@@ -262,6 +270,7 @@ absl::Status CopyAside(leveldb::Env* env, const std::string& path,
                                      s.message()));
   }
   report->copied_to = aside;
+  progress.Finish();
   return absl::OkStatus();
 }
 
@@ -314,8 +323,10 @@ absl::Status ClearLost(leveldb::Env* env, const std::string& path,
 // after CopyAside that fails says where the copy is (Failed).
 class Repairer {
  public:
-  Repairer(const Options& options, std::string path)
+  Repairer(const Options& options, std::string path,
+           const ProgressCallback& progress)
       : options_(options),
+        progress_(progress),
         env_(options.env ? options.env : leveldb::Env::Default()),
         path_(std::move(path)),
         filter_(options.bloom_bits_per_key > 0
@@ -363,6 +374,7 @@ class Repairer {
   void CountQueues(const Census& after);
 
   const Options& options_;
+  const ProgressCallback& progress_;
   leveldb::Env* const env_;
   const std::string path_;
   const std::unique_ptr<const leveldb::FilterPolicy> filter_;
@@ -459,7 +471,7 @@ absl::StatusOr<bool> Repairer::AlreadyClean() {
       return db.status();
     }
     if (db.ok() && (*db)->recovery().dropped.empty()) {
-      absl::StatusOr<VerifyReport> v = (*db)->Verify();
+      absl::StatusOr<VerifyReport> v = (*db)->Verify(progress_);
       if (v.ok() && v->ok()) {
         report_.nothing_to_repair = true;
         report_.verify = *std::move(v);
@@ -506,7 +518,7 @@ absl::Status Repairer::CheckRoom() const {
 
 absl::Status Repairer::CopyAside() {
   stamp_ = absl::FormatTime("%Y%m%dT%H%M%SZ", absl::Now(), absl::UTCTimeZone());
-  return repair::CopyAside(env_, path_, files_, stamp_, &report_);
+  return repair::CopyAside(env_, path_, files_, stamp_, progress_, &report_);
 }
 
 absl::Status Repairer::Failed(const absl::Status& s) const {
@@ -567,7 +579,7 @@ absl::StatusOr<int64_t> Repairer::Mend(SideDb* side) {
 
 absl::Status Repairer::VerifyAndCount(const Options& open_options) {
   HQ_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, Db::Open(path_, open_options));
-  HQ_ASSIGN_OR_RETURN(report_.verify, db->Verify());
+  HQ_ASSIGN_OR_RETURN(report_.verify, db->Verify(progress_));
   Census after;
   leveldb::DB* ldb = static_cast<DbImpl*>(db.get())->leveldb();
   leveldb::ReadOptions ro = CheckedReadOptions();
@@ -642,13 +654,14 @@ std::string NormalPath(leveldb::Env* env, std::string path) {
 }  // namespace repair
 
 absl::StatusOr<RepairReport> Db::Repair(const std::string& path,
-                                        const Options& options) {
+                                        const Options& options,
+                                        const ProgressCallback& progress) {
   if (path.empty()) {
     return absl::InvalidArgumentError("Repair: the database path is empty");
   }
   HQ_RETURN_IF_ERROR(ValidateOptions(options));
   leveldb::Env* env = options.env ? options.env : leveldb::Env::Default();
-  repair::Repairer r(options, repair::NormalPath(env, path));
+  repair::Repairer r(options, repair::NormalPath(env, path), progress);
   if (!file_util::DirExists(env, r.path())) {
     return absl::NotFoundError(
         absl::StrCat("Repair: no directory '", r.path(), "'"));

@@ -19,17 +19,32 @@
 #include "lib/engine/db_impl.h"
 #include "lib/engine/log_recovery.h"
 #include "lib/engine/table_check.h"
+#include "lib/util/progress.h"
 #include "lib/util/status_macros.h"
 #include "lib/util/strings.h"
 
 namespace hq {
 namespace {
 
+// LevelDB's approximate size of the keys before `key` (of every key when
+// `key` is empty).
+uint64_t ApproximateBytes(leveldb::DB* db, std::string_view key) {
+  const std::string end =
+      key.empty() ? std::string(8, '\xff') : std::string(key);
+  const leveldb::Range range{leveldb::Slice(), leveldb::Slice(end)};
+  uint64_t bytes = 0;
+  db->GetApproximateSizes(&range, 1, &bytes);
+  return bytes;
+}
+
 // Verify's policy: every finding is a problem of the report, named by its
 // key; the record stays.
+// Progress: every kProgressKeys keys, the approximate bytes of `db`'s key
+// range before the key.
 class Reporter : public WalkPolicy {
  public:
-  explicit Reporter(VerifyReport* report) : report_(report) {}
+  Reporter(VerifyReport* report, leveldb::DB* db, PhaseProgress* progress)
+      : report_(report), db_(db), progress_(progress) {}
 
   bool Found(const Finding& f) override {
     report_->AddProblem({.key_hex = absl::BytesToHexString(Av(f.key)),
@@ -37,8 +52,17 @@ class Reporter : public WalkPolicy {
     return true;
   }
 
+  void Walking(std::string_view key, int64_t keys) override {
+    if (progress_ == nullptr || keys % kProgressKeys != 0) return;
+    progress_->Set(ApproximateBytes(db_, key));
+  }
+
  private:
+  static constexpr int64_t kProgressKeys = 4096;
+
   VerifyReport* const report_;
+  leveldb::DB* const db_;
+  PhaseProgress* const progress_;
 };
 
 // The records' problems (RecordWalker, lib/admin/record_walk.h) are added
@@ -48,13 +72,17 @@ class Reporter : public WalkPolicy {
 absl::StatusOr<VerifyReport> CheckRecords(leveldb::DB* db,
                                           const leveldb::ReadOptions& ro,
                                           absl::Time now, VerifyReport report,
-                                          bool past_damage) {
-  Reporter reporter(&report);
+                                          bool past_damage,
+                                          const ProgressCallback& callback) {
+  PhaseProgress progress(callback, "checking records",
+                         ApproximateBytes(db, std::string_view()));
+  Reporter reporter(&report, db, callback ? &progress : nullptr);
   RecordWalker walker(db, ro, now, &reporter, {.past_damage = past_damage});
   HQ_RETURN_IF_ERROR(walker.Run());
   report.keys += walker.facts().keys;
   report.messages += walker.facts().messages;
   report.queues = static_cast<int64_t>(walker.facts().queues.size());
+  progress.Finish();
   return report;
 }
 
@@ -109,7 +137,7 @@ void AddDropped(leveldb::Env* env, const std::string& dir,
 
 }  // namespace
 
-absl::StatusOr<VerifyReport> DbImpl::Verify() {
+absl::StatusOr<VerifyReport> DbImpl::Verify(const ProgressCallback& progress) {
   OpScope op(this);
   HQ_RETURN_IF_ERROR(op.status());
   // Damage first (tables, then dropped logs), then the records' problems in
@@ -117,8 +145,13 @@ absl::StatusOr<VerifyReport> DbImpl::Verify() {
   VerifyReport damage;
   HQ_ASSIGN_OR_RETURN(std::vector<table_check::LiveTable> live,
                       table_check::LiveTables(db_.get()));
+  uint64_t table_bytes = 0;
+  for (const table_check::LiveTable& t : live) table_bytes += t.size;
+  PhaseProgress checked(progress, "checking tables", table_bytes);
   const table_check::Report tables =
-      table_check::CheckTables(db_.get(), env_.get(), path_, live);
+      table_check::CheckTables(db_.get(), env_.get(), path_, live,
+                               [&](uint64_t bytes) { checked.Add(bytes); });
+  checked.Finish();
   AddDamage(tables, &damage);
   AddDropped(env_.get(), path_, &damage);
 
@@ -128,7 +161,7 @@ absl::StatusOr<VerifyReport> DbImpl::Verify() {
   absl::StatusOr<VerifyReport> report;
   // Its iterators go before the snapshot is released.
   report = CheckRecords(db_.get(), ro, clock_->Now(), std::move(damage),
-                        /*past_damage=*/!tables.damage.empty());
+                        /*past_damage=*/!tables.damage.empty(), progress);
   db_->ReleaseSnapshot(ro.snapshot);
   return report;
 }

@@ -71,9 +71,12 @@ class DbImpl final : public Db {
   LeaseManagerImpl* lease_impl() { return leases_.get(); }
   absl::StatusOr<SweepStats> CompactExpired() override;
   absl::StatusOr<SweepStats> CompactAll() override;  // lib/admin/inspect.cc
-  absl::StatusOr<VerifyReport> Verify() override;    // lib/admin/verify.cc
-  absl::StatusOr<BackupReport> Backup(
-      const std::string& dest) override;  // lib/admin/backup.cc
+  using Db::Backup;
+  using Db::Verify;
+  absl::StatusOr<VerifyReport> Verify(  // lib/admin/verify.cc
+      const ProgressCallback& progress) override;
+  absl::StatusOr<BackupReport> Backup(  // lib/admin/backup.cc
+      const std::string& dest, const ProgressCallback& progress) override;
   // Runs `f` inside every later Backup, after it read the MANIFEST and
   // before it links the tables (tests compact there). Not thread-safe with
   // Backup.

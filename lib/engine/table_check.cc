@@ -180,9 +180,13 @@ absl::StatusOr<std::vector<LiveTable>> LiveTables(leveldb::DB* db) {
 }
 
 Report CheckTables(leveldb::DB* db, leveldb::Env* env, const std::string& dir,
-                   const std::vector<LiveTable>& tables) {
+                   const std::vector<LiveTable>& tables,
+                   const std::function<void(uint64_t bytes)>& after_table) {
   Report report;
-  for (const LiveTable& t : tables) CheckTable(db, env, dir, t, &report);
+  for (const LiveTable& t : tables) {
+    CheckTable(db, env, dir, t, &report);
+    if (after_table) after_table(t.size);
+  }
   return report;
 }
 

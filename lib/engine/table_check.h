@@ -11,6 +11,7 @@
 #define HQ_LIB_ENGINE_TABLE_CHECK_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,8 +62,11 @@ bool ParseSstables(std::string_view text, std::vector<LiveTable>* out);
 // version still names it (a compaction may have replaced it meanwhile).
 // Keys in Damage are user keys. Every problem is in the Report: the walk
 // itself does not fail.
-Report CheckTables(leveldb::DB* db, leveldb::Env* env, const std::string& dir,
-                   const std::vector<LiveTable>& tables);
+// `after_table`, if not empty, is called after each table with its size.
+Report CheckTables(
+    leveldb::DB* db, leveldb::Env* env, const std::string& dir,
+    const std::vector<LiveTable>& tables,
+    const std::function<void(uint64_t bytes)>& after_table = nullptr);
 
 }  // namespace hq::table_check
 
