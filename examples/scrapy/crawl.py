@@ -6,18 +6,27 @@
 
 crawls a generated site of --pages pages (every page reachable from the
 root; each links to its two children in a tree and to --extra-links random
-pages), served on 127.0.0.1 by a server this program starts in a thread.
-Everything lives in DIR: the site's seed and port (site.json, so a resumed
-run serves the same URLs), Scrapy's JOBDIR (DIR/job, the hq Db in
-DIR/job/hq) and a log of every page fetched (fetched.log, one line per
-fetch, appended as it happens).
+pages), served on --hosts loopback addresses (127.0.0.1, 127.0.0.2, ...,
+each serving an equal block of pages: the root and its first descendants
+live on the first) by servers this program starts in threads. Everything lives in DIR: the site's seed and ports (site.json, so
+a resumed run serves the same URLs), Scrapy's JOBDIR (DIR/job, the hq Db in
+DIR/job/hq), a log of every page the spider's callback got (fetched.log)
+and a log of every request the servers answered (served.log), one line
+each, appended as it happens.
+
+The start URL is given as Scrapy's start_urls, so Scrapy requests it with
+dont_filter on every run; hq.scrapy stores it once for the whole crawl.
+--delay sets DOWNLOAD_DELAY and --per-host CONCURRENT_REQUESTS_PER_DOMAIN.
 
 Kill it at any moment (kill -9) and run the same command again: it resumes.
 When the crawl ends it checks, and prints as one JSON line:
   - every page was fetched (lost: pages never fetched, must be 0);
   - every URL was enqueued once (the hq queue holds each URL once: the
     duplicate filter held across restarts);
-  - repeats: pages fetched more than once (those in flight at a kill).
+  - repeats: pages whose callback ran more than once, and served_twice:
+    pages the servers answered more than once (served: answers in all).
+    Both come from requests in flight at a kill: a page answered but not
+    yet scraped, or scraped but whose request was not yet completed.
 It exits 0 if the checks pass, 1 otherwise.
 
 --scheduler=memory|jobdir runs the same crawl on Scrapy's own schedulers
@@ -49,16 +58,18 @@ def page_links(seed, pages, extra, i):
 
 
 class Site:
-    def __init__(self, directory, pages, extra):
+    def __init__(self, directory, pages, extra, hosts):
         path = os.path.join(directory, "site.json")
         if os.path.exists(path):
             with open(path) as f:
                 self.conf = json.load(f)
         else:
             self.conf = {"seed": random.randrange(1 << 30), "pages": pages,
-                         "extra": extra, "port": 0}
+                         "extra": extra, "ports": [0] * hosts}
         conf = self.conf
         site = self
+        served = os.open(os.path.join(directory, "served.log"),
+                         os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
@@ -69,8 +80,9 @@ class Site:
                 if not 0 <= i < conf["pages"]:
                     self.send_error(404)
                     return
+                os.write(served, (site.url(i) + "\n").encode())
                 links = "".join(
-                    f'<a href="/p{j}">page {j}</a>\n'
+                    f'<a href="{site.url(j)}">page {j}</a>\n'
                     for j in page_links(conf["seed"], conf["pages"],
                                         conf["extra"], i))
                 body = f"<html><body><h1>page {i}</h1>\n{links}</body></html>"
@@ -85,26 +97,36 @@ class Site:
                 pass
 
         http.server.ThreadingHTTPServer.allow_reuse_address = True
-        self.server = http.server.ThreadingHTTPServer(
-            ("127.0.0.1", conf["port"]), Handler)
-        self.server.daemon_threads = True
-        if not conf["port"]:
-            conf["port"] = self.server.server_address[1]
+        new = not conf["ports"][0]
+        for h, port in enumerate(conf["ports"]):
+            server = http.server.ThreadingHTTPServer((self.host(h), port),
+                                                     Handler)
+            server.daemon_threads = True
+            conf["ports"][h] = server.server_address[1]
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+        if new:
             tmp = path + ".tmp"
             with open(tmp, "w") as f:
                 json.dump(conf, f)
                 f.flush()
                 os.fsync(f.fileno())
             os.rename(tmp, path)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        site.root = f"http://127.0.0.1:{conf['port']}/p0"
+        site.root = self.url(0)
+
+    @staticmethod
+    def host(h):
+        """The h-th host: 127.0.0.(h+1), a loopback address."""
+        return f"127.0.0.{h + 1}"
+
+    def url(self, i):
+        h = i * len(self.conf["ports"]) // self.conf["pages"]
+        return f"http://{self.host(h)}:{self.conf['ports'][h]}/p{i}"
 
     def all_urls(self):
-        return {f"http://127.0.0.1:{self.conf['port']}/p{i}"
-                for i in range(self.conf["pages"])}
+        return {self.url(i) for i in range(self.conf["pages"])}
 
 
-def run_crawl(directory, site, scheduler, concurrency):
+def run_crawl(directory, site, scheduler, concurrency, delay, per_host):
     import scrapy
     from scrapy.crawler import CrawlerProcess
 
@@ -114,10 +136,8 @@ def run_crawl(directory, site, scheduler, concurrency):
     class SiteSpider(scrapy.Spider):
         name = "site"
 
-        def start_requests(self):
-            # Filtered like any link, so a resumed run does not fetch the
-            # root again (Scrapy's default start_requests sets dont_filter).
-            yield scrapy.Request(site.root)
+        # Scrapy requests these with dont_filter at every start.
+        start_urls = [site.root]
 
         def parse(self, response):
             os.write(log, (response.url + "\n").encode())
@@ -126,6 +146,8 @@ def run_crawl(directory, site, scheduler, concurrency):
 
     settings = {
         "CONCURRENT_REQUESTS": concurrency,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": per_host,
+        "DOWNLOAD_DELAY": delay,
         "LOG_LEVEL": os.environ.get("CRAWL_LOG_LEVEL", "WARNING"),
         "TELNETCONSOLE_ENABLED": False,
         "ROBOTSTXT_OBEY": False,
@@ -143,9 +165,14 @@ def run_crawl(directory, site, scheduler, concurrency):
     os.close(log)
 
 
+def read_log(directory, name):
+    with open(os.path.join(directory, name)) as f:
+        return collections.Counter(line.strip() for line in f if line.strip())
+
+
 def check(directory, site, scheduler):
-    with open(os.path.join(directory, "fetched.log")) as f:
-        fetches = collections.Counter(line.strip() for line in f if line.strip())
+    fetches = read_log(directory, "fetched.log")
+    served = read_log(directory, "served.log")
     urls = site.all_urls()
     result = {
         "pages": len(urls),
@@ -153,6 +180,8 @@ def check(directory, site, scheduler):
         "lost": len(urls - set(fetches)),
         "fetches": sum(fetches.values()),
         "repeats": sum(1 for n in fetches.values() if n > 1),
+        "served": sum(served.values()),
+        "served_twice": sum(1 for n in served.values() if n > 1),
     }
     ok = result["lost"] == 0
     if scheduler == "hq":
@@ -162,10 +191,14 @@ def check(directory, site, scheduler):
             queue = db.open_queue("requests")
             enqueued = collections.Counter(
                 pickle.loads(m.payload)["url"] for m in queue.scan())
-            stats = queue.group("crawl").stats()
+            group = queue.group("crawl")
+            stats = group.stats()
+            reasons = collections.Counter(
+                d.reason for d in group.dead_letters())
         result["enqueued"] = sum(enqueued.values())
         result["enqueued_twice"] = sum(1 for n in enqueued.values() if n > 1)
         result["dead_letters"] = stats.dead_letters
+        result["dead_reasons"] = dict(reasons)
         ok = (ok and result["enqueued_twice"] == 0 and
               set(enqueued) == urls and stats.backlog == 0 and
               stats.in_flight == 0 and stats.dead_letters == 0)
@@ -180,13 +213,17 @@ def main():
     p.add_argument("--pages", type=int, default=2000)
     p.add_argument("--extra-links", type=int, default=3)
     p.add_argument("--concurrency", type=int, default=8)
+    p.add_argument("--hosts", type=int, default=1)
+    p.add_argument("--delay", type=float, default=0.0)
+    p.add_argument("--per-host", type=int, default=8)
     p.add_argument("--scheduler", choices=["hq", "memory", "jobdir"],
                    default="hq")
     args = p.parse_args()
     os.makedirs(args.dir, exist_ok=True)
-    site = Site(args.dir, args.pages, args.extra_links)
+    site = Site(args.dir, args.pages, args.extra_links, args.hosts)
     start = time.monotonic()
-    run_crawl(args.dir, site, args.scheduler, args.concurrency)
+    run_crawl(args.dir, site, args.scheduler, args.concurrency, args.delay,
+              args.per_host)
     elapsed = time.monotonic() - start
     print(f"crawl: {elapsed:.2f} s", file=sys.stderr)
     sys.exit(0 if check(args.dir, site, args.scheduler) else 1)

@@ -9,11 +9,14 @@ What it keeps, whatever moment the process dies at (SIGKILL, power loss
 with HQ_SYNC = True):
 
 - Every request enqueued is stored in an hq queue (topic layout, topic = the
-  request's host, so per-host pacing can apply), serialized with Scrapy's
-  own request_to_dict. Scrapy priorities map onto hq priority levels.
+  request's host, which the group paces: HQ_HOST_* below), serialized with
+  Scrapy's own request_to_dict. Scrapy priorities map onto hq priority
+  levels.
 - The request fingerprint is the hq dedup key: the duplicate filter is the
   queue itself, written in the same batch as the request. Requests with
-  dont_filter skip it, as in Scrapy.
+  dont_filter skip it, as in Scrapy, but for start requests (see
+  HQ_START_ONCE): Scrapy requests start_urls with dont_filter at every
+  start, and a resumed crawl must not fetch them again.
 - next_request claims a request under a lease (HQ_LEASE). The claim is
   completed only once the request is done with: its callback's output was
   taken in (every request it yielded was enqueued), or its errback ran, or
@@ -22,20 +25,59 @@ with HQ_SYNC = True):
   completed when the process dies is delivered again on the next run: none
   is lost, each is fetched at least once (some twice: those in flight at
   the kill).
+- An attempt is a sending: a request counts an attempt when Scrapy's
+  downloader sends it (leaves its per-host slot for the download handler),
+  not when it is handed out. Before the request goes to the download
+  handler, a mark (task, attempt) is written to the queue "sent". A request
+  handed out but not yet sent when the process dies (it waited in its
+  host's download slot, behind DOWNLOAD_DELAY) is delivered again without
+  having used an attempt. So kills alone never dead-letter a request.
 - A request that fails over and over ends in hq's dead-letter queue: one
   that RetryMiddleware gave up on (its errback ran, or it failed without
-  one, after its last retry) is dead-lettered (reason "rejected") once its
-  errback's output was taken in, and one handed out HQ_MAX_ATTEMPTS times
-  without completing (it kills or hangs the crawl every time) is
-  dead-lettered by a later claim. The count is logged at close and in the
-  stats (hq/dead_letters; hq/rejected for this run's rejections), and
+  one, after its last retry) is dead-lettered once its errback's output was
+  taken in, and one sent HQ_MAX_ATTEMPTS times without completing (it
+  kills or hangs the crawl every time) is dead-lettered by the claim that
+  would send it once more, as is a stored request the spider could not load
+  HQ_MAX_ATTEMPTS times. Both have reason "rejected" (the dead letter's
+  attempts count its hand-outs, sent or not). Dead letters are an error:
+  at close their count is logged at ERROR (log_count/ERROR) and kept in the
+  stats (hq/dead_letters; hq/rejected for this run's dead-lettering), and
   dead_letters(jobdir) lists them; `hq --db=JOBDIR/hq dead requests crawl
   --requeue` puts them back.
 
-Settings: HQ_DIR (default JOBDIR/hq; without either the crawl uses a
-temporary Db, deleted at close, and is not resumable), HQ_LEASE (seconds,
-default 3600), HQ_MAX_ATTEMPTS (default 5), HQ_PRIORITIES (levels, default
-32: Scrapy priorities -16..15, others saturate), HQ_SYNC (default False).
+Settings:
+- HQ_DIR: the hq Db (default JOBDIR/hq; without either the crawl uses a
+  temporary Db, deleted at close, and is not resumable).
+- HQ_LEASE: seconds a handed-out request is held before it is handed out
+  again (default 3600).
+- HQ_MAX_ATTEMPTS: sendings of a request before it is dead-lettered
+  (default 5).
+- HQ_PRIORITIES: priority levels of a new queue (default 32: Scrapy
+  priorities -16..15, others saturate).
+- HQ_SYNC: sync every write, to survive a power loss (default False).
+- HQ_START_ONCE: a start request (one of the spider's start_requests, as
+  the engine takes it) with dont_filter is filtered by its fingerprint
+  anyway, so the crawl stores it once however often it is
+  resumed (default True). False: dont_filter holds for start requests too,
+  and every run fetches them again, as Scrapy's JOBDIR scheduler does.
+- HQ_HOST_MAX_IN_FLIGHT: at most this many requests of one host handed out
+  and not yet done with (0, the default: no limit). A request is done with
+  when its callback's output was taken in, so this is stricter than
+  CONCURRENT_REQUESTS_PER_DOMAIN, which counts downloads only.
+- HQ_HOST_INTERVAL: at least this many seconds between two hand-outs of
+  one host (0, the default: none). Unlike DOWNLOAD_DELAY it holds across
+  restarts and across processes sharing the Db; it is not randomized.
+- HQ_HOST_PACING: {host: {"max_in_flight": n, "interval": seconds}}: set
+  as these hosts' own pacing at open (durably; see set_host_pacing).
+The group paces through hq's topic pacing (hq/group.h, "Per-topic
+pacing"); while pacing holds every request back, the scheduler asks the
+engine again every HQ_PACING_POLL seconds (default 0.1).
+
+A host's own pacing (a site's Crawl-delay, say) is set, durably and in
+place of HQ_HOST_*, by Scheduler.set_host_pacing(host, max_in_flight=,
+interval=) (a spider reaches the scheduler as
+self.crawler.engine.slot.scheduler) and removed by clear_host_pacing; it
+holds across restarts until cleared. host_pacing(host) reads it.
 
 Not kept from Scrapy's scheduler: DUPEFILTER_CLASS is not used (hq's dedup
 is the filter), and a request that cannot be serialized (a lambda callback,
@@ -63,6 +105,12 @@ QUEUE = "requests"
 GROUP = "crawl"
 # Dedup keys of requests kept in memory (they could not be serialized).
 SEEN_QUEUE = "seen"
+# One message per sending of a stored request (see "An attempt is a
+# sending"): topic = task_key(task), dedup key "<topic>/<attempt>".
+SENT_QUEUE = "sent"
+# The group's own max_attempts: hq never dead-letters a request by its
+# hand-outs; the scheduler does by its sendings.
+_GROUP_MAX_ATTEMPTS = 1000000
 
 
 def _import_scrapy():
@@ -168,7 +216,8 @@ class Scheduler:
     """SCHEDULER = "hq.scrapy.Scheduler": see this module's docstring."""
 
     def __init__(self, crawler, db_dir, lease, max_attempts, priorities,
-                 sync, stats):
+                 sync, stats, start_once=True, host_max_in_flight=0,
+                 host_interval=0.0, host_pacing=None, pacing_poll=0.1):
         self.crawler = crawler
         self.db_dir = db_dir
         self.lease = lease
@@ -176,10 +225,19 @@ class Scheduler:
         self.levels = priorities
         self.sync = sync
         self.stats = stats
+        self.start_once = start_once
+        self.host_max_in_flight = host_max_in_flight
+        self.host_interval = host_interval
+        self.host_pacing_settings = dict(host_pacing or {})
+        self.pacing_poll = pacing_poll
         self.spider = None
         self.db = None
         self.queue = None
         self.group = None
+        self.sent = None  # The queue SENT_QUEUE.
+        self._sent_marked = weakref.WeakSet()  # Requests whose mark is written.
+        self._starts = weakref.WeakSet()  # The spider's start requests.
+        self._wake_call = None  # The pending engine wake-up (pacing).
         self._temp_dir = None
         self._tasks = weakref.WeakKeyDictionary()  # Request -> hq.Task.
         self._in_callback = set()  # id() of requests inside their callback.
@@ -194,7 +252,12 @@ class Scheduler:
         s = crawler.settings
         return cls(crawler, _db_dir(s), s.getfloat("HQ_LEASE", 3600.0),
                    s.getint("HQ_MAX_ATTEMPTS", 5), s.getint("HQ_PRIORITIES", 32),
-                   s.getbool("HQ_SYNC", False), crawler.stats)
+                   s.getbool("HQ_SYNC", False), crawler.stats,
+                   start_once=s.getbool("HQ_START_ONCE", True),
+                   host_max_in_flight=s.getint("HQ_HOST_MAX_IN_FLIGHT", 0),
+                   host_interval=s.getfloat("HQ_HOST_INTERVAL", 0.0),
+                   host_pacing=s.getdict("HQ_HOST_PACING", {}),
+                   pacing_poll=s.getfloat("HQ_PACING_POLL", 0.1))
 
     # ---- BaseScheduler
 
@@ -215,8 +278,29 @@ class Scheduler:
             self.queue = self.db.create_queue(QUEUE, priorities=self.levels,
                                               layout="topic")
         self.levels = self.queue.options.priorities
-        self.group = self.queue.group(GROUP, lease=self.lease,
-                                      max_attempts=self.max_attempts)
+        if self.max_attempts < 1:
+            raise ValueError(f"HQ_MAX_ATTEMPTS is {self.max_attempts}; it "
+                             "must be at least 1")
+        if not self.pacing_poll > 0:
+            raise ValueError(f"HQ_PACING_POLL is {self.pacing_poll}; it must "
+                             "be above 0")
+        if self.host_max_in_flight < 0:
+            raise ValueError(f"HQ_HOST_MAX_IN_FLIGHT is "
+                             f"{self.host_max_in_flight}; it must be 0 or "
+                             "more")
+        self.group = self.queue.group(
+            GROUP, lease=self.lease, max_attempts=_GROUP_MAX_ATTEMPTS,
+            topic_max_in_flight=self.host_max_in_flight,
+            topic_interval=self.host_interval)
+        try:
+            self.sent = self.db.open_queue(SENT_QUEUE)
+        except hq.NotFound:
+            self.sent = self.db.create_queue(SENT_QUEUE, layout="topic")
+        for host, pacing in self.host_pacing_settings.items():
+            self.set_host_pacing(host, **pacing)
+        self._hook_downloader()
+        if self.start_once:
+            self._mark_start_requests()
         st = self.group.stats()
         if st.backlog or st.redelivery:
             logger.info("hq.scrapy: resuming %s: %d requests waiting, %d to "
@@ -226,12 +310,16 @@ class Scheduler:
         if self.db is None:
             return
         try:
+            if self._wake_call is not None and self._wake_call.active():
+                self._wake_call.cancel()
             dead = self.group.stats().dead_letters
             self.stats.set_value("hq/dead_letters", dead, spider=self.spider)
             if dead:
-                logger.warning("hq.scrapy: %d requests are dead letters (in "
-                               "queue %s); hq.scrapy.dead_letters() lists "
-                               "them", dead, self.group.dead_letter_queue)
+                logger.error("hq.scrapy: %d requests are dead letters (in "
+                             "queue %s), not crawled; hq.scrapy."
+                             "dead_letters() lists them, `hq dead --requeue` "
+                             "puts them back", dead,
+                             self.group.dead_letter_queue)
         finally:
             self.db.close()
             self.db = None
@@ -257,7 +345,8 @@ class Scheduler:
         parent = self._parent_of(request)
         self._unwrap(request)
         dedup = None
-        if not request.dont_filter:
+        if not request.dont_filter or (self.start_once and
+                                       request in self._starts):
             dedup = self.crawler.request_fingerprinter.fingerprint(
                 request).hex()
         try:
@@ -303,7 +392,34 @@ class Scheduler:
         if request is not None:
             self._inc("scheduler/dequeued/hq")
             self._inc("scheduler/dequeued")
+        elif self._paced():
+            self._wake_engine()
         return request
+
+    # ---- Host pacing
+
+    def set_host_pacing(self, host: str, max_in_flight: int = 0,
+                        interval: float = 0.0) -> None:
+        """Sets `host`'s own pacing, durably, in place of HQ_HOST_*: at most
+        max_in_flight of its requests handed out and not done with, at
+        least `interval` seconds between two hand-outs (0: no limit). Holds
+        across restarts until clear_host_pacing. ValueError for a negative
+        max_in_flight, hq.InvalidArgument for a pacing out of range
+        (hq/group.h TopicPacing)."""
+        if int(max_in_flight) < 0:
+            raise ValueError(f"max_in_flight of host {host!r} is "
+                             f"{max_in_flight}; it must be 0 or more")
+        self.group.set_topic_pacing(host, max_in_flight=int(max_in_flight),
+                                    interval=float(interval))
+
+    def host_pacing(self, host: str):
+        """`host`'s own pacing (hq.TopicPacing), or None if it follows
+        HQ_HOST_*."""
+        return self.group.get_topic_pacing(host)
+
+    def clear_host_pacing(self, host: str) -> None:
+        """Removes `host`'s own pacing (none: nothing happens)."""
+        self.group.clear_topic_pacing(host)
 
     # ---- Internals
 
@@ -314,13 +430,25 @@ class Scheduler:
             if not tasks:
                 return None
             task = tasks[0]
+            # Handed out before: it counts the sendings it had.
+            sent = self._sendings(task) if task.attempt > 1 else 0
+            if sent >= self.max_attempts:
+                self.group.reject(task)
+                self._inc("hq/rejected")
+                logger.error("hq.scrapy: a request was sent %d times without "
+                             "being done with (HQ_MAX_ATTEMPTS): it is a dead "
+                             "letter, in queue %s", sent,
+                             self.group.dead_letter_queue)
+                continue
             try:
                 request = req_util.request_from_dict(
                     pickle.loads(task.payload), spider=self.spider)
             except Exception as e:
                 # A request this spider can no longer load (its callback was
-                # renamed): given back until it is dead-lettered.
+                # renamed): given back, an attempt used, until it is
+                # dead-lettered.
                 logger.error("hq.scrapy: cannot load a stored request (%s)", e)
+                self._mark_sent(task)
                 self.group.release(task, 60.0)
                 continue
             if task.attempt > 1:
@@ -329,6 +457,79 @@ class Scheduler:
             request.callback = _Done(self, request, request.callback, False)
             request.errback = _Done(self, request, request.errback, True)
             return request
+
+    def _hook_downloader(self):
+        """Has the downloader call _on_send for each request it sends: its
+        download handlers' entry point (Downloader._download calls it as a
+        request leaves its slot) is wrapped on this crawl's instance."""
+        engine = getattr(self.crawler, "engine", None)
+        handlers = getattr(getattr(engine, "downloader", None), "handlers",
+                           None)
+        if handlers is None:
+            # No engine (a scheduler used alone), or a downloader without
+            # handlers: nothing is sent through it.
+            return
+        download = handlers.download_request
+        scheduler = weakref.ref(self)
+
+        def download_request(request, spider):
+            s = scheduler()
+            if s is not None:
+                s._on_send(request)
+            return download(request, spider)
+
+        handlers.download_request = download_request
+
+    def _on_send(self, request):
+        """`request` goes to the download handler: its attempt counts."""
+        task = self._tasks.get(request)
+        if task is None or request in self._sent_marked or self.db is None:
+            return
+        self._mark_sent(task)
+        self._sent_marked.add(request)
+
+    def _mark_sent(self, task):
+        key = task_key(task)
+        self.sent.put(b"", topic=key, dedup_key=f"{key}/{task.attempt}")
+
+    def _sendings(self, task) -> int:
+        """The times `task` was sent (or failed to load) so far."""
+        with self.sent.scan(topics=[task_key(task)]) as scanner:
+            return sum(1 for _ in scanner)
+
+    def _mark_start_requests(self):
+        """Has the engine's start requests (its slot's iterator, after the
+        spider middlewares) pass through _starts as they are taken."""
+        slot = getattr(getattr(self.crawler, "engine", None), "slot", None)
+        if slot is None or slot.start_requests is None:
+            return
+        starts = self._starts
+
+        def marked(requests):
+            for request in requests:
+                starts.add(request)
+                yield request
+
+        slot.start_requests = marked(slot.start_requests)
+
+    def _paced(self) -> bool:
+        return bool(self.host_max_in_flight or self.host_interval or
+                    self.host_pacing_settings)
+
+    def _wake_engine(self):
+        """Pacing holds requests back: asks the engine for the next request
+        again in HQ_PACING_POLL seconds, rather than at its next heartbeat
+        (5 s)."""
+        slot = getattr(getattr(self.crawler, "engine", None), "slot", None)
+        if slot is None or (self._wake_call is not None and
+                            self._wake_call.active()):
+            return
+        st = self.group.stats()
+        if not (st.backlog or st.redelivery or st.delayed):
+            return
+        from twisted.internet import reactor
+        self._wake_call = reactor.callLater(self.pacing_poll,
+                                            slot.nextcall.schedule)
 
     def _seen_queue(self):
         try:
@@ -400,6 +601,11 @@ class Scheduler:
 
     def _inc(self, key):
         self.stats.inc_value(key, spider=self.spider)
+
+
+def task_key(task) -> str:
+    """The topic of a task's sending marks in SENT_QUEUE."""
+    return f"{task.partition}/{task.id.ms}-{task.id.seq}"
 
 
 def dead_letters(jobdir: str, max: int = 1000):

@@ -29,6 +29,11 @@ The plan (every key optional but base, jobdir and events):
             the engine gets it), unless marker exists (it creates it);
   die_when_idle: SIGKILL this process when the crawl has nothing left to
             do, instead of closing it (a crash, not a clean stop);
+  kill_when_queued: paths whose request SIGKILLs this process as it
+            reaches Scrapy's downloader (signal request_reached_downloader:
+            it enters its host's download slot, before it is sent);
+  pacing:   {host: [max_in_flight, interval]}: the spider sets these
+            hosts' own pacing through the scheduler as it opens;
   settings: more Scrapy settings.
 Every request has the callback `parse` (`parse_async` for the async
 styles) and the errback `failed`.
@@ -68,7 +73,22 @@ def main():
             spider = super().from_crawler(crawler, *args, **kwargs)
             if plan.get("die_when_idle"):
                 crawler.signals.connect(die, signal=signals.spider_idle)
+            crawler.signals.connect(spider.reached,
+                                    signal=signals.request_reached_downloader)
+            crawler.signals.connect(spider.opened, signal=signals.spider_opened)
             return spider
+
+        def reached(self, request, spider):
+            path = request.url[len(plan["base"]):]
+            log(event="reached", path=path)
+            if path in plan.get("kill_when_queued", []):
+                die()
+
+        def opened(self, spider):
+            scheduler = self.crawler.engine.slot.scheduler
+            for host, (most, interval) in plan.get("pacing", {}).items():
+                scheduler.set_host_pacing(host, max_in_flight=most,
+                                          interval=interval)
 
         def request(self, path, priority, dont_filter):
             style = plan.get("returns", {}).get(path, "yield")

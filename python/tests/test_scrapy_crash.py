@@ -2,7 +2,13 @@
 """The Scrapy crash test (issue 21): examples/scrapy/crawl.py on hq.scrapy,
 killed with SIGKILL at random moments, then run to the end. It must fetch
 every page and enqueue every URL once; pages fetched more than once (in
-flight at a kill) are reported, not limited.
+flight at a kill) are reported, not limited: both those the site's server
+answered more than once (served_twice) and those whose callback ran more
+than once (repeats).
+
+Issue 38's test kills a polite crawl (10 hosts, DOWNLOAD_DELAY, one request
+at a time per host) while the requests handed out wait in their hosts'
+download slots: none may be dead-lettered.
 
 HQ_CRASH_KILLS (default 10) and HQ_CRASH_PAGES (default 2000) size it;
 HQ_CRASH_SEED replays a schedule (the seed is printed). The kill moments are
@@ -24,9 +30,9 @@ CRAWL = os.path.join(os.path.dirname(__file__), "..", "..", "examples",
 RUN_DEADLINE = 120.0  # Seconds one run of the crawl may take.
 
 
-def fetched_lines(directory):
+def fetched_lines(directory, log="fetched.log"):
     try:
-        with open(os.path.join(directory, "fetched.log"), "rb") as f:
+        with open(os.path.join(directory, log), "rb") as f:
             return f.read().count(b"\n")
     except FileNotFoundError:
         return 0
@@ -67,10 +73,63 @@ def test_scrapy_crawl_survives_sigkill(tmp_path):
     seed = int(os.environ.get("HQ_CRASH_SEED", random.randrange(1 << 30)))
     result, made, rc = crawl_with_kills(tmp_path / "crawl", pages, kills, seed)
     print(f"seed {seed}: {made} kills, {json.dumps(result)}")
+    print(f"pages the server answered more than once: "
+          f"{result['served_twice']} of {pages} ({result['served']} "
+          f"answers); callbacks run more than once: {result['repeats']}")
     assert made == kills
     assert result["pages"] == pages
     assert result["lost"] == 0, "pages never fetched"
     assert result["enqueued_twice"] == 0, "a URL enqueued twice"
     assert result["enqueued"] == pages
     assert result["dead_letters"] == 0
+    assert rc == 0 and result["ok"]
+
+
+def crawl_killed_early(directory, pages, kills, seed, extra_args, window,
+                       log="fetched.log"):
+    """Runs the crawl, killing it `kills` times, each run at a random moment
+    within `window` seconds of its first new line in `log` (so kills land
+    while requests wait in Scrapy's per-host download slots); returns the
+    last run's JSON summary and the kills made."""
+    rng = random.Random(seed)
+    cmd = [sys.executable, CRAWL, str(directory), "--pages", str(pages),
+           *extra_args]
+    made = 0
+    for _ in range(kills):
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + RUN_DEADLINE
+        base = fetched_lines(directory, log)
+        while proc.poll() is None and fetched_lines(directory, log) <= base:
+            assert time.monotonic() < deadline, "crawl made no progress"
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0, window))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            made += 1
+        proc.communicate(timeout=RUN_DEADLINE)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, timeout=RUN_DEADLINE)
+    lines = proc.stdout.decode().strip().splitlines()
+    assert lines, "the final run printed no summary"
+    return json.loads(lines[-1]), made, proc.returncode
+
+
+def test_scrapy_issue38_kills_alone_dead_letter_no_request(tmp_path):
+    # Issue 38: 100 pages on 10 hosts (the root and its first descendants
+    # on one), one download at a time per host, DOWNLOAD_DELAY 0.25 s and
+    # 16 requests in the downloader, so that most requests handed out wait
+    # in their host's download slot. Each run is killed within 0.2 s of its
+    # first callback: the requests waiting then were never sent, and must
+    # not use an attempt (HQ_MAX_ATTEMPTS 5). The crawl ends with every
+    # page fetched, the start URL stored once, and no dead letter.
+    seed = int(os.environ.get("HQ_CRASH_SEED", random.randrange(1 << 30)))
+    result, made, rc = crawl_killed_early(
+        tmp_path / "crawl", 100, 10, seed,
+        ["--hosts", "10", "--delay", "0.25", "--per-host", "1",
+         "--concurrency", "16"], 0.2)
+    print(f"seed {seed}: {made} kills, {json.dumps(result)}")
+    assert made >= 5
+    assert result["dead_letters"] == 0, result["dead_reasons"]
+    assert result["lost"] == 0, "pages never fetched"
+    assert result["enqueued_twice"] == 0, "a URL enqueued twice"
     assert rc == 0 and result["ok"]

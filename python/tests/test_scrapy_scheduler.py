@@ -279,9 +279,9 @@ def test_failed_downloads_are_retried_then_errback_runs_and_they_are_dead_letter
 def test_a_request_that_kills_the_crawl_every_time_ends_in_dead_letters(
         crawl, site):
     # /poison's callback SIGKILLs the crawl. With HQ_MAX_ATTEMPTS = 3 it is
-    # handed out three times (one run each), then dead-lettered by the
-    # fourth run's claim, which ends normally. (It is the only request: any
-    # other could be in flight at every kill too.)
+    # sent three times (one run each), then dead-lettered by the fourth
+    # run's claim (its fourth hand-out), which ends normally. (It is the
+    # only request: any other could be in flight at every kill too.)
     plan = dict(start=[["/poison", 0, False]],
                 kill_in_callback=["/poison"],
                 settings={"HQ_MAX_ATTEMPTS": 3})
@@ -292,18 +292,106 @@ def test_a_request_that_kills_the_crawl_every_time_ends_in_dead_letters(
         codes.append(rc)
     assert codes == [-signal.SIGKILL] * 3 + [0], crawl.stderr
     assert site.count() == {"/poison": 3}
-    assert closed_stats(events, crawl.stderr)["hq/dead_letters"] == 1
+    stats = closed_stats(events, crawl.stderr)
+    assert stats["hq/dead_letters"] == 1 and stats["hq/rejected"] == 1
+    # Dead letters are an error of the crawl, in its log and its stats.
+    assert stats["log_count/ERROR"] >= 1
+    assert "1 requests are dead letters" in crawl.stderr
 
     dead = hq.scrapy.dead_letters(crawl.jobdir)
     assert len(dead) == 1
     letter, request = dead[0]
     assert request["url"] == site.base + "/poison"
-    assert letter.attempts == 3
-    assert letter.reason == "interrupted"
+    assert letter.attempts == 4  # Hand-outs: three sent, the fourth not.
+    assert letter.reason == "rejected"
     group, urls = crawl.state()
     assert_all_done(group)
     assert group.dead_letters == 1
     assert urls == {"/poison": 1}
+
+
+def test_issue38_a_request_killed_before_it_is_sent_uses_no_attempt(
+        crawl, site):
+    # /wait SIGKILLs the crawl as it reaches the downloader, before it is
+    # sent (a kill while it waits in its host's download slot), four runs
+    # in a row. With HQ_MAX_ATTEMPTS = 2 it is not dead-lettered: it was
+    # never sent. The fifth run, without the kill, fetches it.
+    plan = dict(start=[["/wait", 0, False]], kill_when_queued=["/wait"],
+                settings={"HQ_MAX_ATTEMPTS": 2})
+    for _ in range(4):
+        rc, events = crawl.run(**plan)
+        assert rc == -signal.SIGKILL, crawl.stderr
+        assert called(events, "reached") == ["/wait"]
+    assert site.count() == {}
+    del plan["kill_when_queued"]
+    rc, events = crawl.run(**plan)
+    assert rc == 0, crawl.stderr
+    assert called(events) == ["/wait"]
+    assert site.count() == {"/wait": 1}
+    stats = closed_stats(events, crawl.stderr)
+    assert stats["hq/dead_letters"] == 0
+    assert stats["hq/redelivered"] == 1
+    group, urls = crawl.state()
+    assert_all_done(group)
+    assert group.dead_letters == 0
+    assert urls == {"/wait": 1}
+
+
+def test_issue38_a_start_request_is_stored_once_across_runs(crawl, site,
+                                                            tmp_path):
+    # Scrapy requests start_urls with dont_filter at every start. The first
+    # run is killed once the root's output was stored; the second does not
+    # store (nor fetch) the root again beyond the delivery it owes.
+    plan = dict(start=[["/", 0, True]], links={"/": [["/a", 0, False]]},
+                kill_after_output={"/": str(tmp_path / "killed")})
+    rc, events = crawl.run(**plan)
+    assert rc == -signal.SIGKILL, crawl.stderr
+    rc, events = crawl.run(**plan)
+    assert rc == 0, crawl.stderr
+    assert site.count() == {"/": 2, "/a": 1}
+    closed_stats(events, crawl.stderr)
+    assert crawl.state()[1] == {"/": 1, "/a": 1}
+    rc, events = crawl.run(**plan)
+    assert rc == 0, crawl.stderr
+    assert site.count() == {"/": 2, "/a": 1}
+
+    # HQ_START_ONCE = False: every run stores and fetches it again.
+    plan["settings"] = {"HQ_START_ONCE": False}
+    rc, events = crawl.run(**plan)
+    assert rc == 0, crawl.stderr
+    assert site.count() == {"/": 3, "/a": 1}
+    assert crawl.state()[1] == {"/": 2, "/a": 1}
+
+
+def test_issue38_host_max_in_flight_hands_out_one_request_of_a_host_at_a_time(
+        crawl, site):
+    # The root yields six requests of its host. Scrapy would download up to
+    # 8 at once (CONCURRENT_REQUESTS_PER_DOMAIN); with
+    # HQ_HOST_MAX_IN_FLIGHT = 1 the next is handed out only once the one
+    # before is done with (its callback ran): downloads and callbacks
+    # alternate.
+    children = [[f"/c{i}", 0, False] for i in range(6)]
+    plan = dict(start=[["/", 0, False]], links={"/": children},
+                settings={"HQ_HOST_MAX_IN_FLIGHT": 1})
+    rc, events = crawl.run(**plan)
+    assert rc == 0, crawl.stderr
+    order = [(e["event"], e["path"]) for e in events
+             if e["event"] in ("reached", "callback")]
+    expected = []
+    for path in ["/"] + [c[0] for c in children]:
+        expected += [("reached", path), ("callback", path)]
+    assert order == expected
+    closed_stats(events, crawl.stderr)
+    assert_all_done(crawl.state()[0])
+
+    # Without it, Scrapy downloads several at once.
+    crawl.jobdir = str(crawl.dir / "job2")
+    plan["settings"] = {}
+    rc, events = crawl.run(**plan)
+    assert rc == 0, crawl.stderr
+    order = [e["event"] for e in events
+             if e["event"] in ("reached", "callback")]
+    assert order[2:4] == ["reached", "reached"]
 
 
 def test_a_request_is_completed_only_after_its_output_was_stored(
@@ -443,6 +531,58 @@ def test_a_request_comes_back_as_it_was_enqueued_also_after_a_reopen(
     s._unwrap(got)
     assert got.to_dict(spider=s.spider) == expected
     assert got.body == b"\x00body" and got.headers["X-Test"] == b"1"
+
+
+def test_issue38_host_interval_spaces_the_hand_outs_of_a_host(scheduler):
+    import scrapy
+
+    # An interval no test outlasts: a host's second request is held back,
+    # another host's is not.
+    s = scheduler(HQ_HOST_INTERVAL=3600.0)
+    for url in ("http://127.0.0.1:1/a", "http://127.0.0.1:1/b",
+                "http://127.0.0.2:1/c"):
+        assert s.enqueue_request(scrapy.Request(url))
+    first = s.next_request()
+    second = s.next_request()
+    assert {first.url, second.url} >= {"http://127.0.0.2:1/c"}
+    assert s.next_request() is None
+    assert len(s) == 1 and s.has_pending_requests()
+    s.close("shutdown")
+
+    # Without the setting, the held request comes (the pacing is not kept:
+    # only a host's own pacing is).
+    s = scheduler()
+    assert s.next_request() is not None
+    assert s.next_request() is not None  # The two handed out: again.
+    assert s.next_request() is not None
+
+
+def test_issue38_a_host_pacing_override_persists_across_a_restart(scheduler):
+    import scrapy
+
+    s = scheduler(HQ_HOST_PACING={"127.0.0.3": {"interval": 7.5}})
+    assert s.host_pacing("127.0.0.1") is None
+    s.set_host_pacing("127.0.0.1", max_in_flight=1, interval=3600.0)
+    assert s.host_pacing("127.0.0.3") == hq.TopicPacing(max_in_flight=0,
+                                                         interval=7.5)
+    with pytest.raises(ValueError):
+        s.set_host_pacing("127.0.0.1", max_in_flight=-1)
+    with pytest.raises(hq.InvalidArgument):
+        s.set_host_pacing("127.0.0.1", interval=-1.0)
+    assert s.host_pacing("127.0.0.1").interval == 3600.0  # Left as it was.
+    s.close("shutdown")
+
+    s = scheduler()
+    assert s.host_pacing("127.0.0.1") == hq.TopicPacing(max_in_flight=1,
+                                                         interval=3600.0)
+    assert s.host_pacing("127.0.0.3").interval == 7.5
+    for path in ("a", "b"):
+        assert s.enqueue_request(scrapy.Request("http://127.0.0.1:1/" + path))
+    assert s.next_request() is not None
+    assert s.next_request() is None, "the override did not hold"
+    s.clear_host_pacing("127.0.0.1")
+    assert s.host_pacing("127.0.0.1") is None
+    s.clear_host_pacing("127.0.0.1")  # None: nothing happens.
 
 
 def test_an_unserializable_request_is_kept_in_memory(scheduler):
