@@ -8,8 +8,9 @@ crawls a generated site of --pages pages (every page reachable from the
 root; each links to its two children in a tree and to --extra-links random
 pages), served on --hosts loopback addresses (127.0.0.1, 127.0.0.2, ...,
 each serving an equal block of pages: the root and its first descendants
-live on the first) by servers this program starts in threads. Everything lives in DIR: the site's seed and ports (site.json, so
-a resumed run serves the same URLs), Scrapy's JOBDIR (DIR/job, the hq Db in
+live on the first) by servers this program starts in threads.
+Everything lives in DIR: the site's seed and ports (site.json, so a
+resumed run serves the same URLs), Scrapy's JOBDIR (DIR/job, the hq Db in
 DIR/job/hq), a log of every page the spider's callback got (fetched.log)
 and a log of every request the servers answered (served.log), one line
 each, appended as it happens.

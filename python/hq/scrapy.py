@@ -28,7 +28,8 @@ with HQ_SYNC = True):
 - An attempt is a sending: a request counts an attempt when Scrapy's
   downloader sends it (leaves its per-host slot for the download handler),
   not when it is handed out. Before the request goes to the download
-  handler, a mark (task, attempt) is written to the queue "sent". A request
+  handler, a mark (task, attempt) is written to the queue "sent" (one
+  small message per sending, kept like the requests). A request
   handed out but not yet sent when the process dies (it waited in its
   host's download slot, behind DOWNLOAD_DELAY) is delivered again without
   having used an attempt. So kills alone never dead-letter a request.
@@ -235,7 +236,7 @@ class Scheduler:
         self.queue = None
         self.group = None
         self.sent = None  # The queue SENT_QUEUE.
-        self._sent_marked = weakref.WeakSet()  # Requests whose mark is written.
+        self._sent_marked = weakref.WeakSet()  # Requests with a mark written.
         self._starts = weakref.WeakSet()  # The spider's start requests.
         self._wake_call = None  # The pending engine wake-up (pacing).
         self._temp_dir = None

@@ -75,7 +75,8 @@ def main():
                 crawler.signals.connect(die, signal=signals.spider_idle)
             crawler.signals.connect(spider.reached,
                                     signal=signals.request_reached_downloader)
-            crawler.signals.connect(spider.opened, signal=signals.spider_opened)
+            crawler.signals.connect(spider.opened,
+                                    signal=signals.spider_opened)
             return spider
 
         def reached(self, request, spider):
