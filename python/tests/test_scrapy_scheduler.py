@@ -547,6 +547,8 @@ def test_issue38_host_interval_spaces_the_hand_outs_of_a_host(scheduler):
     assert {first.url, second.url} >= {"http://127.0.0.2:1/c"}
     assert s.next_request() is None
     assert len(s) == 1 and s.has_pending_requests()
+    # Both hosts are within their interval in the group's pacing state.
+    assert s.group.stats().paced_topics == 2
     s.close("shutdown")
 
     # Without the setting, the held request comes (the pacing is not kept:
