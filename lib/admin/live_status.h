@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "hq/export.h"
 #include "hq/group.h"
 #include "hq/subscription.h"
 
@@ -58,7 +59,9 @@ struct LiveSubscriptionStatus {
   uint32_t listeners = 0;
 };
 
-struct LiveStatus {
+// Exported from a shared libhq for the hq tool, which reads the file (no
+// installed header declares it: it is not part of hq's API).
+struct HQ_EXPORT LiveStatus {
   int64_t pid = 0;          // The publishing process.
   absl::Time written;       // By the Db's clock.
   absl::Duration interval;  // Options::status_interval.
@@ -75,7 +78,8 @@ struct LiveStatus {
 std::string EncodeLiveStatus(const LiveStatus& s);
 // DataLoss naming what is wrong, for a file that is not a whole status of
 // a version this code reads.
-absl::StatusOr<LiveStatus> DecodeLiveStatus(std::string_view data);
+// Exported for the hq tool, as LiveStatus is.
+HQ_EXPORT absl::StatusOr<LiveStatus> DecodeLiveStatus(std::string_view data);
 
 }  // namespace hq
 

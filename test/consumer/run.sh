@@ -5,10 +5,16 @@
 #   run.sh cmake SRC BUILD        find_package(hq CONFIG), target hq::hq
 #   run.sh subproject SRC BUILD   dependency('hq', fallback : 'hq'), hq built
 #                                 as a shared library with -Dtests at its
-#                                 default: the parent must get no hq tests
+#                                 default: the parent must get no hq tests,
+#                                 Python module or man page
+# and checks an install of hq itself:
+#   run.sh shared SRC BUILD       the README's shared install of SRC
+#                                 (-Ddefault_library=shared -Dtests=false):
+#                                 all of it built and staged, the staged tool
+#                                 run on the staged libhq.so.0
 # The first two use a staged install of the built tree BUILD
-# (meson install --no-rebuild --destdir), so nothing is rebuilt; the third
-# builds hq's library (only) from SRC, unoptimized.
+# (meson install --no-rebuild --destdir), so nothing is rebuilt; the others
+# build hq from SRC once more, unoptimized (subproject: its library only).
 set -euo pipefail
 way=$1 src=$(realpath "$2") build=$(realpath "$3")
 work=$(mktemp -d "${TMPDIR:-/tmp}/hq-consumer-$way.XXXXXX")
@@ -30,14 +36,41 @@ stage() {
   root=$work/stage$prefix
 }
 
+# A shared libhq: SONAME libhq.so.0, and only hq's API exported: every
+# defined dynamic symbol is in namespace hq, or a weak template instance
+# (std::, absl::) that the compiler emits wherever it is used.
+check_shared_lib() {
+  local lib=$1 soname strays
+  soname=$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+  say "$(basename "$lib"): SONAME $soname"
+  [ "$soname" = libhq.so.0 ] || { say "wrong SONAME '$soname'"; exit 1; }
+  strays=$(nm -D --defined-only "$lib" | awk '$2 !~ /^[VWvwu]$/ {print $3}' |
+    c++filt | grep -v '^hq::\|^typeinfo for hq::\|^typeinfo name for hq::\|^vtable for hq::\|^VTT for hq::\|^_init$\|^_fini$' || true)
+  if [ -n "$strays" ]; then
+    say "libhq.so exports symbols outside hq::"
+    echo "$strays" | head -40
+    exit 1
+  fi
+  say "exports $(nm -D --defined-only "$lib" | grep -c ' T ') functions"
+}
+
 case "$way" in
   pkg-config)
     stage
     export PKG_CONFIG_PATH=$work/stage$libdir/pkgconfig
     flags=$(pkg-config --define-variable=prefix="$root" --cflags --libs hq)
-    say "g++ -std=c++20 ${san_flags[*]} consumer.cc $flags"
-    g++ -std=c++20 "${san_flags[@]}" -o "$work/consumer" \
+    # hq.pc carries -std=c++20: the consumer's line does not add it.
+    say "g++ ${san_flags[*]} consumer.cc $flags"
+    g++ "${san_flags[@]}" -o "$work/consumer" \
       "$src/test/consumer/consumer.cc" $flags
+    # Without C++20 the public headers stop at once, saying why.
+    echo '#include <hq/db.h>' >"$work/cxx17.cc"
+    if g++ $(pkg-config --define-variable=prefix="$root" --cflags hq) \
+        -std=c++17 -fsyntax-only "$work/cxx17.cc" >"$work/cxx17.log" 2>&1; then
+      say "<hq/db.h> compiled with -std=c++17"; exit 1
+    fi
+    grep -m1 'error' "$work/cxx17.log" | grep -q 'hq needs C++20' ||
+      { say "no clear error without C++20:"; head -20 "$work/cxx17.log"; exit 1; }
     ;;
   cmake)
     stage
@@ -65,6 +98,17 @@ case "$way" in
       cat "$work/tests.json"
       exit 1
     fi
+    # Nor, unless asked, its Python module or man page: the library and
+    # tool only.
+    meson introspect "$work/b" --targets >"$work/targets.json"
+    extra=$(/usr/bin/python3 -c 'import json,sys
+print(" ".join(t["name"] for t in json.load(open(sys.argv[1]))
+               if t["name"] == "hq.1" or t["name"].startswith("_hq")
+               or t["type"] == "shared module"))' "$work/targets.json")
+    if [ -n "$extra" ]; then
+      say "hq as a subproject builds more than its library and tool: $extra"
+      exit 1
+    fi
     if grep -qi 'catch2\|sqlite' "$work/setup.log"; then
       say "hq as a subproject looked for test dependencies:"
       cat "$work/setup.log"
@@ -72,29 +116,53 @@ case "$way" in
     fi
     ninja -C "$work/b" consumer >"$work/build.log" 2>&1 ||
       { cat "$work/build.log"; exit 1; }
-    lib=$(readlink -f "$work/b/subprojects/hq/libhq.so")
-    soname=$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
-    say "$(basename "$lib"): SONAME $soname"
-    [ "$soname" = libhq.so.0 ] || { say "wrong SONAME '$soname'"; exit 1; }
-    # Only hq's API is exported: every defined dynamic symbol is in
-    # namespace hq, or a weak template instance (std::, absl::) that the
-    # compiler emits wherever it is used.
-    strays=$(nm -D --defined-only "$lib" | awk '$2 !~ /^[VWvwu]$/ {print $3}' |
-      c++filt | grep -v '^hq::\|^typeinfo for hq::\|^typeinfo name for hq::\|^vtable for hq::\|^VTT for hq::\|^_init$\|^_fini$' || true)
-    if [ -n "$strays" ]; then
-      say "libhq.so exports symbols outside hq::"
-      echo "$strays" | head -40
-      exit 1
-    fi
-    say "exports $(nm -D --defined-only "$lib" | grep -c ' T ') functions"
+    check_shared_lib "$(readlink -f "$work/b/subprojects/hq/libhq.so")"
     ldd "$work/b/consumer" >"$work/ldd.txt"
     grep -q 'libhq.so.0 =>' "$work/ldd.txt" ||
       { say "consumer is not linked to libhq.so.0"; cat "$work/ldd.txt"; exit 1; }
     "$work/b/consumer" "$work/db"
     exit 0
     ;;
+  shared)
+    # As README.md's install, with -Ddefault_library=shared; unoptimized and
+    # without the Python module, whose build is python/'s and not the
+    # library's. Everything else the install has is built: the tool links
+    # libhq.so.0 as users' programs do, and must find all it needs there.
+    meson setup "$work/b" "$src" --buildtype=plain --prefix=/usr/local \
+      -Ddefault_library=shared -Dtests=false -Dpython=disabled \
+      >"$work/setup.log" 2>&1 || { cat "$work/setup.log"; exit 1; }
+    ninja -C "$work/b" >"$work/build.log" 2>&1 ||
+      { cat "$work/build.log"; exit 1; }
+    meson install -C "$work/b" --no-rebuild --destdir "$work/stage" \
+      >"$work/install.log" 2>&1 || { cat "$work/install.log"; exit 1; }
+    root=$work/stage/usr/local
+    shared_libdir=$(meson introspect "$work/b" --buildoptions |
+      /usr/bin/python3 -c 'import json,sys; print({x["name"]:x["value"] for x in json.load(sys.stdin)}["libdir"])')
+    [[ $shared_libdir = /* ]] || shared_libdir=/usr/local/$shared_libdir
+    lib=$work/stage$shared_libdir/libhq.so.0
+    [ -e "$lib" ] || { say "no $lib in the install:"; cat "$work/install.log"; exit 1; }
+    check_shared_lib "$(readlink -f "$lib")"
+    tool=$root/bin/hq
+    [ -x "$tool" ] || { say "no bin/hq in the install"; cat "$work/install.log"; exit 1; }
+    # The installed tool, on the installed library (an install has no
+    # RPATH into a build tree).
+    export LD_LIBRARY_PATH=$work/stage$shared_libdir
+    ldd "$tool" >"$work/ldd.txt"
+    grep -q "libhq.so.0 => $work/stage" "$work/ldd.txt" ||
+      { say "the installed hq does not use the staged libhq.so.0"; cat "$work/ldd.txt"; exit 1; }
+    say "$("$tool" --version | head -1)"
+    "$tool" --db="$work/db" create pages
+    printf 'a\nb\nc\n' | "$tool" --db="$work/db" put pages
+    "$tool" --db="$work/db" --json ls >"$work/ls.json"
+    /usr/bin/python3 -c 'import json,sys; q=json.load(open(sys.argv[1]))["queues"]; assert [x["name"] for x in q] == ["pages"], q' \
+      "$work/ls.json"
+    "$tool" --db="$work/db" scan pages >"$work/scan.txt"
+    [ "$(grep -c . "$work/scan.txt")" -ge 3 ] ||
+      { say "scan of the 3 messages put:"; cat "$work/scan.txt"; exit 1; }
+    exit 0
+    ;;
   *)
-    echo "usage: run.sh pkg-config|cmake|subproject SRC BUILD" >&2
+    echo "usage: run.sh pkg-config|cmake|subproject|shared SRC BUILD" >&2
     exit 2
     ;;
 esac
