@@ -15,6 +15,7 @@ in hq/_hq.pyi and doc/guide.md ("Python"). hq.scrapy is a Scrapy scheduler
 built on it.
 """
 
+from hq._version import __version__  # noqa: F401  (meson's project version)
 from hq._types import (  # noqa: F401
     Aborted, AlreadyExists, Cancelled, ConsumerInfo, DataLoss,
     DeadlineExceeded, Error, FailedPrecondition, GroupInfo, GroupStats,

@@ -7,12 +7,16 @@
 #                                 as a shared library with -Dtests at its
 #                                 default: the parent must get no hq tests,
 #                                 Python module or man page
-# and checks an install of hq itself:
+# and checks installs of hq itself:
+#   run.sh python SRC BUILD       the Python package of BUILD's staged
+#                                 install imported by /usr/bin/python3 from
+#                                 the staged copy of a directory on its
+#                                 sys.path, with hq.__version__ the project's
 #   run.sh shared SRC BUILD       the README's shared install of SRC
 #                                 (-Ddefault_library=shared -Dtests=false):
 #                                 all of it built and staged, the staged tool
 #                                 run on the staged libhq.so.0
-# The first two use a staged install of the built tree BUILD
+# The first two and python use a staged install of the built tree BUILD
 # (meson install --no-rebuild --destdir), so nothing is rebuilt; the others
 # build hq from SRC once more, unoptimized (subproject: its library only).
 set -euo pipefail
@@ -161,8 +165,37 @@ print(" ".join(t["name"] for t in json.load(open(sys.argv[1]))
       { say "scan of the 3 messages put:"; cat "$work/scan.txt"; exit 1; }
     exit 0
     ;;
+  python)
+    stage
+    init=$(find "$work/stage" -path '*/hq/__init__.py')
+    [ -n "$init" ] || { say "no hq/__init__.py in the install"; cat "$work/install.log"; exit 1; }
+    staged_site=${init%/hq/__init__.py}
+    site=${staged_site#"$work/stage"}
+    say "the package is installed in $site"
+    # The directory is one the interpreter searches by itself.
+    /usr/bin/python3 -c 'import sys; sys.exit(sys.argv[1] not in sys.path)' "$site" ||
+      { say "$site is not on /usr/bin/python3's sys.path:"
+        /usr/bin/python3 -c 'import sys; print(sys.path)'; exit 1; }
+    version=$(meson introspect "$build" --projectinfo |
+      /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["version"])')
+    cd "$work"
+    PYTHONPATH=$staged_site /usr/bin/python3 -c '
+import sys
+import hq
+site, version, db_dir = sys.argv[1:]
+assert hq.__file__.startswith(site + "/"), hq.__file__
+assert hq._hq.__file__.startswith(site + "/"), hq._hq.__file__
+assert hq.__version__ == version, (hq.__version__, version)
+with hq.Db.open(db_dir) as db:
+    db.create_queue("pages").put(b"https://example.com/")
+    assert [m.payload for m in db.open_queue("pages").scan()] == [
+        b"https://example.com/"]
+print("run.sh python: import hq", hq.__version__, "from", hq.__file__)
+' "$staged_site" "$version" "$work/db"
+    exit 0
+    ;;
   *)
-    echo "usage: run.sh pkg-config|cmake|subproject|shared SRC BUILD" >&2
+    echo "usage: run.sh pkg-config|cmake|subproject|shared|python SRC BUILD" >&2
     exit 2
     ;;
 esac
