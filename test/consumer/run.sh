@@ -86,6 +86,10 @@ case "$way" in
     cp "$work/cmake/consumer" "$work/consumer"
     ;;
   subproject)
+    # Meson 1.0 prefixes ccache, when installed, to the compiler it finds,
+    # and its CMake module then fails to configure (CMAKE_CXX_COMPILER not
+    # set): the compiler is named without it.
+    export CXX=${CXX:-c++}
     cp -r "$src/test/consumer" "$work/project"
     mkdir "$work/project/subprojects"
     ln -s "$src" "$work/project/subprojects/hq"
