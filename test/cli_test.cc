@@ -6,8 +6,10 @@
 // the tool runs on the real clock.
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <pty.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -16,8 +18,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -1119,6 +1123,149 @@ TEST_CASE("issue20: stat summarises per partition, lanes only on request") {
   REQUIRE(r.code == 0);
   CHECK(absl::StrContains(r.out, "(1 more lanes' cursors not listed"));
   CHECK(absl::StrContains(r.out, "(1 more lanes' checkpoints not listed"));
+}
+
+// Runs hq as `Run` does, but as an unprivileged user: as nobody:nogroup
+// when this test runs as root (root ignores file modes), else as itself.
+// Fails the test, never skips it, if privileges cannot be dropped.
+Result RunUnprivileged(const std::vector<std::string>& args) {
+  TempDir io;
+  const std::string out_path = io.Sub("out"), err_path = io.Sub("err");
+  const char* tool = Tool();
+  const struct passwd* nobody = getpwnam("nobody");
+  REQUIRE(nobody != nullptr);
+  const uid_t uid = nobody->pw_uid;
+  const gid_t gid = nobody->pw_gid;
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const int in = open("/dev/null", O_RDONLY);
+    const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    if (geteuid() == 0 && (setgroups(0, nullptr) != 0 || setgid(gid) != 0 ||
+                           setuid(uid) != 0 || setuid(0) == 0)) {
+      std::fprintf(stderr, "cannot drop root privileges: %s\n",
+                   std::strerror(errno));
+      _exit(125);
+    }
+    unsetenv("HQ_DB");
+    std::vector<char*> argv{const_cast<char*>(tool)};
+    for (const std::string& a : args)
+      argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  const int status =
+      WaitForExit(pid, absl::StrCat("hq ", absl::StrJoin(args, " ")));
+  Result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = Slurp(out_path);
+  r.err = Slurp(err_path);
+  INFO(r.err);
+  REQUIRE(r.code != 125);  // The environment must let the test drop root.
+  return r;
+}
+
+// Sets the mode of `path` and everything under it: `dirs` on directories,
+// `files` on the rest.
+void ChmodTree(const std::string& path, mode_t dirs, mode_t files) {
+  for (const auto& e : std::filesystem::recursive_directory_iterator(path)) {
+    chmod(e.path().c_str(), e.is_directory() ? dirs : files);
+  }
+  chmod(path.c_str(), dirs);
+}
+
+TEST_CASE("issue 38: a read-only Db directory is PermissionDenied, exit 1") {
+  TempDir dir;
+  chmod(dir.path().c_str(), 0755);  // nobody may enter it.
+  const std::string path = dir.Sub("db");
+  {
+    auto db = ValueOrDie(Db::Open(path, NoBackgroundSweeps()));
+    Queue* q = ValueOrDie(db->CreateQueue("q", {}));
+    HQ_REQUIRE_OK(q->Put({.payload = "m"}).status());
+  }
+  ChmodTree(path, 0555, 0444);  // chmod -R a-w
+  const std::string flag = "--db=" + path;
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{flag, "ls"},
+                                             {flag, "put", "q"},
+                                             {flag, "repair"},
+                                             {flag, "groups", "q"}}) {
+    const Result r = RunUnprivileged(args);
+    INFO(absl::StrJoin(args, " ") << ": " << r.out << r.err);
+    CHECK(r.code == 1);
+    CHECK(absl::StrContains(r.err, path + "/LOCK"));
+    CHECK(absl::StrContains(r.err, "EACCES"));
+    CHECK_FALSE(absl::StrContains(r.err, "in use by another process"));
+    CHECK_FALSE(absl::StrContains(r.err, "live view"));
+  }
+  const Result r = RunUnprivileged({flag, "ls", "--json"});
+  INFO(r.out << r.err);
+  CHECK(r.code == 1);
+  CHECK_FALSE(absl::StrContains(r.out + r.err, "owner_pid"));
+  CHECK(absl::StrContains(r.out + r.err, "PERMISSION_DENIED"));
+  ChmodTree(path, 0755, 0644);
+}
+
+TEST_CASE("issue 38: hq compact on a damaged table exits 3, naming it") {
+  TempDir dir;
+  const std::string path = dir.Sub("db");
+  {
+    auto db = ValueOrDie(Db::Open(path, NoBackgroundSweeps()));
+    Queue* q = ValueOrDie(db->CreateQueue("q", QueueOptions{.partitions = 2}));
+    for (int i = 0; i < 3000; ++i) {
+      HQ_REQUIRE_OK(
+          q->Put({.payload = absl::StrCat(i, std::string(90, 'p'))}).status());
+    }
+    HQ_REQUIRE_OK(db->CompactAll().status());
+  }
+  std::string table;
+  for (const auto& e : std::filesystem::directory_iterator(path)) {
+    const std::string n = e.path().filename().string();
+    if (n.ends_with(".ldb") &&
+        (table.empty() ||
+         e.file_size() > std::filesystem::file_size(path + "/" + table))) {
+      table = n;
+    }
+  }
+  REQUIRE(!table.empty());
+  std::string data = Slurp(path + "/" + table);
+  for (size_t i = data.size() / 2; i < data.size() / 2 + 16; ++i) data[i] ^= 1;
+  Spit(path + "/" + table, data);
+  const std::string flag = "--db=" + path;
+  // New tables over the same key range.
+  std::string lines;
+  for (int i = 0; i < 500; ++i) lines += absl::StrCat("new-", i, "\n");
+  Result r = Run({flag, "put", "q"}, lines);
+  REQUIRE(r.code == 0);
+  r = Run({flag, "compact"});
+  INFO(r.out << r.err);
+  CHECK(r.code == 3);
+  CHECK_FALSE(absl::StrContains(r.out, "database compacted"));
+  CHECK(absl::StrContains(r.err, table));
+  CHECK(absl::StrContains(r.err, "checksum mismatch"));
+  r = Run({flag, "compact", "--json"});
+  CHECK(r.code == 3);
+  CHECK(absl::StrContains(r.out + r.err, "DATA_LOSS"));
+}
+
+TEST_CASE("issue 38: create under a missing parent names the parent") {
+  TempDir dir;
+  const std::string parent = dir.Sub("no/such");
+  const Result r = Run({"--db=" + parent + "/db", "create", "q"});
+  INFO(r.out << r.err);
+  CHECK(r.code == 1);
+  CHECK(absl::StrContains(r.err, "parent directory '" + parent + "'"));
+  CHECK(absl::StrContains(r.err, "does not exist"));
+  CHECK_FALSE(absl::StrContains(r.err, "no hq database at"));
+  CHECK_FALSE(std::filesystem::exists(dir.Sub("no")));
+  const Result j = Run({"--db=" + parent + "/db", "create", "q", "--json"});
+  CHECK(j.code == 1);
+  CHECK(absl::StrContains(j.out + j.err, "NOT_FOUND"));
 }
 
 }  // namespace

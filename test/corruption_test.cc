@@ -8,7 +8,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
@@ -17,6 +20,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "leveldb/env.h"
 #include "lib/engine/log_recovery.h"
 #include "test/damaged_db.h"
@@ -514,6 +518,148 @@ TEST_CASE("absolute consistency: a hole in the log refuses Open, untouched") {
       CHECK(d.Files(kDroppedDir).empty());
     }
   }
+}
+
+// The table file the message of `s` names ("000012.ldb"), or "" if none.
+std::string NamedTable(const absl::Status& s) {
+  const std::string m(s.message());
+  const size_t dot = m.find(".ldb");
+  if (dot == std::string::npos || dot < 6) return "";
+  return m.substr(dot - 6, 10);
+}
+
+TEST_CASE(
+    "issue 38: a compaction that meets a damaged table fails, naming it") {
+  for (Storage storage : {Storage::kDisk, Storage::kMemory}) {
+    DYNAMIC_SECTION(StorageName(storage)) {
+      DamagedDb d(storage);
+      d.Build();
+      const std::string t = d.Largest(".ldb");
+      d.Flip(t, d.Size(t) / 2, 16);
+      auto db = ValueOrDie(Db::Open(d.path(), d.options()));
+      // New tables over the same key range: the compaction reads the old.
+      Queue* q = ValueOrDie(db->OpenQueue("q"));
+      for (int i = 0; i < 500; ++i) {
+        HQ_REQUIRE_OK(
+            q->Put(Message{.payload = DamagedDb::Payload(i)}).status());
+      }
+      const absl::Status s = db->CompactAll().status();
+      INFO(s.ToString());
+      CHECK(absl::IsDataLoss(s));
+      CHECK(NamedTable(s) == t);
+      CHECK(absl::StrContains(s.message(), "checksum mismatch"));
+      // Remembered: every later call says so, reads as well as writes.
+      for (const absl::Status& later :
+           {q->Put(Message{.payload = "after"}).status(),
+            db->ListQueues().status(), db->OpenQueue("q").status(),
+            db->CompactAll().status()}) {
+        INFO(later.ToString());
+        CHECK(absl::IsDataLoss(later));
+        CHECK(NamedTable(later) == t);
+      }
+    }
+  }
+}
+
+TEST_CASE(
+    "issue 38: a background compaction that meets damage fails every "
+    "later read and write") {
+  for (Storage storage : {Storage::kDisk, Storage::kMemory}) {
+    DYNAMIC_SECTION(StorageName(storage)) {
+      DamagedDb d(storage);
+      d.Build();
+      {
+        // Replays the log into a level-0 table, the smallest one.
+        auto db = ValueOrDie(Db::Open(d.path(), d.options()));
+      }
+      std::string t;
+      for (const std::string& n : d.TopFiles(".ldb")) {
+        if (t.empty() || d.Size(n) < d.Size(t)) t = n;
+      }
+      d.Flip(t, d.Size(t) / 2, 16);
+      Options o = d.options();
+      o.write_buffer_bytes = 64 << 10;
+      auto db = ValueOrDie(Db::Open(d.path(), o));
+      Queue* q = ValueOrDie(db->OpenQueue("q"));
+      // Each write buffer becomes a level-0 table over the damaged one's
+      // key range; the fourth starts a compaction of them all.
+      absl::Status failed;
+      for (int i = 0; i < 20000 && failed.ok(); ++i) {
+        failed = q->Put(Message{.payload = DamagedDb::Payload(i)}).status();
+      }
+      INFO(failed.ToString());
+      REQUIRE(!failed.ok());
+      CHECK(absl::IsDataLoss(failed));
+      CHECK(NamedTable(failed) == t);
+      for (const absl::Status& later :
+           {q->Put(Message{.payload = "after"}).status(),
+            db->ListQueues().status(), db->OpenQueue("q").status(),
+            q->NewScanner({}).status()}) {
+        INFO(later.ToString());
+        CHECK(absl::IsDataLoss(later));
+        CHECK(NamedTable(later) == t);
+      }
+    }
+  }
+}
+
+// Every entry of `dir` (recursively): its size, modification time and a
+// hash of its contents, as text, one line each.
+std::string Snapshot(const std::string& dir) {
+  std::vector<std::string> lines;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    std::string line = std::filesystem::relative(e.path(), dir).string();
+    const auto mtime = std::filesystem::last_write_time(e.path());
+    absl::StrAppend(&line, " mtime ", mtime.time_since_epoch().count());
+    if (e.is_regular_file()) {
+      std::ifstream in(e.path(), std::ios::binary);
+      const std::string data((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+      absl::StrAppend(&line, " size ", data.size(), " hash ",
+                      std::hash<std::string>()(data));
+    }
+    lines.push_back(line);
+  }
+  std::sort(lines.begin(), lines.end());
+  return absl::StrJoin(lines, "\n");
+}
+
+TEST_CASE("issue 38: a refused Open changes no file, its LOG.old included") {
+  for (const DamageKind& kind : Kinds()) {
+    if (std::string_view(kind.name) != "a missing table" &&
+        std::string_view(kind.name) != "a garbage MANIFEST") {
+      continue;
+    }
+    DYNAMIC_SECTION(kind.name) {
+      DamagedDb d(Storage::kDisk);
+      d.Build();
+      {
+        // Two Opens: both LOG and LOG.old are there.
+        auto db = ValueOrDie(Db::Open(d.path(), d.options()));
+      }
+      kind.damage(d);
+      REQUIRE(d.Exists("LOG"));
+      REQUIRE(d.Exists("LOG.old"));
+      const std::string before = Snapshot(d.path());
+      for (int attempt = 0; attempt < 2; ++attempt) {
+        const absl::Status s = Db::Open(d.path(), d.options()).status();
+        INFO(s.ToString());
+        CHECK(absl::IsDataLoss(s));
+        CHECK(Snapshot(d.path()) == before);
+      }
+    }
+  }
+}
+
+TEST_CASE("issue 38: an Open that succeeds rotates LOG to LOG.old") {
+  DamagedDb d(Storage::kDisk);
+  d.Build();
+  const std::string log = d.Read("LOG");
+  REQUIRE(absl::StrContains(log, "Level-0 table"));
+  { auto db = ValueOrDie(Db::Open(d.path(), d.options())); }
+  CHECK(d.Read("LOG.old") == log);
+  // The lines of the Open itself are in the new LOG.
+  CHECK(absl::StrContains(d.Read("LOG"), "Recovering log"));
 }
 
 }  // namespace

@@ -3,12 +3,19 @@
 #include "leveldb/db.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <memory>
 #include <random>
 #include <type_traits>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "hq/status.h"
+#include "leveldb/env.h"
+#include "leveldb/helpers/memenv.h"
 #include "lib/engine/db_impl.h"
 #include "lib/engine/queue_impl.h"
 #include "lib/format/coding.h"
@@ -335,6 +342,58 @@ TEST_CASE("issue2: an I/O error is not taken for a held lock") {
     CHECK(absl::IsInternal(s));  // Not a directory.
     CHECK_FALSE(absl::StrContains(s.message(), "another process"));
   }
+}
+
+// An Env whose LockFile fails as LevelDB's POSIX Env does when LOCK cannot
+// be opened for writing (a read-only directory, for anyone but root).
+class ReadOnlyLockEnv : public leveldb::EnvWrapper {
+ public:
+  using leveldb::EnvWrapper::EnvWrapper;
+  leveldb::Status LockFile(const std::string& name,
+                           leveldb::FileLock** lock) override {
+    *lock = nullptr;
+    return leveldb::Status::IOError(name, std::strerror(EACCES));
+  }
+};
+
+TEST_CASE("issue 38: a LOCK that cannot be opened is PermissionDenied") {
+  std::unique_ptr<leveldb::Env> mem(
+      leveldb::NewMemEnv(leveldb::Env::Default()));
+  Options o = NoBackgroundSweeps();
+  o.env = mem.get();
+  {
+    auto db = ValueOrDie(Db::Open("/db", o));
+    ValueOrDie(db->CreateQueue("q", {}));
+  }
+  ReadOnlyLockEnv read_only(mem.get());
+  o.env = &read_only;
+  // An existing Db (hq locks it to check its logs), a new one (LevelDB's
+  // Open locks it), and Repair.
+  for (const absl::Status& s :
+       {Db::Open("/db", o).status(), Db::Open("/new", o).status(),
+        Db::Repair("/db", o).status()}) {
+    INFO(s.ToString());
+    CHECK(absl::IsPermissionDenied(s));
+    CHECK(GetErrorDetail(s) == ErrorDetail::kNone);
+    CHECK(absl::StrContains(s.message(), "/LOCK"));
+    CHECK(absl::StrContains(s.message(), "EACCES"));
+    CHECK_FALSE(absl::StrContains(s.message(), "another process"));
+  }
+  // The Db is as it was.
+  o.env = mem.get();
+  auto db = ValueOrDie(Db::Open("/db", o));
+  CHECK(ValueOrDie(db->ListQueues()) == std::vector<std::string>{"q"});
+}
+
+TEST_CASE("issue 38: creating a Db under a missing parent names the parent") {
+  TempDir dir;
+  const std::string path = dir.Sub("a/b/db");
+  const absl::Status s = Db::Open(path).status();
+  INFO(s.ToString());
+  CHECK(absl::IsNotFound(s));
+  CHECK(absl::StrContains(
+      s.message(), "parent directory '" + dir.Sub("a/b") + "' does not exist"));
+  CHECK_FALSE(std::filesystem::exists(dir.Sub("a")));
 }
 
 }  // namespace

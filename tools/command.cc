@@ -306,7 +306,8 @@ Result<std::unique_ptr<Db>> OpenDb(bool create) {
       WarnRecovery((*db)->recovery(), path);
       return std::move(db).value();
     }
-    if (absl::IsNotFound(db.status())) {
+    // A creating Open's NotFound says what is missing (a parent directory).
+    if (absl::IsNotFound(db.status()) && !create) {
       return Failure{kExitError, absl::StrCat("no hq database at ", path),
                      absl::StatusCode::kNotFound};
     }

@@ -279,6 +279,14 @@ struct RepairReport {
 // reopened, because LevelDB cannot be trusted to keep writes appended after
 // a failed one. Reads keep working. Nothing acknowledged is lost.
 //
+// Compaction failures: if a LevelDB compaction (CompactAll's, a TTL
+// sweep's, or one LevelDB runs in the background as writes fill its
+// tables) fails, every later call that reads or writes (Verify aside)
+// fails with the same status until the Db is reopened: DataLoss naming the
+// damaged table file when the compaction met damage, Internal for other
+// storage errors. LevelDB keeps no such failure in a read's status, and
+// would otherwise return it only to later writes.
+//
 // Thread safety: all methods may be called concurrently from any threads.
 class HQ_EXPORT Db {
  public:
@@ -287,7 +295,13 @@ class HQ_EXPORT Db {
   // many queues or messages the Db holds.
   // Errors:
   //   InvalidArgument:    an option outside its limits; empty path;
-  //   NotFound:           no Db at `path` and !create_if_missing;
+  //   NotFound:           no Db at `path` and !create_if_missing; or the
+  //                       parent directory of `path` does not exist (the
+  //                       message names it: Open creates only `path`);
+  //   PermissionDenied:   the directory's LOCK file cannot be opened for
+  //                       writing (a read-only directory or file system:
+  //                       hq needs write access, also to read); the
+  //                       message names the file and the errno;
   //   AlreadyExists:      a Db at `path` and error_if_exists;
   //   FailedPrecondition: the directory is already open, by another process
   //                       (ErrorDetail::kDbLocked, hq/status.h) or by
@@ -297,6 +311,9 @@ class HQ_EXPORT Db {
   //   DataLoss:           stored data is corrupt, or of an hq format version
   //                       this hq cannot read;
   //   Internal:           any other storage error.
+  // An Open that fails before LevelDB opened the Db (a held LOCK, a
+  // missing table, a damaged MANIFEST) changes no file: LevelDB's info log
+  // (LOG) is rotated to LOG.old only once the Open succeeded.
   static absl::StatusOr<std::unique_ptr<Db>> Open(const std::string& path,
                                                   const Options& options = {});
 
@@ -362,7 +379,9 @@ class HQ_EXPORT Db {
   // queues, completed task records) is returned and reads skip no
   // tombstones. Takes time proportional to the Db's size; reads and
   // writes go on meanwhile. Returns the sweep's figures. Errors as for
-  // CompactExpired.
+  // CompactExpired; a compaction that meets a damaged table fails with
+  // DataLoss naming the file (and so does every later call: "Compaction
+  // failures" above).
   virtual absl::StatusOr<SweepStats> CompactAll() = 0;
 
   // Walks every key and value of the Db (on a snapshot; reads and writes go
@@ -478,7 +497,8 @@ class HQ_EXPORT Db {
   // directory, or no LevelDB file in it), FailedPrecondition (open in
   // this or another process, the latter with ErrorDetail::kDbLocked: the
   // message names the directory; not an hq database; another hq format
-  // version), AlreadyExists (the copy aside's
+  // version), PermissionDenied (its LOCK cannot be opened for writing),
+  // AlreadyExists (the copy aside's
   // name is taken), ResourceExhausted (no room for the copy aside: nothing
   // was changed), PermissionDenied (the directory or its parent is not
   // writable: nothing was changed), Internal / DataLoss (storage errors;

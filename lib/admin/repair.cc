@@ -50,6 +50,7 @@
 #include "lib/format/log_check.h"
 #include "lib/format/manifest.h"
 #include "lib/util/file_util.h"
+#include "lib/util/leveldb_status.h"
 #include "lib/util/progress.h"
 #include "lib/util/status_macros.h"
 #include "lib/util/strings.h"
@@ -392,11 +393,7 @@ absl::Status Repairer::Lock() {
   HQ_ASSIGN_OR_RETURN(claim_, DbImpl::ClaimDirectory(path_, env_));
   if (leveldb::Status s = env_->LockFile(path_ + "/LOCK", &lock_); !s.ok()) {
     lock_ = nullptr;
-    return WithErrorDetail(absl::FailedPreconditionError(absl::StrCat(
-                               "hq database directory '", path_,
-                               "' is in use by another process (LevelDB: ",
-                               s.ToString(), "); Repair needs it closed")),
-                           ErrorDetail::kDbLocked);
+    return LockFileError(s, path_, "; Repair needs it closed");
   }
   return absl::OkStatus();
 }

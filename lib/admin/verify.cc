@@ -138,7 +138,7 @@ void AddDropped(leveldb::Env* env, const std::string& dir,
 }  // namespace
 
 absl::StatusOr<VerifyReport> DbImpl::Verify(const ProgressCallback& progress) {
-  OpScope op(this);
+  OpScope op(this, /*despite_damage=*/true);
   HQ_RETURN_IF_ERROR(op.status());
   // Damage first (tables, then dropped logs), then the records' problems in
   // key order.

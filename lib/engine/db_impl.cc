@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "hq/status.h"
 #include "leveldb/env.h"
 #include "lib/engine/checked_read.h"
@@ -20,6 +21,7 @@
 #include "lib/engine/log_sync_env.h"
 #include "lib/engine/options_check.h"
 #include "lib/engine/queue_impl.h"
+#include "lib/engine/table_check.h"
 #include "lib/format/coding.h"
 #include "lib/format/format.h"
 #include "lib/util/status_macros.h"
@@ -122,6 +124,7 @@ absl::Status DbImpl::Init() {
   HQ_RETURN_IF_ERROR(CheckNotOrphaned(lo.env, path_));
   HQ_RETURN_IF_ERROR(RecoverLogs(lo.env, path_, options_.recovery, &recovery_));
   HQ_RETURN_IF_ERROR(OpenLevelDb(lo));
+  info_log_->Commit();  // Only now: a refused Open changes no file.
   HQ_RETURN_IF_ERROR(InitFormat());
   HQ_RETURN_IF_ERROR(LoadNextQueueId());
   HQ_RETURN_IF_ERROR(FinishPendingDrops());
@@ -136,6 +139,10 @@ leveldb::Options DbImpl::LevelDbOptions() {
   pin_env_ = std::make_unique<FilePinEnv>(table_env_.get());
   env_ = std::make_unique<LogSyncEnv>(pin_env_.get());
   lo.env = env_.get();
+  info_log_ = std::make_unique<InfoLog>(
+      env_.get(), path_,
+      [this](std::string_view error) { NoteBackgroundError(error); });
+  lo.info_log = info_log_.get();
   lo.create_if_missing = options_.create_if_missing;
   lo.error_if_exists = options_.error_if_exists;
   // LevelDB then fails (instead of skipping) on a damaged record it meets
@@ -163,6 +170,20 @@ absl::Status DbImpl::OpenLevelDb(const leveldb::Options& lo) {
     return absl::OkStatus();
   }
   const std::string text = s.ToString();
+  // LevelDB creates the Db's directory, not its parents; then its LOCK
+  // cannot be opened (ENOENT, NotFound).
+  if (s.IsNotFound()) {
+    std::string dir = path_;
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    const std::string parent =
+        std::filesystem::path(dir).parent_path().string();
+    if (!parent.empty() && !lo.env->FileExists(parent)) {
+      return absl::NotFoundError(absl::StrCat(
+          lo.create_if_missing ? "cannot create hq database '"
+                               : "no hq database in '",
+          path_, "': its parent directory '", parent, "' does not exist"));
+    }
+  }
   if (s.IsInvalidArgument() && absl::StrContains(text, "does not exist")) {
     return absl::NotFoundError(absl::StrCat(
         "no hq database in '", path_, "' and create_if_missing is false"));
@@ -171,15 +192,9 @@ absl::Status DbImpl::OpenLevelDb(const leveldb::Options& lo) {
     return absl::AlreadyExistsError(absl::StrCat(
         "hq database '", path_, "' exists and error_if_exists is true"));
   }
-  // LevelDB's LockFile: "IO error: lock <dir>/LOCK: <errno text>", or
-  // "... already held by process" within one process.
-  if (s.IsIOError() && (absl::StartsWith(text, "IO error: lock ") ||
-                        absl::StrContains(text, "already held by process"))) {
-    return WithErrorDetail(
-        absl::FailedPreconditionError(absl::StrCat(
-            "hq database directory '", path_,
-            "' is in use by another process (LevelDB: ", text, ")")),
-        ErrorDetail::kDbLocked);
+  // LevelDB's LockFile names LOCK: held, or not writable.
+  if (s.IsIOError() && absl::StrContains(text, path_ + "/LOCK")) {
+    return LockFileError(s, path_);
   }
   if (s.IsCorruption()) {
     // LevelDB read its MANIFEST (or a log it replays) and found damage.
@@ -332,13 +347,66 @@ absl::Status DbImpl::AcquireScannerResources() {
   return absl::OkStatus();
 }
 
-absl::Status DbImpl::BeginOp() {
+absl::Status DbImpl::BeginOp(bool despite_damage) {
+  if (!despite_damage) HQ_RETURN_IF_ERROR(DamageError());
   MutexLock l(&write_mu_);
   if (closing_) {
     return ClosingError();
   }
   ++active_ops_;
   return absl::OkStatus();
+}
+
+void DbImpl::NoteBackgroundError(std::string_view leveldb_status) {
+  const bool corruption = leveldb_status.starts_with("Corruption: ");
+  const std::string message = absl::StrCat(
+      "hq database '", path_,
+      "': a LevelDB compaction failed: ", Av(leveldb_status),
+      corruption ? "; every call fails until the Db is reopened; `hq verify` "
+                   "lists the damage and `hq repair` rebuilds the Db"
+                 : "; every call fails until the Db is reopened");
+  MutexLock l(&damage_mu_);
+  if (!damage_.ok()) return;  // The first one stays.
+  damage_ =
+      corruption ? absl::DataLossError(message) : absl::InternalError(message);
+  damage_named_ = !corruption ||
+                  leveldb_status.find(".ldb") != std::string_view::npos ||
+                  leveldb_status.find(".sst") != std::string_view::npos;
+  damaged_.store(true, std::memory_order_release);
+}
+
+absl::Status DbImpl::DamageError() {
+  if (!damaged_.load(std::memory_order_acquire)) return absl::OkStatus();
+  {
+    MutexLock l(&damage_mu_);
+    if (damage_named_) return damage_;
+  }
+  // Outside damage_mu_: this reads through LevelDB.
+  const std::string tables = DamagedTables();
+  MutexLock l(&damage_mu_);
+  if (!damage_named_) {
+    damage_ = absl::Status(damage_.code(),
+                           absl::StrCat(damage_.message(), " (", tables, ")"));
+    damage_named_ = true;
+  }
+  return damage_;
+}
+
+std::string DbImpl::DamagedTables() {
+  absl::StatusOr<std::vector<table_check::LiveTable>> live =
+      table_check::LiveTables(db_.get());
+  if (!live.ok()) return "its tables could not be listed to find which";
+  const table_check::Report report =
+      table_check::CheckTables(db_.get(), env_.get(), path_, *live);
+  std::vector<std::string> files;
+  for (const table_check::Damage& d : report.damage) {
+    const std::string where = absl::StrCat("table file ", d.file);
+    if (std::find(files.begin(), files.end(), where) == files.end()) {
+      files.push_back(where);
+    }
+  }
+  if (files.empty()) return "no table file fails its checksums";
+  return absl::StrCat(absl::StrJoin(files, ", "), " damaged");
 }
 
 void DbImpl::EndOp() {
@@ -351,7 +419,11 @@ absl::Status DbImpl::ClosingError() const {
       absl::StrCat("hq database '", path_, "' is closing"));
 }
 
-absl::Status DbImpl::BrokenError() const {
+absl::Status DbImpl::BrokenError() {
+  if (damaged_.load(std::memory_order_acquire)) {
+    MutexLock l(&damage_mu_);  // A leaf lock.
+    return damage_;
+  }
   return absl::FailedPreconditionError(
       absl::StrCat("hq database '", path_,
                    "' refuses writes after an earlier write failed (",

@@ -28,6 +28,7 @@
 #include "leveldb/write_batch.h"
 #include "lib/engine/delivery_pool.h"
 #include "lib/engine/file_pin_env.h"
+#include "lib/engine/info_log.h"
 #include "lib/engine/lease_manager.h"
 #include "lib/engine/log_sync_env.h"
 #include "lib/format/format.h"
@@ -149,12 +150,15 @@ class DbImpl final : public Db {
   DeliveryPool* delivery_pool();
 
   // Registers a call that uses the storage, so that ~DbImpl waits for it.
-  // Fails with FailedPrecondition once the Db is closing.
-  absl::Status BeginOp();
+  // Fails with FailedPrecondition once the Db is closing, and with
+  // DamageError() once a background compaction failed, unless
+  // `despite_damage` (Verify, which reports the damage itself).
+  absl::Status BeginOp(bool despite_damage = false);
   void EndOp();
   class OpScope {
    public:
-    explicit OpScope(DbImpl* db) : db_(db), status_(db->BeginOp()) {}
+    explicit OpScope(DbImpl* db, bool despite_damage = false)
+        : db_(db), status_(db->BeginOp(despite_damage)) {}
     ~OpScope() {
       if (status_.ok()) db_->EndOp();
     }
@@ -164,6 +168,12 @@ class DbImpl final : public Db {
     DbImpl* const db_;
     const absl::Status status_;
   };
+
+  // OK, or what a failed background compaction of LevelDB left (LevelDB
+  // keeps it as its background error, which only writes return): DataLoss
+  // naming the damaged table for damage, Internal for other errors. Once
+  // set it stays set: every call fails with it until the Db is reopened.
+  absl::Status DamageError();
 
   leveldb::DB* leveldb() const { return db_.get(); }
   // Whether the destructor has begun (calls then fail, sweeps stop), and
@@ -287,8 +297,9 @@ class DbImpl final : public Db {
   // an earlier write failed; a failure poisons the Db (bg_error_).
   absl::Status WriteOther(const leveldb::WriteOptions& wo,
                           leveldb::WriteBatch* b, std::string_view context);
-  // The status writes get once a write has failed. REQUIRES: bg_error_.
-  absl::Status BrokenError() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // The status writes get once a write has failed (DamageError() if a
+  // compaction failed). REQUIRES: bg_error_.
+  absl::Status BrokenError() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   void RecordWriteError(const absl::Status& s)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
 
@@ -433,6 +444,8 @@ class DbImpl final : public Db {
   std::unique_ptr<FilePinEnv> pin_env_;
   std::function<void()> backup_hook_;  // TEST_SetBackupHook.
   std::unique_ptr<LogSyncEnv> env_;
+  // LevelDB's info log (lib/engine/info_log.h); outlives db_.
+  std::unique_ptr<InfoLog> info_log_;
   std::unique_ptr<leveldb::DB> db_;
   std::unique_ptr<LeaseManagerImpl> leases_;
 
@@ -473,6 +486,18 @@ class DbImpl final : public Db {
 
   Mutex group_id_mu_;
   uint32_t next_group_id_ ABSL_GUARDED_BY(group_id_mu_) = 0;  // 0: not read.
+
+  // A failed background compaction (DamageError). info_log_'s observer
+  // sets it on LevelDB's thread, under LevelDB's mutex: damage_mu_ is never
+  // held while calling into LevelDB.
+  void NoteBackgroundError(std::string_view leveldb_status);
+  // Which table files fail their checksums, as text to append to a message
+  // that names none.
+  std::string DamagedTables();
+  std::atomic<bool> damaged_{false};
+  Mutex damage_mu_;
+  absl::Status damage_ ABSL_GUARDED_BY(damage_mu_);
+  bool damage_named_ ABSL_GUARDED_BY(damage_mu_) = false;
 
   Mutex write_mu_;
   std::deque<Writer*> writers_ ABSL_GUARDED_BY(write_mu_);

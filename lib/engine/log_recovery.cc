@@ -12,10 +12,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
-#include "hq/status.h"
 #include "lib/format/log_check.h"
 #include "lib/format/manifest.h"
 #include "lib/util/file_util.h"
+#include "lib/util/leveldb_status.h"
 #include "lib/util/status_macros.h"
 #include "lib/util/strings.h"
 
@@ -263,13 +263,7 @@ absl::Status RecoverLogs(leveldb::Env* env, const std::string& dir,
   // opens the Db in between only makes that Open fail as "in use".
   leveldb::FileLock* lock = nullptr;
   leveldb::Status s = env->LockFile(dir + "/LOCK", &lock);
-  if (!s.ok()) {
-    return WithErrorDetail(
-        absl::FailedPreconditionError(absl::StrCat(
-            "hq database directory '", dir,
-            "' is in use by another process (LevelDB: ", s.ToString(), ")")),
-        ErrorDetail::kDbLocked);
-  }
+  if (!s.ok()) return LockFileError(s, dir);
   absl::Status result = RecoverLocked(env, dir, mode, report);
   env->UnlockFile(lock);
   return result;

@@ -121,6 +121,7 @@ absl::Status DbImpl::SweepQueue(uint32_t queue_id, std::string_view name,
     dir.reset();
     const leveldb::Slice b(start), e(end);
     db_->CompactRange(&b, &e);
+    HQ_RETURN_IF_ERROR(DamageError());
     dir.reset(NewCheckedIterator(db_.get(), CheckedReadOptions()));
     it.reset(NewCheckedIterator(db_.get(), CheckedReadOptions()));
     walk = std::make_unique<LaneWalk>(dir.get(), *sweep.codec, message_prefix);
@@ -284,6 +285,7 @@ void DbImpl::ReclaimQueued() {
     const std::string end = coding::PrefixSuccessor(begin);
     const leveldb::Slice b(begin), e(end);
     db_->CompactRange(&b, &e);
+    if (!DamageError().ok()) return;  // Every later call reports it.
     MutexLock l(&janitor_mu_);
     ++reclaimed_;
   }
