@@ -278,9 +278,8 @@ Result<void> CheckIsDb(const std::string& path) {
   return {};
 }
 
-// LevelDB's open rotates the info log (LOG to LOG.old) before it tries the
-// lock, which would take the owner's LOG away. A process that takes the
-// lock between the check and the open still gets LevelDB's lock error.
+// A Db another process holds is not even opened. A process that takes the
+// lock between the check and the open still gets the lock error.
 absl::StatusOr<std::unique_ptr<Db>> OpenUnlessHeld(const std::string& path,
                                                    const Options& options) {
   if (absl::StatusOr<pid_t> owner = LockOwner(path); owner.ok() && *owner > 0) {

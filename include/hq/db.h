@@ -279,13 +279,13 @@ struct RepairReport {
 // reopened, because LevelDB cannot be trusted to keep writes appended after
 // a failed one. Reads keep working. Nothing acknowledged is lost.
 //
-// Compaction failures: if a LevelDB compaction (CompactAll's, a TTL
+// Damage met by a compaction: if a LevelDB compaction (CompactAll's, a TTL
 // sweep's, or one LevelDB runs in the background as writes fill its
-// tables) fails, every later call that reads or writes (Verify aside)
-// fails with the same status until the Db is reopened: DataLoss naming the
-// damaged table file when the compaction met damage, Internal for other
-// storage errors. LevelDB keeps no such failure in a read's status, and
-// would otherwise return it only to later writes.
+// tables) meets a damaged table, that call (CompactAll, CompactExpired) and
+// every later call that reads or writes (Verify aside) fail with DataLoss
+// naming the table file, until the Db is reopened. A compaction that fails
+// for another reason (an I/O error writing its output) is a write failure
+// as above.
 //
 // Thread safety: all methods may be called concurrently from any threads.
 class HQ_EXPORT Db {
@@ -380,8 +380,8 @@ class HQ_EXPORT Db {
   // tombstones. Takes time proportional to the Db's size; reads and
   // writes go on meanwhile. Returns the sweep's figures. Errors as for
   // CompactExpired; a compaction that meets a damaged table fails with
-  // DataLoss naming the file (and so does every later call: "Compaction
-  // failures" above).
+  // DataLoss naming the file (and so does every later call: "Damage met by
+  // a compaction" above).
   virtual absl::StatusOr<SweepStats> CompactAll() = 0;
 
   // Walks every key and value of the Db (on a snapshot; reads and writes go

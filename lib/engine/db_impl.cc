@@ -358,19 +358,19 @@ absl::Status DbImpl::BeginOp(bool despite_damage) {
 }
 
 void DbImpl::NoteBackgroundError(std::string_view leveldb_status) {
-  const bool corruption = leveldb_status.starts_with("Corruption: ");
+  // Other failures (an I/O error writing a table) leave the data as it was:
+  // LevelDB fails every later write with them (then BrokenError), and
+  // reads go on.
+  if (!leveldb_status.starts_with("Corruption: ")) return;
   const std::string message = absl::StrCat(
       "hq database '", path_,
-      "': a LevelDB compaction failed: ", Av(leveldb_status),
-      corruption ? "; every call fails until the Db is reopened; `hq verify` "
-                   "lists the damage and `hq repair` rebuilds the Db"
-                 : "; every call fails until the Db is reopened");
+      "': a LevelDB compaction met damage: ", Av(leveldb_status),
+      "; every call fails until the Db is reopened; `hq verify` lists the "
+      "damage and `hq repair` rebuilds the Db");
   MutexLock l(&damage_mu_);
   if (!damage_.ok()) return;  // The first one stays.
-  damage_ =
-      corruption ? absl::DataLossError(message) : absl::InternalError(message);
-  damage_named_ = !corruption ||
-                  leveldb_status.find(".ldb") != std::string_view::npos ||
+  damage_ = absl::DataLossError(message);
+  damage_named_ = leveldb_status.find(".ldb") != std::string_view::npos ||
                   leveldb_status.find(".sst") != std::string_view::npos;
   damaged_.store(true, std::memory_order_release);
 }

@@ -169,10 +169,10 @@ class DbImpl final : public Db {
     const absl::Status status_;
   };
 
-  // OK, or what a failed background compaction of LevelDB left (LevelDB
-  // keeps it as its background error, which only writes return): DataLoss
-  // naming the damaged table for damage, Internal for other errors. Once
-  // set it stays set: every call fails with it until the Db is reopened.
+  // OK, or DataLoss naming the damaged table once a LevelDB compaction met
+  // damage (LevelDB keeps it as its background error, which only writes
+  // return). Once set it stays set: every call fails with it until the Db
+  // is reopened.
   absl::Status DamageError();
 
   leveldb::DB* leveldb() const { return db_.get(); }
@@ -487,7 +487,7 @@ class DbImpl final : public Db {
   Mutex group_id_mu_;
   uint32_t next_group_id_ ABSL_GUARDED_BY(group_id_mu_) = 0;  // 0: not read.
 
-  // A failed background compaction (DamageError). info_log_'s observer
+  // A compaction that met damage (DamageError). info_log_'s observer
   // sets it on LevelDB's thread, under LevelDB's mutex: damage_mu_ is never
   // held while calling into LevelDB.
   void NoteBackgroundError(std::string_view leveldb_status);
