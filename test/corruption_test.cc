@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "leveldb/env.h"
+#include "lib/engine/db_impl.h"
 #include "lib/engine/log_recovery.h"
 #include "test/damaged_db.h"
 #include "test/test_util.h"
@@ -660,6 +661,35 @@ TEST_CASE("issue 38: an Open that succeeds rotates LOG to LOG.old") {
   CHECK(d.Read("LOG.old") == log);
   // The lines of the Open itself are in the new LOG.
   CHECK(absl::StrContains(d.Read("LOG"), "Recovering log"));
+}
+
+TEST_CASE(
+    "issue 38: compaction damage LevelDB does not place is named by "
+    "checking the tables") {
+  DamagedDb d(Storage::kDisk);
+  d.Build();
+  const std::string t = d.Largest(".ldb");
+  d.Flip(t, d.Size(t) / 2, 16);
+  auto db = ValueOrDie(Db::Open(d.path(), d.options()));
+  // LevelDB's words for a block whose checksum holds but whose entries do
+  // not parse name no file.
+  test::Impl(db.get())->TEST_NoteBackgroundError(
+      "Corruption: bad entry in block");
+  const absl::Status s = db->ListQueues().status();
+  INFO(s.ToString());
+  CHECK(absl::IsDataLoss(s));
+  CHECK(absl::StrContains(s.message(), "bad entry in block"));
+  CHECK(absl::StrContains(s.message(), "table file " + t + " damaged"));
+  // Verify still runs, and reports the table.
+  const VerifyReport v = ValueOrDie(db->Verify());
+  CHECK_FALSE(v.ok());
+  // An I/O error in a compaction is no damage: reads go on.
+  DamagedDb clean(Storage::kMemory);
+  clean.Build();
+  auto db2 = ValueOrDie(Db::Open(clean.path(), clean.options()));
+  test::Impl(db2.get())->TEST_NoteBackgroundError(
+      "IO error: 000009.ldb: No space left on device");
+  HQ_REQUIRE_OK(db2->ListQueues().status());
 }
 
 }  // namespace

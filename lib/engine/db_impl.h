@@ -174,6 +174,10 @@ class DbImpl final : public Db {
   // return). Once set it stays set: every call fails with it until the Db
   // is reopened.
   absl::Status DamageError();
+  // As if LevelDB had logged that a compaction failed with `leveldb_status`.
+  void TEST_NoteBackgroundError(std::string_view leveldb_status) {
+    NoteBackgroundError(leveldb_status);
+  }
 
   leveldb::DB* leveldb() const { return db_.get(); }
   // Whether the destructor has begun (calls then fail, sweeps stop), and
