@@ -23,6 +23,7 @@ namespace hq {
 namespace {
 
 using test::DbFixture;
+using test::Impl;
 using test::PutN;
 using test::Storage;
 using test::ValueOrDie;
@@ -121,6 +122,16 @@ TEST_CASE("live status: damage is refused, never half read") {
   CHECK(absl::IsDataLoss(DecodeLiveStatus(data + "x").status()));
 }
 
+// Returns once the status timer has published `n` times (a liveness bound,
+// not a timing test).
+void AwaitTimedStatus(DbFixture& f, int64_t n) {
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  while (Impl(f.db())->TEST_TimedStatusCount() < n) {
+    REQUIRE(absl::Now() < give_up);
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+}
+
 // Reads the Db's status file once the janitor has written one at or after
 // `since` (a liveness bound, not a timing test).
 LiveStatus AwaitStatus(DbFixture& f, absl::Time since) {
@@ -159,9 +170,11 @@ TEST_CASE("live status: an open Db publishes what it sees, then removes it") {
   std::vector<Task> held = ValueOrDie(g->Claim({.max = 2}));
   REQUIRE(held.size() == 2);
   ValueOrDie(q->Subscribe({.name = "s"}, &listener));
-  CHECK_FALSE(env->FileExists(file));  // Not before the first interval.
 
+  // The timer's publications, each after every early one asked for before
+  // the clock moved.
   f.clock().Advance(absl::Seconds(1));
+  AwaitTimedStatus(f, 1);
   LiveStatus s = AwaitStatus(f, f.clock().Now());
   CHECK(s.pid == getpid());
   CHECK(s.interval == absl::Seconds(1));
@@ -170,7 +183,7 @@ TEST_CASE("live status: an open Db publishes what it sees, then removes it") {
   CHECK(live->stats.in_flight == 2);
   CHECK(live->stats.backlog == 3);
   CHECK(live->claimed_total == 2);
-  CHECK(live->claimed_per_s == 0);  // No earlier publication to compare.
+  CHECK(live->claimed_per_s == 2);  // Over the second since the load.
   REQUIRE(live->pending.size() == 2);
   CHECK(live->pending_complete);
   for (size_t i = 0; i < 2; ++i) {
@@ -184,6 +197,7 @@ TEST_CASE("live status: an open Db publishes what it sees, then removes it") {
   // Two completed over the next interval: 2 per second.
   HQ_REQUIRE_OK(g->Complete(held));
   f.clock().Advance(absl::Seconds(1));
+  AwaitTimedStatus(f, 2);
   s = AwaitStatus(f, f.clock().Now());
   live = s.FindGroup("q", "g");
   REQUIRE(live != nullptr);
@@ -194,6 +208,68 @@ TEST_CASE("live status: an open Db publishes what it sees, then removes it") {
 
   f.Close();
   CHECK_FALSE(env->FileExists(file));
+}
+
+// Issue 38: the first publication came only after status_interval, and
+// its rates were zero however many tasks had been claimed.
+TEST_CASE(
+    "issue38: a status is published at once, its first rates since the load") {
+  const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);
+  struct Quiet : MessageListener {
+    absl::Status OnMessage(const MessageView&) override {
+      return absl::OkStatus();
+    }
+  } listener;  // Outlives the Db.
+  Options o = test::NoBackgroundSweeps();
+  o.status_interval = absl::Hours(1);  // The timer never fires here.
+  DbFixture f(storage, o);
+  leveldb::Env* env =
+      f.options().env ? f.options().env : leveldb::Env::Default();
+  const std::string file = f.path() + "/" + kLiveStatusFile;
+  // Waits (with a deadline) for a publication that `ok` accepts.
+  auto await = [&](auto ok) {
+    const absl::Time give_up = absl::Now() + absl::Seconds(60);
+    for (;;) {
+      std::string data;
+      if (leveldb::ReadFileToString(env, file, &data).ok()) {
+        absl::StatusOr<LiveStatus> s = DecodeLiveStatus(data);
+        REQUIRE(s.ok());
+        if (ok(*s)) return *s;
+      }
+      REQUIRE(absl::Now() < give_up);
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+  };
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  PutN(q, 5);
+  ConsumerGroup* g = ValueOrDie(q->Group("g", {.lease = absl::Minutes(10)}));
+  // The load alone is published.
+  LiveStatus s = await(
+      [](const LiveStatus& s) { return s.FindGroup("q", "g") != nullptr; });
+  CHECK(s.FindGroup("q", "g")->claimed_total == 0);
+  CHECK(s.FindGroup("q", "g")->claimed_per_s == 0);
+
+  // Two claimed two seconds after the load: one per second.
+  f.clock().Advance(absl::Seconds(2));
+  std::vector<Task> held = ValueOrDie(g->Claim({.max = 2}));
+  REQUIRE(held.size() == 2);
+  s = await([](const LiveStatus& s) {
+    const LiveGroupStatus* live = s.FindGroup("q", "g");
+    return live != nullptr && live->claimed_total == 2;
+  });
+  const LiveGroupStatus* live = s.FindGroup("q", "g");
+  CHECK(live->stats.in_flight == 2);
+  CHECK(live->pending.size() == 2);
+  CHECK(live->claimed_per_s == 1);
+  CHECK(live->completed_per_s == 0);
+
+  // A subscription's start is published as well.
+  ValueOrDie(q->Subscribe({.name = "s"}, &listener));
+  s = await([](const LiveStatus& s) {
+    return s.FindSubscription("q", "s") != nullptr;
+  });
+  CHECK(s.FindSubscription("q", "s")->listeners == 1);
+  CHECK(Impl(f.db())->TEST_TimedStatusCount() == 0);
 }
 
 }  // namespace

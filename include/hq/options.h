@@ -110,9 +110,11 @@ struct Options {
 
   // How often the Db publishes its live status: the file "hq-status" in
   // its directory, which the hq tool reads while this process holds the
-  // Db (the groups and subscriptions loaded in this process: their stats
-  // with tasks in flight and leases, claim and completion rates, the first
-  // 1000 pending tasks of each group, subscription lag). Each publication
+  // Db, and also at once when a group is loaded or first hands out tasks
+  // and when a subscription starts (the groups and subscriptions loaded in
+  // this process: their stats with tasks in flight and leases, claim and
+  // completion rates, over the last interval or since the group's load, the
+  // first 1000 pending tasks of each group, subscription lag). Each publication
   // runs every loaded group's Stats() and ListPending(1000) (which holds
   // the group's lock while it lists: claims wait that long) and each
   // subscription's Stats() on a background thread, and writes the file

@@ -35,8 +35,8 @@ struct LiveGroupStatus {
   std::string queue;
   std::string name;
   GroupStats stats;
-  // Tasks handed out and completed per second over the last interval
-  // (zero at the group's first publication).
+  // Tasks handed out and completed per second since the last publication
+  // of the status timer, or since the group's load if it came later.
   double claimed_per_s = 0;
   double completed_per_s = 0;
   // Tasks handed out and completed since the group was loaded.

@@ -20,7 +20,8 @@
 
 namespace hq {
 
-void QueueImpl::CollectLiveStatus(LiveStatus* out) {
+void QueueImpl::CollectLiveStatus(LiveStatus* out,
+                                  std::vector<absl::Time>* loaded_at) {
   std::vector<GroupImpl*> groups;
   {
     MutexLock l(&groups_mu_);
@@ -41,6 +42,7 @@ void QueueImpl::CollectLiveStatus(LiveStatus* out) {
     s.claimed_total = g->claimed_total();
     s.completed_total = g->completed_total();
     out->groups.push_back(std::move(s));
+    if (loaded_at != nullptr) loaded_at->push_back(g->loaded_at());
   }
   MutexLock status(&status_mu_);
   std::vector<SubscriptionImpl*> subs;
@@ -64,33 +66,40 @@ void QueueImpl::CollectLiveStatus(LiveStatus* out) {
   }
 }
 
-absl::Status DbImpl::PublishStatus() {
+absl::Status DbImpl::PublishStatus(bool timed) {
   if (IsClosing()) return absl::OkStatus();
   LiveStatus s;
   s.pid = getpid();
   s.written = clock_->Now();
   s.interval = options_.status_interval;
+  std::vector<absl::Time> loaded_at;
   for (QueueImpl* q : CachedQueues()) {
-    if (!q->dropped()) q->CollectLiveStatus(&s);
+    if (!q->dropped()) q->CollectLiveStatus(&s, &loaded_at);
   }
-  // Rates over the interval since the last publication (none at the first).
+  // Rates since the last timed publication, or for a group loaded since,
+  // since its load (its totals count from there).
   absl::flat_hash_map<std::string, StatusTotals> totals;
-  for (LiveGroupStatus& g : s.groups) {
+  for (size_t i = 0; i < s.groups.size(); ++i) {
+    LiveGroupStatus& g = s.groups[i];
     const std::string key = absl::StrCat(g.queue, std::string(1, '\0'), g.name);
-    auto prev = status_totals_.find(key);
-    const double seconds =
-        prev == status_totals_.end()
-            ? 0
-            : absl::ToDoubleSeconds(s.written - prev->second.at);
-    if (seconds > 0 && g.claimed_total >= prev->second.claimed &&
+    StatusTotals base{.at = loaded_at[i]};
+    // A group dropped and loaded again counts from its new load.
+    if (auto prev = status_totals_.find(key);
+        prev != status_totals_.end() && prev->second.at >= loaded_at[i] &&
+        g.claimed_total >= prev->second.claimed &&
         g.completed_total >= prev->second.completed) {
-      g.claimed_per_s =
-          static_cast<double>(g.claimed_total - prev->second.claimed) / seconds;
-      g.completed_per_s =
-          static_cast<double>(g.completed_total - prev->second.completed) /
-          seconds;
+      base = prev->second;
     }
-    totals[key] = {g.claimed_total, g.completed_total, s.written};
+    const double seconds = absl::ToDoubleSeconds(s.written - base.at);
+    if (seconds > 0) {
+      g.claimed_per_s =
+          static_cast<double>(g.claimed_total - base.claimed) / seconds;
+      g.completed_per_s =
+          static_cast<double>(g.completed_total - base.completed) / seconds;
+    }
+    totals[key] =
+        timed ? StatusTotals{g.claimed_total, g.completed_total, s.written}
+              : base;
   }
   status_totals_ = std::move(totals);
   leveldb::Env* env = BaseEnv();
@@ -101,6 +110,18 @@ absl::Status DbImpl::PublishStatus() {
   if (ws.ok()) ws = env->RenameFile(tmp, file);
   return ws.ok() ? absl::OkStatus()
                  : file_util::FromIo(ws, "publishing the live status");
+}
+
+void DbImpl::PublishStatusSoon() {
+  if (options_.status_interval <= absl::ZeroDuration()) return;
+  MutexLock l(&janitor_mu_);
+  status_soon_ = true;
+  janitor_cv_.Signal();
+}
+
+int64_t DbImpl::TEST_TimedStatusCount() {
+  MutexLock l(&janitor_mu_);
+  return timed_statuses_;
 }
 
 std::string DbImpl::StatusFile() const {

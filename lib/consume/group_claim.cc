@@ -545,7 +545,11 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
   }
   Committed(&p.touched);
   pacer_.Prune(now);  // What this claim looked at and did not hand out.
-  claimed_total_.fetch_add(p.out.size(), std::memory_order_relaxed);
+  // The first tasks handed out are published at once (live status).
+  if (claimed_total_.fetch_add(p.out.size(), std::memory_order_relaxed) == 0 &&
+      !p.out.empty()) {
+    db_->PublishStatusSoon();
+  }
   // The earliest redelivery still in the future (for a waiting claim),
   // including delayed messages this claim just read past.
   for (const std::set<WaitKey>& ws : waiting_) {

@@ -114,6 +114,8 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // Tasks handed out and completed since the group was loaded.
   uint64_t claimed_total() const { return claimed_total_.load(); }
   uint64_t completed_total() const { return completed_total_.load(); }
+  // When the group was loaded, by the Db's clock.
+  absl::Time loaded_at() const { return loaded_at_; }
   // Claims blocked in a wait.
   int TEST_Waiters() const { return waiters_.load(); }
   // Lanes in memory, and of them those waiting for a turn (active).
@@ -753,6 +755,7 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   std::atomic<int> waiters_{0};
   std::atomic<uint64_t> claimed_total_{0};
   std::atomic<uint64_t> completed_total_{0};
+  const absl::Time loaded_at_;
 
   Mutex mu_;
   GroupOptions options_ ABSL_GUARDED_BY(mu_);

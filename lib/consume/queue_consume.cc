@@ -131,6 +131,7 @@ absl::StatusOr<ConsumerGroup*> QueueImpl::Group(std::string_view name,
   }
   GroupImpl* raw = g.get();
   groups_.emplace(std::string(name), std::move(g));
+  db_->PublishStatusSoon();
   return raw;
 }
 
@@ -221,6 +222,7 @@ absl::StatusOr<Subscription*> QueueImpl::Subscribe(
   SubscriptionImpl* raw = sub.get();
   subs_.emplace(options.name, std::move(sub));
   raw->Start();
+  db_->PublishStatusSoon();
   return raw;
 }
 

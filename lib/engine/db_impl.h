@@ -195,6 +195,15 @@ class DbImpl final : public Db {
   absl::Duration scanner_lease() const { return options_.scanner_lease; }
   // Scanners holding an iterator and snapshot (not expired, not destroyed).
   int TEST_ScannerResources() { return scanner_resources_.load(); }
+  // Has the janitor publish the live status as soon as it can, besides
+  // every Options::status_interval (nothing if that is zero): at a group's
+  // load, its first claim and a subscription's start, so that the tool
+  // sees them within a fraction of a second. Never blocks on the
+  // publication; requests made while one is pending coalesce.
+  void PublishStatusSoon();
+  // Publications of the live status made by its timer (not the early
+  // ones of PublishStatusSoon) since Open.
+  int64_t TEST_TimedStatusCount();
 
   // Queues held in memory (created or opened since Open).
   size_t TEST_CachedQueueCount();
@@ -416,9 +425,12 @@ class DbImpl final : public Db {
   // Sets *due (sweep_due_ or status_due_) and wakes the janitor every
   // `interval` on the Db's clock.
   void ArmJanitorTimer(absl::Duration interval, bool DbImpl::*due);
-  // Writes the live status file (lib/admin/status_publish.cc). Janitor
-  // thread only.
-  absl::Status PublishStatus();
+  // Writes the live status file (lib/admin/status_publish.cc). `timed`:
+  // the status timer's publication, which starts the next interval of the
+  // rates; an early one (PublishStatusSoon) gives the rates since the last
+  // timed one, or since the group's load, and starts none. Janitor thread
+  // only.
+  absl::Status PublishStatus(bool timed);
   // Deletes it (at a clean close, and at Open: one a dead process left).
   void RemoveStatusFile();
   std::string StatusFile() const;  // Its path.
@@ -462,6 +474,8 @@ class DbImpl final : public Db {
   CondVar janitor_cv_;
   bool sweep_due_ ABSL_GUARDED_BY(janitor_mu_) = false;
   bool status_due_ ABSL_GUARDED_BY(janitor_mu_) = false;
+  bool status_soon_ ABSL_GUARDED_BY(janitor_mu_) = false;
+  int64_t timed_statuses_ ABSL_GUARDED_BY(janitor_mu_) = 0;
   // Janitor thread only: each group's totals at the last publication.
   struct StatusTotals {
     uint64_t claimed = 0, completed = 0;

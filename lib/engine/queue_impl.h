@@ -80,8 +80,10 @@ class QueueImpl final : public Queue {
   // the Db's close).
   void StopSubscriptions();
   // Appends the live status of the groups loaded and the subscriptions live
-  // in this process (lib/admin/status_publish.cc); rates left at zero.
-  void CollectLiveStatus(LiveStatus* out) ABSL_LOCKS_EXCLUDED(status_mu_);
+  // in this process (lib/admin/status_publish.cc); rates left at zero. If
+  // `loaded_at` is not null, appends each group's load time to it.
+  void CollectLiveStatus(LiveStatus* out, std::vector<absl::Time>* loaded_at)
+      ABSL_LOCKS_EXCLUDED(status_mu_);
 
   // One lane of the queue, as WalkLanes gives it.
   struct LaneEntry {

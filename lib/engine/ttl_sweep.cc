@@ -248,19 +248,24 @@ void DbImpl::ArmJanitorTimer(absl::Duration interval, bool DbImpl::*due) {
 
 void DbImpl::JanitorLoop() {
   while (true) {
-    bool sweep, status;
+    bool sweep, status, soon;
     {
       MutexLock l(&janitor_mu_);
-      while (!sweep_due_ && !status_due_ && reclaim_.empty() &&
+      while (!sweep_due_ && !status_due_ && !status_soon_ && reclaim_.empty() &&
              !janitor_stop_) {
         janitor_cv_.Wait(&janitor_mu_);
       }
       if (janitor_stop_) return;
       sweep = std::exchange(sweep_due_, false);
       status = std::exchange(status_due_, false);
+      soon = std::exchange(status_soon_, false);
     }
     // Failures are retried at the next interval.
-    if (status) (void)PublishStatus();
+    if (status || soon) (void)PublishStatus(/*timed=*/status);
+    if (status) {
+      MutexLock l(&janitor_mu_);
+      ++timed_statuses_;
+    }
     if (sweep) (void)CompactExpired();
     ReclaimQueued();
   }
