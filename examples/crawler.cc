@@ -55,7 +55,9 @@
 // others are where they were. Running it on a finished crawl prints the
 // summary again (the checks run again); --fresh deletes the crawl and
 // starts over. The web's shape (--pages, --sites) is stored with the crawl:
-// a resumed crawl keeps it, and a different value is an error.
+// a resumed crawl keeps it, and a different value is an error. If Open
+// had to cut damage out of a log (Db::recovery()), the crawler says on
+// stderr what was dropped and where the bytes are kept, then goes on.
 //
 // Exit status: 0 when the crawl is finished and every check passed, 1 if a
 // check failed, 2 for a bad flag or a storage error, 130 when interrupted.
@@ -214,6 +216,24 @@ class Web {
 };
 
 // --------------------------------------------------------------- storage
+
+// Says on stderr what Open's recovery cut out of a damaged log (the writes
+// it dropped are gone from the Db; the bytes are kept aside): the crawl
+// goes on from what was kept, but its owner should know.
+void WarnRecovery(const hq::RecoveryReport& report, const std::string& dir) {
+  for (const hq::RecoveryReport::Dropped& d : report.dropped) {
+    std::fprintf(
+        stderr,
+        "crawler: warning: %s: recovery dropped %" PRIu64
+        " bytes of %s from offset %" PRIu64 " (%s)%s; kept in %s/%s\n",
+        dir.c_str(), d.bytes, d.file.c_str(), d.offset, d.damage.c_str(),
+        d.torn_tail
+            ? ", a torn tail: no intact record lost"
+            : absl::StrCat(", ", d.records, " intact records among them")
+                  .c_str(),
+        dir.c_str(), d.saved_as.c_str());
+  }
+}
 
 absl::StatusOr<hq::Queue*> OpenOrCreate(hq::Db* db, const char* name,
                                         const hq::QueueOptions& options) {
@@ -871,6 +891,7 @@ int Main(int argc, char** argv) {
 
   absl::StatusOr<std::unique_ptr<hq::Db>> db = hq::Db::Open(flags.dir);
   if (!db.ok()) return Fatal(db.status());
+  WarnRecovery((*db)->recovery(), flags.dir);
 
   if (absl::GetFlag(FLAGS_fresh)) {
     // The config first: without it, what is left is a crawl to delete.

@@ -10,6 +10,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -340,6 +343,54 @@ TEST_CASE("crawler: killed with SIGKILL at three moments, then resumed") {
   // Resumed, not restarted: the same web, found once.
   CHECK(Summary(out) == expected);
   CHECK(Has(out, " runs"));
+}
+
+// Issue 38: the crawler went on without a word after Open cut a hole out
+// of a damaged log.
+TEST_CASE("issue38: the crawler warns of what recovery dropped") {
+  const std::string crawler = PathFromEnv("HQ_CRAWLER");
+  TempDir dir;
+  const std::string path = dir.Sub("crawl");
+  {
+    auto db = test::ValueOrDie(Db::Open(path, test::NoBackgroundSweeps()));
+    Queue* q = test::ValueOrDie(db->CreateQueue("other", {}));
+    for (int i = 0; i < 3600; ++i) {
+      if (i == 3000) HQ_REQUIRE_OK(db->CompactAll().status());
+      HQ_REQUIRE_OK(
+          q->Put({.payload = std::to_string(i) + std::string(90, 'p')})
+              .status());
+    }
+  }
+  std::string log;
+  for (const auto& e : std::filesystem::directory_iterator(path)) {
+    const std::string n = e.path().filename().string();
+    if (n.ends_with(".log")) log = n;
+  }
+  REQUIRE(!log.empty());
+  // A zeroed page in the middle of the log.
+  std::string data;
+  {
+    std::ifstream in(path + "/" + log, std::ios::binary);
+    data.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t page = data.size() / 2 / 4096 * 4096;
+  REQUIRE(page + 4096 < data.size());
+  std::fill(data.begin() + page, data.begin() + page + 4096, '\0');
+  std::ofstream(path + "/" + log, std::ios::binary | std::ios::trunc) << data;
+
+  // Its stderr with its stdout.
+  std::string command = crawler;
+  for (const std::string& a : CrawlerArgs(path)) command += " '" + a + "'";
+  command += " --pages=100 2>&1";
+  int status;
+  std::vector<std::string> out = RunToEnd("/bin/sh", {"-c", command}, &status);
+  INFO(Joined(out));
+  CHECK(Exited0(status));
+  const char* warning =
+      Line(out, "crawler: warning: " + path + ": recovery dropped ");
+  REQUIRE(warning != nullptr);
+  CHECK(std::string(warning).find("dropped/" + log + ".hole-at-") !=
+        std::string::npos);
 }
 
 }  // namespace
