@@ -1268,6 +1268,215 @@ TEST_CASE("issue 38: create under a missing parent names the parent") {
   CHECK(absl::StrContains(j.out + j.err, "NOT_FOUND"));
 }
 
+// Every value of `key` in a JSON document: "key":"VALUE" (strings only).
+std::vector<std::string> JsonStrings(const std::string& doc,
+                                     const std::string& key) {
+  std::vector<std::string> out;
+  const std::string k = "\"" + key + "\":\"";
+  for (size_t pos = doc.find(k); pos != std::string::npos;
+       pos = doc.find(k, pos + 1)) {
+    const size_t from = pos + k.size();
+    out.push_back(doc.substr(from, doc.find('"', from) - from));
+  }
+  return out;
+}
+
+TEST_CASE("issue38: every subcommand is in hq --help and hq help") {
+  Result r = Run({"help", "--json"});
+  REQUIRE(r.code == 0);
+  std::vector<std::string> names;
+  for (size_t pos = r.out.find("{\"name\":\""); pos != std::string::npos;
+       pos = r.out.find("{\"name\":\"", pos + 1)) {
+    const size_t from = pos + 9;
+    names.push_back(r.out.substr(from, r.out.find('"', from) - from));
+  }
+  CHECK(names.size() >= 13);
+  CHECK(std::find(names.begin(), names.end(), "pending") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "pacing") != names.end());
+  const Result help = Run({"--help"}), help_cmd = Run({"help"});
+  REQUIRE(help.code == 0);
+  REQUIRE(help_cmd.code == 0);
+  CHECK(help.out == help_cmd.out);
+  for (const std::string& name : names) {
+    INFO(name);
+    CHECK(absl::StrContains(help.out, "\n  " + name + " "));
+    CHECK(absl::StrContains(help_cmd.out, "\n  " + name + " "));
+    CHECK(Run({"help", name}).code == 0);
+  }
+}
+
+TEST_CASE("issue38: hq pending --after pages without overlap or gap") {
+  DbFixture f(Storage::kDisk, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue(
+      "p", {.partitions = 2, .priorities = 2, .layout = Layout::kTopic}));
+  for (int i = 0; i < 23; ++i) {
+    HQ_REQUIRE_OK(q->Put({.topic = absl::StrCat("t", i % 5),
+                          .payload = "x",
+                          .priority = i % 2})
+                      .status());
+  }
+  const std::vector<Task> held =
+      ValueOrDie(ValueOrDie(q->Group("w"))->Claim({.max = 100}));
+  REQUIRE(held.size() == 23);
+  f.Close();
+  const std::string db = "--db=" + f.path();
+  const std::vector<std::string> all =
+      JsonStrings(Run({db, "pending", "p", "w", "--json"}).out, "id");
+  REQUIRE(all.size() == 23);
+
+  std::vector<std::string> paged;
+  std::string after;
+  int pages = 0;
+  for (;; ++pages) {
+    REQUIRE(pages < 10);
+    std::vector<std::string> args = {db,  "pending",   "p",
+                                     "w", "--limit=5", "--json"};
+    if (!after.empty()) args.push_back("--after=" + after);
+    const Result r = Run(args);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const std::vector<std::string> ids = JsonStrings(r.out, "id");
+    paged.insert(paged.end(), ids.begin(), ids.end());
+    const std::vector<std::string> next = JsonStrings(r.out, "next_after");
+    if (next.empty()) {
+      CHECK(absl::StrContains(r.out, "\"next_after\":null"));  // The end.
+      break;
+    }
+    CHECK(ids.size() == 5);
+    after = next[0];
+  }
+  CHECK(pages == 4);
+  CHECK(paged == all);  // Same order: no overlap, no gap.
+
+  // As a table: the cursor on stderr while more follow.
+  Result r = Run({db, "pending", "p", "w", "--limit=20"});
+  REQUIRE(r.code == 0);
+  CHECK(absl::StrContains(r.err, "hq: more follow: --after="));
+  r = Run({db, "pending", "p", "w", "--limit=23"});
+  CHECK_FALSE(absl::StrContains(r.err, "more follow"));
+  for (const std::string bad : {"x", "0/0", "0/0/1-2/zz", "0/a/1-2"}) {
+    r = Run({db, "pending", "p", "w", "--after=" + bad});
+    INFO(bad);
+    CHECK(r.code == 2);
+    CHECK(absl::StrContains(r.err, "not a cursor of hq pending"));
+  }
+}
+
+TEST_CASE("issue38: hq pacing reads, sets, lists, pages and clears") {
+  DbFixture f(Storage::kDisk, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  ValueOrDie(q->Group("g"));
+  f.Close();
+  const std::string db = "--db=" + f.path();
+
+  Result r = Run({db, "pacing", "q", "g", "site-a"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(absl::StrContains(r.out, "no pacing of its own"));
+  r = Run({db, "pacing", "q", "g", "site-a", "--json"});
+  CHECK(absl::StrContains(r.out, "\"topic\":\"site-a\",\"pacing\":null"));
+
+  // Set: both, then one (the other kept).
+  r = Run({db, "pacing", "q", "g", "site-a", "--max_in_flight=2",
+           "--interval=1500ms"});
+  REQUIRE(r.code == 0);
+  CHECK(r.out == "topic site-a of group g: max_in_flight 2, interval 1.5s\n");
+  r = Run({db, "pacing", "q", "g", "site-a", "--interval=3s", "--json"});
+  REQUIRE(r.code == 0);
+  CHECK(absl::StrContains(
+      r.out, "\"pacing\":{\"max_in_flight\":2,\"interval_ms\":3000}"));
+  for (int i = 0; i < 7; ++i) {
+    REQUIRE(Run({db, "pacing", "q", "g", absl::StrCat("site-", i),
+                 "--max_in_flight=1"})
+                .code == 0);
+  }
+  // A group opened afterwards sees the overrides.
+  {
+    auto owner = ValueOrDie(Db::Open(f.path(), NoBackgroundSweeps()));
+    ConsumerGroup* g =
+        ValueOrDie(ValueOrDie(owner->OpenQueue("q"))->Group("g"));
+    const std::optional<TopicPacing> p =
+        ValueOrDie(g->GetTopicPacing("site-a"));
+    REQUIRE(p.has_value());
+    CHECK(p->max_in_flight == 2);
+    CHECK(p->interval == absl::Seconds(3));
+    CHECK(ValueOrDie(g->GetTopicPacing("site-3"))->max_in_flight == 1);
+  }
+
+  // List all, then page by 3: no overlap, no gap, an end marker.
+  r = Run({db, "pacing", "q", "g", "--json"});
+  REQUIRE(r.code == 0);
+  const std::vector<std::string> all = JsonStrings(r.out, "topic");
+  CHECK(all == std::vector<std::string>{"site-0", "site-1", "site-2", "site-3",
+                                        "site-4", "site-5", "site-6",
+                                        "site-a"});
+  CHECK(absl::StrContains(r.out, "\"next_after\":null"));
+  std::vector<std::string> paged;
+  std::string after;
+  for (int page = 0;; ++page) {
+    REQUIRE(page < 5);
+    std::vector<std::string> args = {db,  "pacing",    "q",
+                                     "g", "--limit=3", "--json"};
+    if (!after.empty()) args.push_back("--after=" + after);
+    r = Run(args);
+    REQUIRE(r.code == 0);
+    const std::vector<std::string> topics = JsonStrings(r.out, "topic");
+    paged.insert(paged.end(), topics.begin(), topics.end());
+    const std::vector<std::string> next = JsonStrings(r.out, "next_after");
+    if (next.empty()) break;
+    after = next[0];
+  }
+  CHECK(paged == all);
+  r = Run({db, "pacing", "q", "g"});
+  REQUIRE(r.code == 0);
+  CHECK(absl::StrContains(r.out, "MAX_IN_FLIGHT"));
+  CHECK(Occurrences(r.out, "site-") == 8);
+
+  // Clear.
+  r = Run({db, "pacing", "q", "g", "site-a", "--clear"});
+  REQUIRE(r.code == 0);
+  r = Run({db, "pacing", "q", "g", "site-a", "--json"});
+  CHECK(absl::StrContains(r.out, "\"pacing\":null"));
+  CHECK(Occurrences(Run({db, "pacing", "q", "g"}).out, "site-") == 7);
+
+  // Bad inputs.
+  struct Bad {
+    std::vector<std::string> args;
+    int code;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {{"pacing", "q", "g", "t", "--interval=-1s"}, 2},
+           {{"pacing", "q", "g", "t", "--interval=721h"}, 2},
+           {{"pacing", "q", "g", "t", "--max_in_flight=-1"}, 2},
+           {{"pacing", "q", "g", "t", "--max_in_flight=1000001"}, 2},
+           {{"pacing", "q", "g", "t", "--clear", "--max_in_flight=1"}, 2},
+           {{"pacing", "q", "g", "--clear"}, 2},
+           {{"pacing", "q", "g", "t", "--limit=2"}, 2},
+           {{"pacing", "q"}, 2},
+           {{"pacing", "q", "g", "t", "u"}, 2},
+           {{"pacing", "q", "nope", "t"}, 1},
+           {{"pacing", "nope", "g", "t", "--max_in_flight=1"}, 1},
+           {{"pacing", "q", "nope"}, 1}}) {
+    std::vector<std::string> args = {db};
+    args.insert(args.end(), b.args.begin(), b.args.end());
+    r = Run(args);
+    INFO(absl::StrJoin(args, " ") << "\n" << r.err);
+    CHECK(r.code == b.code);
+  }
+  CHECK(Occurrences(Run({db, "pacing", "q", "g"}).out, "site-") == 7);
+
+  // Writing refuses a Db another process holds; reading takes a live view.
+  auto owner = ValueOrDie(Db::Open(f.path(), NoBackgroundSweeps()));
+  r = Run({db, "pacing", "q", "g", "site-0", "--max_in_flight=5"});
+  CHECK(r.code == 4);
+  CHECK(absl::StrContains(r.err, "is in use by another process"));
+  r = Run({db, "pacing", "q", "g", "site-0", "--clear"});
+  CHECK(r.code == 4);
+  r = Run({db, "pacing", "q", "g", "site-0"});
+  CHECK(r.code == 0);
+  CHECK(absl::StrContains(r.out, "max_in_flight 1, interval 0"));
+}
+
 }  // namespace
 }  // namespace hq::test
 

@@ -226,6 +226,8 @@ ExitCode Put(const Args& args);
 ExitCode Dead(const Args& args);
 // tools/cmd_pending.cc
 ExitCode Pending(const Args& args);
+// tools/cmd_pacing.cc
+ExitCode Pacing(const Args& args);
 // tools/cmd_admin.cc
 ExitCode Compact(const Args& args);
 ExitCode Verify(const Args& args);

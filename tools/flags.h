@@ -48,5 +48,13 @@ ABSL_DECLARE_FLAG(absl::Duration, ttl);
 ABSL_DECLARE_FLAG(std::string, layout);
 // backup
 ABSL_DECLARE_FLAG(bool, verify);
+// pending, pacing
+ABSL_DECLARE_FLAG(std::string, after);
+// pacing
+ABSL_DECLARE_FLAG(int64_t, max_in_flight);
+ABSL_DECLARE_FLAG(absl::Duration, interval);
+ABSL_DECLARE_FLAG(bool, clear);
+// groups
+ABSL_DECLARE_FLAG(bool, consumers);
 
 #endif  // HQ_TOOLS_FLAGS_H_

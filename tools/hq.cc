@@ -15,8 +15,15 @@
 //                        (--topic, --key, --partition, --priority, --delay)
 //   scan QUEUE           messages (--partitions, --topics, --from, --to,
 //                        --since, --until, --limit, --follow)
-//   groups [QUEUE]       consumer groups and their figures
+//   groups [QUEUE]       consumer groups and their figures (--consumers:
+//                        each group's consumers)
 //   dead QUEUE GROUP     dead letters of a group (--requeue puts them back)
+//   pending QUEUE GROUP  a group's pending tasks one by one (--limit,
+//                        --after)
+//   pacing QUEUE GROUP [TOPIC]
+//                        a topic's pacing override: read, set
+//                        (--max_in_flight, --interval) or --clear; without
+//                        TOPIC the overrides (--limit, --after)
 //   compact              TTL sweep, then a full LevelDB compaction
 //   verify               checks every key and record (Db::Verify)
 //   repair [DIR]         Db::Repair: copies the directory aside, rebuilds it,
@@ -120,6 +127,24 @@ ABSL_FLAG(std::string, layout, "time", "create: rowkey layout, time or topic.");
 ABSL_FLAG(bool, verify, false,
           "backup: then open the backup and verify it (exit 3 if it finds "
           "problems).");
+// pending, pacing
+ABSL_FLAG(std::string, after, "",
+          "pending, pacing: list from after this item: the next_after of "
+          "the previous page (default: from the start).");
+// pacing
+ABSL_FLAG(int64_t, max_in_flight, -1,
+          "pacing: set the topic's limit of tasks in flight (0..1000000, 0: "
+          "none; default: unchanged, or 0 for a new override).");
+ABSL_FLAG(absl::Duration, interval, absl::InfiniteDuration(),
+          "pacing: set the topic's interval between hand-outs (0..720h, to "
+          "the millisecond; default: unchanged, or 0 for a new override).");
+ABSL_FLAG(bool, clear, false,
+          "pacing: remove the topic's override (the group's pacing applies "
+          "again).");
+// groups
+ABSL_FLAG(bool, consumers, false,
+          "groups: list each group's consumers (tasks in flight, idle time, "
+          "partitions) instead of the groups.");
 ABSL_FLAG(bool, version, false, "Print the version of hq and exit.");
 
 namespace hq::tool {
@@ -141,8 +166,17 @@ constexpr char kUsage[] =
     "--from=ID\n"
     "                       --to=ID --since=TIME --until=TIME --limit=N\n"
     "                       --lane_order --follow --follow_for=DURATION]\n"
-    "  groups [QUEUE]       consumer groups: backlog, in flight, dead letters\n"
+    "  groups [QUEUE]       consumer groups: backlog, in flight, dead "
+    "letters,\n"
+    "                       rates [--consumers]\n"
     "  dead QUEUE GROUP     dead letters of a group [--requeue --limit=N]\n"
+    "  pending QUEUE GROUP  a group's pending tasks one by one [--limit=N\n"
+    "                       --after=CURSOR]\n"
+    "  pacing QUEUE GROUP [TOPIC]\n"
+    "                       a topic's pacing override: read it, set it\n"
+    "                       [--max_in_flight=N --interval=DURATION] or\n"
+    "                       --clear it; without TOPIC, list the overrides\n"
+    "                       [--limit=N --after=TOPIC]\n"
     "  compact              TTL sweep, then a full compaction\n"
     "  verify               check every block, key and record; exit 3 on\n"
     "                       problems\n"
@@ -213,8 +247,16 @@ const std::vector<Subcommand>& Subcommands() {
        Scan},
       {"groups",
        "groups [QUEUE]",
-       "Lists consumer groups: backlog, in flight, redelivery, dead letters.",
-       {},
+       "Lists consumer groups: backlog, in flight, redelivery, dead letters, "
+       "cursor lag, and on a live view the owner's claim and completion "
+       "rates. --consumers lists each group's consumers instead: tasks in "
+       "flight, idle time (since its latest claim among them), and for "
+       "ordered groups the partitions it owns; from the owner's live status "
+       "if another process holds the database and has the group loaded, "
+       "else from the stored state (where no consumer is live: the "
+       "consumers of the tasks a restart would redeliver); the SOURCE "
+       "column (\"source\" in JSON) says which.",
+       {"consumers"},
        Groups},
       {"dead",
        "dead QUEUE GROUP",
@@ -227,9 +269,26 @@ const std::vector<Subcommand>& Subcommands() {
        "partition, priority, topic, id, state (in_flight, redelivery, "
        "delayed), attempt, claimed or due at, lease deadline, consumer. A "
        "group loaded by this tool (or read from a live copy) sees what a "
-       "restart would: tasks in flight are listed as redelivery.",
-       {"limit"},
+       "restart would: tasks in flight are listed as redelivery. Pages: "
+       "--limit=N lists N; when more follow, hq prints the cursor of the "
+       "last one (on stderr; next_after in JSON, null at the end), and "
+       "--after=CURSOR lists from the task after it.",
+       {"limit", "after"},
        Pending},
+      {"pacing",
+       "pacing QUEUE GROUP [TOPIC]",
+       "A group's per-topic pacing overrides (ConsumerGroup::"
+       "SetTopicPacing): with TOPIC and no other flag, prints its override "
+       "(or that it follows the group's pacing); --max_in_flight=N and/or "
+       "--interval=DURATION set it, durably (a flag not given keeps the "
+       "override's value, 0 for a new one); --clear removes it. Without "
+       "TOPIC, lists the overrides in byte order of topic: --limit=N of "
+       "them after --after=TOPIC; when more follow, hq prints the topic to "
+       "continue after (on stderr; next_after in JSON, null at the end). "
+       "Setting and clearing write: exit 4 if another process holds the "
+       "database.",
+       {"max_in_flight", "interval", "clear", "limit", "after"},
+       Pacing},
       {"compact",
        "compact",
        "TTL sweep, then a full LevelDB compaction.",
@@ -418,6 +477,18 @@ Result<void> ValidateFlags(const Subcommand& c,
   HQ_TRY(InRange("width", absl::GetFlag(FLAGS_width), 0, INT32_MAX));
   HQ_TRY(InRange("lanes", absl::GetFlag(FLAGS_lanes), 0, 100000));
   HQ_TRY(InRange("limit", absl::GetFlag(FLAGS_limit), 0, INT64_MAX));
+  if (std::find(given.begin(), given.end(), "max_in_flight") != given.end()) {
+    HQ_TRY(InRange("max_in_flight", absl::GetFlag(FLAGS_max_in_flight), 0,
+                   1000000));
+  }
+  if (std::find(given.begin(), given.end(), "interval") != given.end()) {
+    HQ_TRY(AtLeast("interval", absl::GetFlag(FLAGS_interval), zero));
+    if (absl::GetFlag(FLAGS_interval) > absl::Hours(720)) {
+      return Usage(absl::StrCat(
+          "--interval=", absl::FormatDuration(absl::GetFlag(FLAGS_interval)),
+          ": must be <= 720h"));
+    }
+  }
   HQ_TRY(InRange("partition", absl::GetFlag(FLAGS_partition), -1, 65534));
   HQ_TRY(InRange("priority", absl::GetFlag(FLAGS_priority), 0, 255));
   HQ_TRY(
@@ -462,7 +533,10 @@ Result<void> PrintHelp(const CommandLine& cl, bool help_cmd, bool json) {
 bool ReadsOnly(const std::string& cmd) {
   return cmd == "ls" || cmd == "stat" || cmd == "groups" || cmd == "verify" ||
          (cmd == "scan" && !absl::GetFlag(FLAGS_follow)) || cmd == "pending" ||
-         (cmd == "dead" && !absl::GetFlag(FLAGS_requeue));
+         (cmd == "dead" && !absl::GetFlag(FLAGS_requeue)) ||
+         (cmd == "pacing" && !absl::GetFlag(FLAGS_clear) &&
+          absl::GetFlag(FLAGS_max_in_flight) < 0 &&
+          absl::GetFlag(FLAGS_interval) == absl::InfiniteDuration());
 }
 
 ExitCode Main(int argc, char** argv) {

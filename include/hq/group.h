@@ -55,6 +55,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -445,6 +446,13 @@ class HQ_EXPORT ConsumerGroup {
       std::string_view topic) = 0;
   // Removes `topic`'s own pacing (none: OK). One write.
   virtual absl::Status ClearTopicPacing(std::string_view topic) = 0;
+  // The topics with a pacing of their own (SetTopicPacing) and their
+  // pacing, at most `max` (1..10000), in byte order of the topic, starting
+  // after `after` (null: from the start). Errors: InvalidArgument (max out
+  // of range); NotFound (the queue was dropped); FailedPrecondition (the
+  // Db is closing); DataLoss (a damaged record, or storage).
+  virtual absl::StatusOr<std::vector<std::pair<std::string, TopicPacing>>>
+  ListTopicPacing(size_t max, const std::string* after = nullptr) = 0;
 
   // Ordered groups: the live consumers and their partitions, by name.
   // Empty for other groups.

@@ -98,6 +98,8 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   absl::StatusOr<std::optional<TopicPacing>> GetTopicPacing(
       std::string_view topic) override;
   absl::Status ClearTopicPacing(std::string_view topic) override;
+  absl::StatusOr<std::vector<std::pair<std::string, TopicPacing>>>
+  ListTopicPacing(size_t max, const std::string* after) override;
   std::string dead_letter_queue() const override;
   absl::StatusOr<std::vector<DeadLetter>> ListDeadLetters(
       size_t max, const DeadLetter* after) override;

@@ -134,4 +134,44 @@ absl::Status GroupImpl::ClearTopicPacing(std::string_view topic) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<std::pair<std::string, TopicPacing>>>
+GroupImpl::ListTopicPacing(size_t max, const std::string* after) {
+  if (max < 1 || max > 10000) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ListTopicPacing: max is ", max, "; the limits are 1..10000"));
+  }
+  DbImpl::OpScope op(db_);
+  HQ_RETURN_IF_ERROR(op.status());
+  if (queue_->dropped()) return queue_->DroppedError();
+  const std::string prefix = format::PacePrefix(queue_->id(), record_.id);
+  std::unique_ptr<leveldb::Iterator> it(
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
+  if (after == nullptr) {
+    it->Seek(prefix);
+  } else {
+    // The first key past `after`'s: its key with a zero byte appended.
+    std::string from = format::PaceKey(queue_->id(), record_.id, *after);
+    from.push_back('\0');
+    it->Seek(from);
+  }
+  std::vector<std::pair<std::string, TopicPacing>> out;
+  for (; it->Valid() && out.size() < max; it->Next()) {
+    const std::string_view key = View(it->key());
+    if (!key.starts_with(prefix)) break;
+    std::string topic(key.substr(prefix.size()));
+    format::PaceValue v;
+    if (!format::DecodePace(View(it->value()), &v)) {
+      return absl::DataLossError(absl::StrCat(
+          "group '", name_, "': malformed pacing record of topic '",
+          Printable(topic), "'"));
+    }
+    out.emplace_back(
+        std::move(topic),
+        TopicPacing{.max_in_flight = v.max_in_flight,
+                    .interval = absl::Milliseconds(v.interval_ms)});
+  }
+  HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "listing pacing records"));
+  return out;
+}
+
 }  // namespace hq

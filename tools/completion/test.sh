@@ -30,6 +30,14 @@ expect "hq scan q --fol" --follow_for=
 expect "hq --ver" --version
 expect "hq rep" repair
 expect "hq backup dest --ver" --verify
+expect "hq pen" pending
+expect "hq pending q g --aft" --after=
+expect "hq pending q g --lim" --limit=
+expect "hq pac" pacing
+expect "hq pacing q g t --max" --max_in_flight=
+expect "hq pacing q g t --inter" --interval=
+expect "hq pacing q g t --cle" --clear
+expect "hq groups --cons" --consumers
 complete_line "hq ls --lim"  # ls takes no --limit.
 if [[ ${#COMPREPLY[@]} -gt 0 ]]; then
   echo "completing 'hq ls --lim': wanted nothing, got: ${COMPREPLY[*]}"
