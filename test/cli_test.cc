@@ -1477,6 +1477,90 @@ TEST_CASE("issue38: hq pacing reads, sets, lists, pages and clears") {
   CHECK(absl::StrContains(r.out, "max_in_flight 1, interval 0"));
 }
 
+TEST_CASE("issue38: hq groups --consumers, and the live rates in the table") {
+  Options o = NoBackgroundSweeps();
+  o.status_interval = absl::Hours(1);  // Only the early publications.
+  DbFixture f(Storage::kDisk, o);
+  const std::string db = "--db=" + f.path();
+  const std::string file = f.path() + "/" + kLiveStatusFile;
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.partitions = 2}));
+  for (int i = 0; i < 6; ++i) {
+    HQ_REQUIRE_OK(
+        q->Put({.payload = "m", .partition = static_cast<uint32_t>(i % 2)})
+            .status());
+  }
+  ValueOrDie(q->Group("plain"));
+  ConsumerGroup* g =
+      ValueOrDie(q->Group("o", {.ordered = true, .lease = absl::Minutes(10)}));
+  const std::vector<Task> held = ValueOrDie(
+      g->Claim({.max = 2, .lease = absl::Minutes(10), .consumer = "c1"}));
+  REQUIRE(!held.empty());
+  f.clock().Advance(absl::Seconds(1));
+  // The first claim is published at once; wait (with a deadline) for it.
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  for (;;) {
+    std::string data = Slurp(file);
+    absl::StatusOr<LiveStatus> st = DecodeLiveStatus(data);
+    if (st.ok() && st->FindGroup("q", "o") != nullptr &&
+        st->FindGroup("q", "o")->claimed_total == held.size()) {
+      break;
+    }
+    REQUIRE(absl::Now() < give_up);  // A liveness bound only.
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  const std::vector<ConsumerInfo> consumers = ValueOrDie(g->Consumers());
+  REQUIRE(consumers.size() == 1);
+  std::string partitions;
+  for (uint32_t p : consumers[0].partitions) {
+    absl::StrAppend(&partitions, partitions.empty() ? "" : ",", p);
+  }
+
+  Result r = Run({db, "groups", "--consumers", "--json"});
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  CHECK(absl::StrContains(
+      r.out,
+      "{\"queue\":\"q\",\"group\":\"o\",\"ordered\":true,"
+      "\"source\":\"live\",\"in_flight_complete\":true,\"consumers\":"
+      "[{\"name\":\"c1\",\"in_flight\":" +
+          std::to_string(held.size()) + ",\"idle_ms\":"));
+  CHECK(absl::StrContains(
+      r.out, "\"live\":true,\"partitions\":[" + partitions + "]}"));
+  CHECK(absl::StrContains(r.out,
+                          "{\"queue\":\"q\",\"group\":\"plain\",\"ordered\":"
+                          "false,\"source\":\"live\",\"in_flight_complete\":"
+                          "true,\"consumers\":[]}"));
+  r = Run({db, "groups", "--consumers"});
+  REQUIRE(r.code == 0);
+  CHECK(absl::StrContains(r.out, "CONSUMER"));
+  CHECK(absl::StrContains(r.out, "PARTITIONS"));
+  CHECK(Occurrences(r.out, "c1") == 1);
+  CHECK(absl::StrContains(r.out, " " + partitions + " "));
+  CHECK(absl::StrContains(r.out, "live"));
+  CHECK(absl::StrContains(r.err, "SOURCE live:"));
+
+  // The table carries the live rates: claims over the second since load.
+  r = Run({db, "groups"});
+  REQUIRE(r.code == 0);
+  CHECK(absl::StrContains(r.out, "CLAIMED/S"));
+  CHECK(absl::StrContains(r.out, "COMPLETED/S"));
+  CHECK(absl::StrContains(r.out, absl::StrFormat(" %.1f ", 1.0 * held.size())));
+
+  // From the stored state once the owner is gone: no consumer is live.
+  f.Close();
+  r = Run({db, "groups", "q", "--consumers", "--json"});
+  REQUIRE(r.code == 0);
+  CHECK(absl::StrContains(r.out,
+                          "\"group\":\"o\",\"ordered\":true,\"source\":"
+                          "\"stored\",\"in_flight_complete\":true,"
+                          "\"consumers\":[]}"));
+  r = Run({db, "groups", "q"});
+  REQUIRE(r.code == 0);
+  CHECK(Occurrences(r.out, " - ") >= 2);  // No live rates.
+  r = Run({db, "groups", "--consumers", "--lanes=1"});
+  CHECK(r.code == 2);
+}
+
 }  // namespace
 }  // namespace hq::test
 

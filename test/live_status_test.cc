@@ -57,6 +57,11 @@ LiveStatus Sample() {
                        .state = PendingTask::State::kRedelivery,
                        .since = absl::FromUnixMillis(1767225600200)});
   g.pending_complete = false;
+  g.consumers.push_back(
+      {.name = "c",
+       .partitions = {0, 3},
+       .lease_deadline = absl::FromUnixMillis(1767225610000)});
+  g.consumers.push_back({.name = "d"});
   s.groups.push_back(g);
   s.subscriptions.push_back({.queue = "q",
                              .name = "s",
@@ -95,6 +100,11 @@ TEST_CASE("live status: a publication reads back as written") {
   CHECK(g.pending[0].priority == 2);
   CHECK(g.pending[1].state == PendingTask::State::kRedelivery);
   CHECK(g.pending[1].lease_deadline == absl::InfinitePast());
+  REQUIRE(g.consumers.size() == 2);
+  CHECK(g.consumers[0].name == "c");
+  CHECK(g.consumers[0].partitions == std::vector<uint32_t>{0, 3});
+  CHECK(g.consumers[0].lease_deadline == absl::FromUnixMillis(1767225610000));
+  CHECK(g.consumers[1].partitions.empty());
   REQUIRE(r.subscriptions.size() == 1);
   CHECK(r.subscriptions[0].lag == 9);
   CHECK(r.subscriptions[0].listeners == 2);

@@ -3,6 +3,7 @@
 // The hq subcommands that describe a database: ls (the queues), stat (one
 // queue: partitions, consumer groups, subscriptions) and groups.
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "tools/command.h"
 #include "tools/flags.h"
@@ -180,6 +182,135 @@ Result<GroupNow> InspectGroup(Queue* q, const std::string& name) {
 
 }  // namespace
 
+namespace {
+
+// A rate of the live view as a table cell: "-" without one.
+std::string RateCell(const LiveGroupStatus* live, double rate) {
+  return live == nullptr ? "-" : absl::StrFormat("%.1f", rate);
+}
+
+// One consumer as hq groups --consumers shows it.
+struct ConsumerRow {
+  std::string name;
+  uint64_t in_flight = 0;
+  absl::Time last_claim = absl::InfinitePast();  // Of its tasks in flight.
+  std::vector<uint32_t> partitions;
+  bool owns = false;  // A live consumer of an ordered group.
+};
+
+// The consumers of a group: the live ones of an ordered group (with their
+// partitions), and every consumer named by a task in flight, with its tasks
+// and its latest claim among them.
+std::vector<ConsumerRow> CollectConsumers(
+    const std::vector<ConsumerInfo>& live,
+    const std::vector<PendingTask>& pending) {
+  std::map<std::string, ConsumerRow> by_name;
+  for (const ConsumerInfo& c : live) {
+    ConsumerRow& row = by_name[c.name];
+    row.name = c.name;
+    row.partitions = c.partitions;
+    row.owns = true;
+  }
+  for (const PendingTask& p : pending) {
+    if (p.state != PendingTask::State::kInFlight || p.consumer.empty())
+      continue;
+    ConsumerRow& row = by_name[p.consumer];
+    row.name = p.consumer;
+    ++row.in_flight;
+    row.last_claim = std::max(row.last_claim, p.since);
+  }
+  std::vector<ConsumerRow> out;
+  for (auto& [name, row] : by_name) out.push_back(std::move(row));
+  return out;
+}
+
+// hq groups --consumers: a row per consumer, a JSON object per group.
+ExitCode GroupConsumers(Db* db, const std::vector<std::string>& queues) {
+  Table t({"QUEUE", "GROUP", "CONSUMER", "IN_FLIGHT", "IDLE", "PARTITIONS",
+           "SOURCE"});
+  Json j;
+  j.BeginObject().Key("groups").BeginArray();
+  size_t groups = 0;
+  for (const std::string& name : queues) {
+    HQ_ASSIGN_OR_RETURN(Queue * q, OpenQueue(db, name));
+    HQ_ASSIGN_OR_RETURN(const std::vector<std::string> names, q->ListGroups());
+    for (const std::string& g : names) {
+      ++groups;
+      HQ_ASSIGN_OR_RETURN(const GroupInfo info, q->InspectGroup(g));
+      std::vector<ConsumerRow> rows;
+      absl::Time now;
+      bool complete = true;
+      const LiveGroupStatus* live = LiveGroup(q->name(), g);
+      if (live != nullptr) {
+        rows = CollectConsumers(live->consumers, live->pending);
+        complete = live->pending_complete;
+        now = absl::Now();
+      } else {
+        HQ_ASSIGN_OR_RETURN(ConsumerGroup * group, LoadGroup(q, info));
+        HQ_ASSIGN_OR_RETURN(const std::vector<ConsumerInfo> consumers,
+                            group->Consumers());
+        HQ_ASSIGN_OR_RETURN(const std::vector<PendingTask> pending,
+                            group->ListPending(kLiveStatusPending));
+        complete = pending.size() < kLiveStatusPending;
+        rows = CollectConsumers(consumers, pending);
+        now = absl::Now();
+      }
+      const char* source = live != nullptr ? "live" : "stored";
+      j.BeginObject().Key("queue").String(name).Key("group").String(g);
+      j.Key("ordered").Bool(info.ordered).Key("source").String(source);
+      j.Key("in_flight_complete").Bool(complete);
+      j.Key("consumers").BeginArray();
+      for (const ConsumerRow& c : rows) {
+        std::vector<std::string> parts;
+        for (uint32_t p : c.partitions) parts.push_back(std::to_string(p));
+        const bool idle_known = c.last_claim != absl::InfinitePast();
+        const absl::Duration idle =
+            idle_known ? std::max(absl::ZeroDuration(), now - c.last_claim)
+                       : absl::ZeroDuration();
+        t.Add({Cell(name), Cell(g), Cell(c.name), std::to_string(c.in_flight),
+               idle_known ? absl::FormatDuration(
+                                absl::Trunc(idle, absl::Milliseconds(1)))
+                          : "-",
+               info.ordered
+                   ? (parts.empty() ? "none" : absl::StrJoin(parts, ","))
+                   : "-",
+               source});
+        j.BeginObject().Bytes("name", c.name);
+        j.Key("in_flight").Uint(c.in_flight).Key("idle_ms");
+        idle_known ? j.Int(absl::ToInt64Milliseconds(idle)) : j.Null();
+        j.Key("live").Bool(c.owns);
+        if (info.ordered) {
+          j.Key("partitions").BeginArray();
+          for (uint32_t p : c.partitions) j.Uint(p);
+          j.EndArray();
+        }
+        j.EndObject();
+      }
+      j.EndArray().EndObject();
+    }
+  }
+  j.EndArray().EndObject();
+  if (absl::GetFlag(FLAGS_json)) {
+    PrintJson(j);
+  } else if (groups == 0) {
+    std::printf("no consumer groups\n");
+  } else if (t.empty()) {
+    std::printf("no consumers\n");
+  } else {
+    t.Print(stdout);
+  }
+  if (!absl::GetFlag(FLAGS_json) && groups > 0) {
+    std::fprintf(stderr,
+                 "hq: SOURCE live: the owner's live status (idle: since the "
+                 "consumer's latest claim among its tasks in flight); "
+                 "stored: the group as a restart would load it, with no "
+                 "consumer live and no task in flight\n");
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
 ExitCode Groups(const Args& args) {
   if (args.size() > 1) return Usage("too many arguments: hq groups [QUEUE]");
   HQ_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, OpenDb());
@@ -187,7 +318,11 @@ ExitCode Groups(const Args& args) {
   if (args.empty()) {
     HQ_ASSIGN_OR_RETURN(queues, db->ListQueues());
   }
-  Table t(kGroupHeader);
+  if (absl::GetFlag(FLAGS_consumers)) return GroupConsumers(db.get(), queues);
+  std::vector<std::string> header = kGroupHeader;
+  header.push_back("CLAIMED/S");
+  header.push_back("COMPLETED/S");
+  Table t(header);
   Json j;
   j.BeginObject().Key("groups").BeginArray();
   for (const std::string& name : queues) {
@@ -195,7 +330,11 @@ ExitCode Groups(const Args& args) {
     HQ_ASSIGN_OR_RETURN(const std::vector<std::string> groups, q->ListGroups());
     for (const std::string& g : groups) {
       HQ_ASSIGN_OR_RETURN(const GroupNow now, InspectGroup(q, g));
-      t.Add(GroupRow(name, now.info, now.stats));
+      std::vector<std::string> row = GroupRow(name, now.info, now.stats);
+      row.push_back(RateCell(now.live, now.live ? now.live->claimed_per_s : 0));
+      row.push_back(
+          RateCell(now.live, now.live ? now.live->completed_per_s : 0));
+      t.Add(row);
       j.BeginObject().Key("queue").String(name);
       GroupJson(j, now.info, now.stats);
       LiveJson(j, now.live);

@@ -12,7 +12,7 @@ namespace hq {
 namespace {
 
 constexpr std::string_view kMagic = "hqstatus";
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 
 // A time as unix ms + 1; 0 for InfinitePast (and anything before 1970).
 void PutTime(std::string* out, absl::Time t) {
@@ -139,6 +139,13 @@ void PutGroup(std::string* out, const LiveGroupStatus& g) {
   coding::PutVarint32(out, static_cast<uint32_t>(g.pending.size()));
   for (const PendingTask& t : g.pending) PutPending(out, t);
   PutBool(out, g.pending_complete);
+  coding::PutVarint32(out, static_cast<uint32_t>(g.consumers.size()));
+  for (const ConsumerInfo& c : g.consumers) {
+    coding::PutLengthPrefixed(out, c.name);
+    PutTime(out, c.lease_deadline);
+    coding::PutVarint32(out, static_cast<uint32_t>(c.partitions.size()));
+    for (uint32_t p : c.partitions) coding::PutVarint32(out, p);
+  }
 }
 bool GetGroup(std::string_view* in, LiveGroupStatus* g) {
   uint32_t n;
@@ -154,7 +161,23 @@ bool GetGroup(std::string_view* in, LiveGroupStatus* g) {
   for (PendingTask& t : g->pending) {
     if (!GetPending(in, &t)) return false;
   }
-  return GetBool(in, &g->pending_complete);
+  if (!GetBool(in, &g->pending_complete) || !coding::GetVarint32(in, &n) ||
+      n > kLiveStatusConsumers) {
+    return false;
+  }
+  g->consumers.resize(n);
+  for (ConsumerInfo& c : g->consumers) {
+    uint32_t partitions;
+    if (!GetString(in, &c.name) || !GetTime(in, &c.lease_deadline) ||
+        !coding::GetVarint32(in, &partitions) || partitions > 65536) {
+      return false;
+    }
+    c.partitions.resize(partitions);
+    for (uint32_t& p : c.partitions) {
+      if (!coding::GetVarint32(in, &p)) return false;
+    }
+  }
+  return true;
 }
 
 void PutSubscription(std::string* out, const LiveSubscriptionStatus& s) {

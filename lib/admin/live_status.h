@@ -30,6 +30,8 @@ namespace hq {
 inline constexpr char kLiveStatusFile[] = "hq-status";
 // Pending tasks published per group, at most (ListPending's first page).
 inline constexpr size_t kLiveStatusPending = 1000;
+// Consumers published per ordered group, at most.
+inline constexpr size_t kLiveStatusConsumers = 10000;
 
 struct LiveGroupStatus {
   std::string queue;
@@ -46,6 +48,9 @@ struct LiveGroupStatus {
   // whether that is all of them.
   std::vector<PendingTask> pending;
   bool pending_complete = true;
+  // Ordered groups: the live consumers (ConsumerGroup::Consumers), at most
+  // kLiveStatusConsumers. Empty for other groups.
+  std::vector<ConsumerInfo> consumers;
 };
 
 struct LiveSubscriptionStatus {

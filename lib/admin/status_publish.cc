@@ -39,6 +39,12 @@ void QueueImpl::CollectLiveStatus(LiveStatus* out,
     } else {
       s.pending_complete = false;
     }
+    if (absl::StatusOr<std::vector<ConsumerInfo>> c = g->Consumers(); c.ok()) {
+      s.consumers = *std::move(c);
+      if (s.consumers.size() > kLiveStatusConsumers) {
+        s.consumers.resize(kLiveStatusConsumers);
+      }
+    }
     s.claimed_total = g->claimed_total();
     s.completed_total = g->completed_total();
     out->groups.push_back(std::move(s));
