@@ -165,6 +165,47 @@ TEST_CASE("pacing: a topic's own pacing is stored and read back") {
   CHECK(report.ok());
 }
 
+TEST_CASE("issue38: ListTopicPacing pages the topics' own pacing") {
+  const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);
+  DbFixture f(storage, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  ConsumerGroup* other = ValueOrDie(q->Group("other"));
+  HQ_REQUIRE_OK(other->SetTopicPacing("z", {.max_in_flight = 9}));
+  CHECK(ValueOrDie(g->ListTopicPacing(10)).empty());
+  // Topics with bytes a prefix shares: "a", "a\0", "ab".
+  const std::vector<std::string> topics = {"", "a", std::string("a\0", 2), "ab",
+                                           "b"};
+  for (size_t i = 0; i < topics.size(); ++i) {
+    HQ_REQUIRE_OK(
+        g->SetTopicPacing(topics[i], {.max_in_flight = static_cast<uint32_t>(i),
+                                      .interval = absl::Milliseconds(10 * i)}));
+  }
+  std::vector<std::string> listed;
+  const std::string* after = nullptr;
+  std::vector<std::pair<std::string, TopicPacing>> page;
+  for (int n = 0;; ++n) {
+    REQUIRE(n < 10);
+    page = ValueOrDie(g->ListTopicPacing(2, after));
+    if (page.empty()) break;
+    CHECK(page.size() <= 2);
+    for (const auto& [topic, p] : page) {
+      listed.push_back(topic);
+      const size_t i =
+          std::find(topics.begin(), topics.end(), topic) - topics.begin();
+      REQUIRE(i < topics.size());
+      CHECK(p.max_in_flight == i);
+      CHECK(p.interval == absl::Milliseconds(10 * i));
+    }
+    after = &page.back().first;
+  }
+  CHECK(listed == topics);  // Byte order, none twice, none missing.
+  HQ_REQUIRE_OK(g->ClearTopicPacing("a"));
+  CHECK(ValueOrDie(g->ListTopicPacing(10)).size() == topics.size() - 1);
+  CHECK(absl::IsInvalidArgument(g->ListTopicPacing(0).status()));
+  CHECK(absl::IsInvalidArgument(g->ListTopicPacing(10001).status()));
+}
+
 TEST_CASE("pacing: priorities hold within a topic") {
   const Layout layout = GENERATE(Layout::kTime, Layout::kTopic);
   CAPTURE(layout);
