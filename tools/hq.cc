@@ -95,7 +95,8 @@ ABSL_FLAG(std::string, since, "",
 ABSL_FLAG(std::string, until, "",
           "scan: messages written before this time (as --since).");
 ABSL_FLAG(int64_t, limit, 0,
-          "scan, dead: at most this many messages (0: no limit).");
+          "scan, dead, pending, pacing: at most this many messages, tasks "
+          "or topics (0: no limit).");
 ABSL_FLAG(bool, follow, false,
           "scan: after the existing messages, wait for new ones until "
           "SIGINT/SIGTERM (or --follow_for). Releases the database between "

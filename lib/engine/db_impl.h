@@ -475,6 +475,11 @@ class DbImpl final : public Db {
   bool sweep_due_ ABSL_GUARDED_BY(janitor_mu_) = false;
   bool status_due_ ABSL_GUARDED_BY(janitor_mu_) = false;
   bool status_soon_ ABSL_GUARDED_BY(janitor_mu_) = false;
+  // PublishStatusSoon's publications come at most every kEarlyStatusGap
+  // (real time): not before next_early_status_.
+  static constexpr absl::Duration kEarlyStatusGap = absl::Milliseconds(100);
+  absl::Time next_early_status_ ABSL_GUARDED_BY(janitor_mu_) =
+      absl::InfinitePast();
   int64_t timed_statuses_ ABSL_GUARDED_BY(janitor_mu_) = 0;
   // Janitor thread only: each group's totals at the last publication.
   struct StatusTotals {

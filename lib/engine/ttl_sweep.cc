@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "hq/status.h"
 #include "leveldb/env.h"
 #include "lib/engine/checked_read.h"
@@ -251,20 +252,31 @@ void DbImpl::JanitorLoop() {
     bool sweep, status, soon;
     {
       MutexLock l(&janitor_mu_);
-      while (!sweep_due_ && !status_due_ && !status_soon_ && reclaim_.empty() &&
-             !janitor_stop_) {
-        janitor_cv_.Wait(&janitor_mu_);
+      // An early publication waits until kEarlyStatusGap after the last
+      // one, so that a process loading many groups publishes a few times,
+      // not once per group.
+      while (!sweep_due_ && !status_due_ && reclaim_.empty() &&
+             !janitor_stop_ &&
+             !(status_soon_ && absl::Now() >= next_early_status_)) {
+        if (status_soon_) {
+          janitor_cv_.WaitWithTimeout(&janitor_mu_,
+                                      next_early_status_ - absl::Now());
+        } else {
+          janitor_cv_.Wait(&janitor_mu_);
+        }
       }
       if (janitor_stop_) return;
       sweep = std::exchange(sweep_due_, false);
       status = std::exchange(status_due_, false);
-      soon = std::exchange(status_soon_, false);
+      soon = status_soon_ && (status || absl::Now() >= next_early_status_);
+      if (soon) status_soon_ = false;
     }
     // Failures are retried at the next interval.
     if (status || soon) (void)PublishStatus(/*timed=*/status);
-    if (status) {
+    if (status || soon) {
       MutexLock l(&janitor_mu_);
-      ++timed_statuses_;
+      if (status) ++timed_statuses_;
+      next_early_status_ = absl::Now() + kEarlyStatusGap;
     }
     if (sweep) (void)CompactExpired();
     ReclaimQueued();
