@@ -244,7 +244,7 @@ ExitCode GroupConsumers(Db* db, const std::vector<std::string>& queues) {
       if (live != nullptr) {
         rows = CollectConsumers(live->consumers, live->pending);
         complete = live->pending_complete;
-        now = absl::Now();
+        now = LiveStatusWritten();  // Idle as of the status, on its clock.
       } else {
         HQ_ASSIGN_OR_RETURN(ConsumerGroup * group, LoadGroup(q, info));
         HQ_ASSIGN_OR_RETURN(const std::vector<ConsumerInfo> consumers,

@@ -156,6 +156,10 @@ const LiveGroupStatus* LiveGroup(std::string_view queue,
   return g_live_status ? g_live_status->FindGroup(queue, group) : nullptr;
 }
 
+absl::Time LiveStatusWritten() {
+  return g_live_status ? g_live_status->written : absl::InfinitePast();
+}
+
 const LiveSubscriptionStatus* LiveSubscription(std::string_view queue,
                                                std::string_view name) {
   return g_live_status ? g_live_status->FindSubscription(queue, name) : nullptr;

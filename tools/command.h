@@ -169,6 +169,8 @@ void PrintJson(const Json& j);
 // it has the group loaded; null otherwise.
 const LiveGroupStatus* LiveGroup(std::string_view queue,
                                  std::string_view group);
+// When the owner wrote that status, by its clock; InfinitePast without one.
+absl::Time LiveStatusWritten();
 // The same for subscription `name` of `queue`, if it is live there.
 const LiveSubscriptionStatus* LiveSubscription(std::string_view queue,
                                                std::string_view name);

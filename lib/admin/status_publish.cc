@@ -76,12 +76,13 @@ absl::Status DbImpl::PublishStatus(bool timed) {
   if (IsClosing()) return absl::OkStatus();
   LiveStatus s;
   s.pid = getpid();
-  s.written = clock_->Now();
   s.interval = options_.status_interval;
   std::vector<absl::Time> loaded_at;
   for (QueueImpl* q : CachedQueues()) {
     if (!q->dropped()) q->CollectLiveStatus(&s, &loaded_at);
   }
+  // After the collection: every figure counts what happened before it.
+  s.written = clock_->Now();
   // Rates since the last timed publication, or for a group loaded since,
   // since its load (its totals count from there).
   absl::flat_hash_map<std::string, StatusTotals> totals;
