@@ -64,6 +64,40 @@ std::string Slurp(const std::string& path) {
   return ss.str();
 }
 
+// In a child process: runs `tool` (Tool()) with `args`; never returns.
+[[noreturn]] void ExecTool(const char* tool,
+                           const std::vector<std::string>& args) {
+  std::vector<char*> argv{const_cast<char*>(tool)};
+  for (const std::string& a : args)
+    argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execv(argv[0], argv.data());
+  _exit(127);
+}
+
+// Waits (with WaitForExit's deadline) for child `pid`, which runs hq with
+// `args`; its exit code, or 128 + the signal that killed it.
+int WaitForTool(pid_t pid, const std::vector<std::string>& args) {
+  const int status =
+      WaitForExit(pid, absl::StrCat("hq ", absl::StrJoin(args, " ")));
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// The name of the largest file in directory `dir` whose name ends in
+// `suffix`; "" if there is none.
+std::string LargestFile(const std::string& dir, const std::string& suffix) {
+  std::string largest;
+  uintmax_t size = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string n = e.path().filename().string();
+    if (n.ends_with(suffix) && (largest.empty() || e.file_size() > size)) {
+      largest = n;
+      size = e.file_size();
+    }
+  }
+  return largest;
+}
+
 struct Result {
   int code = -1;
   std::string out, err;
@@ -102,17 +136,10 @@ Result Run(const std::vector<std::string>& args, const std::string& input = "",
     } else {
       setenv("HQ_DB", env_db.c_str(), 1);
     }
-    std::vector<char*> argv{const_cast<char*>(tool)};
-    for (const std::string& a : args)
-      argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
+    ExecTool(tool, args);
   }
-  const int status =
-      WaitForExit(pid, absl::StrCat("hq ", absl::StrJoin(args, " ")));
   Result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.code = WaitForTool(pid, args);
   r.out = Slurp(out_path);
   r.err = Slurp(err_path);
   return r;
@@ -761,16 +788,8 @@ TEST_CASE("hq names damaged files: a table block, a log hole, no CURRENT") {
           q->Put({.payload = absl::StrCat(i, std::string(90, 'p'))}).status());
     }
   }
-  std::string table, log;
-  for (const auto& e : std::filesystem::directory_iterator(path)) {
-    const std::string n = e.path().filename().string();
-    if (n.ends_with(".ldb") &&
-        (table.empty() ||
-         e.file_size() > std::filesystem::file_size(path + "/" + table))) {
-      table = n;
-    }
-    if (n.ends_with(".log")) log = n;
-  }
+  const std::string table = LargestFile(path, ".ldb");
+  const std::string log = LargestFile(path, ".log");
   REQUIRE(!table.empty());
   REQUIRE(!log.empty());
   const std::string flag = "--db=" + path;
@@ -1152,17 +1171,10 @@ Result RunUnprivileged(const std::vector<std::string>& args) {
       _exit(125);
     }
     unsetenv("HQ_DB");
-    std::vector<char*> argv{const_cast<char*>(tool)};
-    for (const std::string& a : args)
-      argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
+    ExecTool(tool, args);
   }
-  const int status =
-      WaitForExit(pid, absl::StrCat("hq ", absl::StrJoin(args, " ")));
   Result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.code = WaitForTool(pid, args);
   r.out = Slurp(out_path);
   r.err = Slurp(err_path);
   INFO(r.err);
@@ -1223,15 +1235,7 @@ TEST_CASE("issue 38: hq compact on a damaged table exits 3, naming it") {
     }
     HQ_REQUIRE_OK(db->CompactAll().status());
   }
-  std::string table;
-  for (const auto& e : std::filesystem::directory_iterator(path)) {
-    const std::string n = e.path().filename().string();
-    if (n.ends_with(".ldb") &&
-        (table.empty() ||
-         e.file_size() > std::filesystem::file_size(path + "/" + table))) {
-      table = n;
-    }
-  }
+  const std::string table = LargestFile(path, ".ldb");
   REQUIRE(!table.empty());
   std::string data = Slurp(path + "/" + table);
   for (size_t i = data.size() / 2; i < data.size() / 2 + 16; ++i) data[i] ^= 1;
@@ -1626,12 +1630,7 @@ Result RunOnTerminal(const std::vector<std::string>& args) {
     dup2(slave, 2);
     close(master);
     unsetenv("HQ_DB");
-    std::vector<char*> argv{const_cast<char*>(tool)};
-    for (const std::string& a : args)
-      argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
+    ExecTool(tool, args);
   }
   close(slave);
   Result r;
@@ -1650,9 +1649,7 @@ Result RunOnTerminal(const std::vector<std::string>& args) {
     r.err.append(buf, static_cast<size_t>(n));
   }
   close(master);
-  const int status =
-      WaitForExit(pid, absl::StrCat("hq ", absl::StrJoin(args, " ")));
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.code = WaitForTool(pid, args);
   r.out = Slurp(out_path);
   return r;
 }
