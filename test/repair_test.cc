@@ -9,11 +9,14 @@
 
 #include "lib/admin/repair.h"
 
+#include <grp.h>
+#include <pwd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <iterator>
@@ -1108,19 +1111,55 @@ TEST_CASE("issue15: Repair refuses what it must not touch") {
     }
   }
   SECTION("a directory it cannot write") {
-    if (geteuid() == 0) return;  // Root writes anyway.
+    // Root writes anyway: as root, the repair runs in a child process as
+    // nobody, which owns the directories.
     DbFixture f(Storage::kDisk, NoBackgroundSweeps());
     PopulateSample(f.db());
     f.Close();
     const std::filesystem::path parent =
         std::filesystem::path(f.path()).parent_path();
+    const struct passwd* nobody = getpwnam("nobody");
+    REQUIRE(nobody != nullptr);
+    const uid_t uid = nobody->pw_uid;
+    const gid_t gid = nobody->pw_gid;
+    const bool root = geteuid() == 0;
+    if (root) {
+      REQUIRE(lchown(parent.c_str(), uid, gid) == 0);
+      for (const auto& e :
+           std::filesystem::recursive_directory_iterator(parent)) {
+        REQUIRE(lchown(e.path().c_str(), uid, gid) == 0);
+      }
+    }
     std::filesystem::permissions(parent, std::filesystem::perms::owner_write,
                                  std::filesystem::perm_options::remove);
-    const absl::Status s = Db::Repair(f.path(), f.options()).status();
+    // An undamaged Db needs no copy aside: the full repair checks for room.
+    repair::TEST_SetForceRepair(true);
+    auto unforce =
+        absl::MakeCleanup([] { repair::TEST_SetForceRepair(false); });
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      if (root && (setgroups(0, nullptr) != 0 || setgid(gid) != 0 ||
+                   setuid(uid) != 0 || setuid(0) == 0)) {
+        std::fprintf(stderr, "cannot drop root privileges\n");
+        _exit(125);
+      }
+      const absl::Status s = Db::Repair(f.path(), f.options()).status();
+      std::fprintf(stderr, "Repair: %s\n", s.ToString().c_str());
+      _exit(s.code() == absl::StatusCode::kPermissionDenied &&
+                    absl::StrContains(s.message(), "nothing was changed")
+                ? 0
+                : 1);
+    }
+    const int status = WaitForExit(child, "Db::Repair as nobody");
     std::filesystem::permissions(parent, std::filesystem::perms::owner_write,
                                  std::filesystem::perm_options::add);
-    CHECK(s.code() == absl::StatusCode::kPermissionDenied);
-    CHECK(absl::StrContains(s.message(), "nothing was changed"));
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);  // 125: could not drop root.
+    for (const auto& e : std::filesystem::directory_iterator(parent)) {
+      CHECK_FALSE(
+          absl::StrContains(e.path().filename().string(), "before-repair"));
+    }
   }
 }
 

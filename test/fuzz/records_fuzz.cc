@@ -176,7 +176,10 @@ void DecodeDeadValue(std::string_view v) {
   if (!DecodeDead(v, &d)) return;
   FUZZ_CHECK(d.original_partition <= 0xffff);
   FUZZ_CHECK(d.priority >= 0 && d.priority < kMaxPriorities);
-  FUZZ_CHECK(d.reason >= 1 && d.reason <= 3, "dead letter reason %d", d.reason);
+  FUZZ_CHECK(
+      d.reason >= static_cast<uint8_t>(DeadLetterReason::kLeaseExpired) &&
+          d.reason <= static_cast<uint8_t>(DeadLetterReason::kRejected),
+      "dead letter reason %d", d.reason);
   FUZZ_CHECK(d.topic.size() <= kMaxTopicBytes);
   FUZZ_CHECK(d.dead_ms <= static_cast<uint64_t>(INT64_MAX));
   const std::string again = EncodeDead(d);
