@@ -1666,6 +1666,7 @@ TEST_CASE(
   const std::vector<Case> cases = {
       {{s.db_flag(), "verify"},
        {"hq verify: checking tables ", "hq verify: checking records "}},
+      {{s.db_flag(), "compact"}, {"hq compact: compacting "}},
       {{s.db_flag(), "backup", out.Sub("b"), "--verify"},
        {"hq backup: copying ", "hq backup: checking records "}},
       // Forced to copy aside: an unknown record to move aside.

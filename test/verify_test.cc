@@ -426,7 +426,9 @@ class ProgressLog {
   std::vector<Progress> calls_;
 };
 
-TEST_CASE("issue38: Verify, Backup and Repair report their progress") {
+TEST_CASE(
+    "issue38: Verify, CompactAll, Backup and Repair report their "
+    "progress") {
   TempDir dir;
   DbFixture f(Storage::kDisk, NoBackgroundSweeps());
   Queue* q = ValueOrDie(f.db()->CreateQueue("big", {.partitions = 2}));
@@ -441,6 +443,20 @@ TEST_CASE("issue38: Verify, Backup and Repair report their progress") {
           std::vector<std::string>{"checking tables", "checking records"});
     // 20000 keys: progress in between too, not only each phase's ends.
     CHECK(log.size() > 4);
+  }
+  {
+    // More messages on top (level-0 tables and the log), then the whole
+    // key range compacted in slices.
+    for (int i = 0; i < 5000; ++i) {
+      ValueOrDie(q->Put({.payload = std::string(100, 'z')}));
+    }
+    ProgressLog log;
+    ValueOrDie(f.db()->CompactAll(log.callback()));
+    CHECK(log.Check() == std::vector<std::string>{"compacting"});
+    CHECK(log.size() > 4);  // Slices, not only the phase's ends.
+    const VerifyReport v = ValueOrDie(f.db()->Verify());
+    CHECK(v.ok());
+    CHECK(v.messages == 25000);
   }
   {
     ProgressLog log;

@@ -28,7 +28,8 @@ namespace hq::tool {
 ExitCode Compact(const Args& args) {
   HQ_TRY(Need(args, 0, "compact"));
   HQ_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, OpenDb());
-  HQ_ASSIGN_OR_RETURN(const SweepStats st, db->CompactAll());
+  HQ_ASSIGN_OR_RETURN(const SweepStats st,
+                      db->CompactAll(TerminalProgress("compact")));
   if (absl::GetFlag(FLAGS_json)) {
     Json j;
     j.BeginObject().Key("queues_with_ttl").Int(st.queues);

@@ -126,11 +126,14 @@ struct BackupReport {
   absl::Duration took;  // How long Backup took.
 };
 
-// How far a long call (Db::Verify, Db::Backup, Db::Repair) has come: in its
-// current phase, `done` of about `total` bytes. The phases, in order:
+// How far a long call (Db::Verify, Db::Backup, Db::Repair, Db::CompactAll)
+// has come: in its current phase, `done` of about `total` bytes. The phases,
+// in order:
 //   Verify: "checking tables" (the table files' bytes read), "checking
 //     records" (the key range walked, in LevelDB's approximate bytes);
 //   Backup: "copying" (the bytes of the files linked or copied);
+//   CompactAll: "compacting" (the key range compacted, in LevelDB's
+//     approximate bytes as they were before the compaction);
 //   Repair: "copying aside" (the bytes of the files copied), then
 //     Verify's phases for each Verify it runs (of the Db as it was, when
 //     nothing is damaged; of the result, each round).
@@ -382,7 +385,15 @@ class HQ_EXPORT Db {
   // CompactExpired; a compaction that meets a damaged table fails with
   // DataLoss naming the file (and so does every later call: "Damage met by
   // a compaction" above).
-  virtual absl::StatusOr<SweepStats> CompactAll() = 0;
+  absl::StatusOr<SweepStats> CompactAll() {
+    return CompactAll(ProgressCallback());
+  }
+  // The same, telling `progress` how far the compaction has come
+  // (Progress). With a callback, the key range is compacted in slices of
+  // about equal size, one after the other, so that there is progress to
+  // tell; the result is the same.
+  virtual absl::StatusOr<SweepStats> CompactAll(
+      const ProgressCallback& progress) = 0;
 
   // Walks every key and value of the Db (on a snapshot; reads and writes go
   // on meanwhile), checks each against its grammar (doc/format.md) and the

@@ -19,6 +19,7 @@
 #include "lib/format/coding.h"
 #include "lib/format/format.h"
 #include "lib/format/layout_codec.h"
+#include "lib/util/progress.h"
 #include "lib/util/status_macros.h"
 #include "lib/util/strings.h"
 
@@ -36,6 +37,56 @@ uint64_t PrefixBytes(leveldb::DB* db, const std::string& prefix) {
   uint64_t size = 0;
   db->GetApproximateSizes(&range, 1, &size);
   return size;
+}
+
+// CompactAll with progress compacts in this many slices.
+constexpr int kCompactSlices = 20;
+
+// LevelDB's size estimate of the keys before `key` (of all keys when `key`
+// is empty).
+uint64_t ApproximateBytesBefore(leveldb::DB* db, const std::string& key) {
+  const std::string end = key.empty() ? std::string(9, '\xff') : key;
+  const leveldb::Range range(leveldb::Slice(), end);
+  uint64_t size = 0;
+  db->GetApproximateSizes(&range, 1, &size);
+  return size;
+}
+
+// A key before which about `target` bytes lie (LevelDB's estimate, which
+// counts table blocks): built a byte at a time, each the largest byte that
+// keeps the bytes before the key under `target`, to a depth of kDepth.
+std::string KeyBefore(leveldb::DB* db, uint64_t target) {
+  constexpr int kDepth = 24;
+  std::string key;
+  for (int depth = 0; depth < kDepth; ++depth) {
+    int lo = -1, hi = 256;  // Under target at key + lo, not at key + hi.
+    while (hi - lo > 1) {
+      const int mid = (lo + hi) / 2;
+      std::string k = key;
+      k.push_back(static_cast<char>(mid));
+      if (ApproximateBytesBefore(db, k) >= target) {
+        hi = mid;
+      } else {
+        lo = mid;
+      }
+    }
+    if (lo < 0) break;  // The bytes reach target right after `key`.
+    key.push_back(static_cast<char>(lo));
+  }
+  key.push_back('\0');
+  return key;
+}
+
+// Up to `slices` - 1 increasing keys that cut the key range into slices of
+// about equal size by LevelDB's estimate.
+std::vector<std::string> SliceBounds(leveldb::DB* db, int slices) {
+  const uint64_t total = ApproximateBytesBefore(db, "");
+  std::vector<std::string> bounds;
+  for (int i = 1; i < slices && total > 0; ++i) {
+    std::string k = KeyBefore(db, total / slices * i);
+    if (bounds.empty() || k > bounds.back()) bounds.push_back(std::move(k));
+  }
+  return bounds;
 }
 
 }  // namespace
@@ -250,11 +301,34 @@ absl::StatusOr<SubscriptionStats> QueueImpl::InspectSubscription(
   return st;
 }
 
-absl::StatusOr<SweepStats> DbImpl::CompactAll() {
+absl::StatusOr<SweepStats> DbImpl::CompactAll(
+    const ProgressCallback& progress) {
   HQ_ASSIGN_OR_RETURN(SweepStats stats, CompactExpired());
   OpScope op(this);
   HQ_RETURN_IF_ERROR(op.status());
-  db_->CompactRange(nullptr, nullptr);
+  if (!progress) {
+    db_->CompactRange(nullptr, nullptr);
+  } else {
+    // Slices [begin, end] of about equal size: the first from the start of
+    // the key range, the last to its end.
+    const std::vector<std::string> bounds =
+        SliceBounds(db_.get(), kCompactSlices);
+    PhaseProgress told(progress, "compacting",
+                       ApproximateBytesBefore(db_.get(), ""));
+    for (size_t i = 0; i <= bounds.size(); ++i) {
+      const leveldb::Slice begin =
+          i == 0 ? leveldb::Slice() : leveldb::Slice(bounds[i - 1]);
+      const leveldb::Slice end =
+          i == bounds.size() ? leveldb::Slice() : leveldb::Slice(bounds[i]);
+      db_->CompactRange(i == 0 ? nullptr : &begin,
+                        i == bounds.size() ? nullptr : &end);
+      HQ_RETURN_IF_ERROR(DamageError());
+      if (i < bounds.size()) {
+        told.Set(ApproximateBytesBefore(db_.get(), bounds[i]));
+      }
+    }
+    told.Finish();
+  }
   // CompactRange returns nothing: a compaction it gave up on is only in
   // LevelDB's log, which info_log_ watches.
   HQ_RETURN_IF_ERROR(DamageError());

@@ -71,7 +71,9 @@ class DbImpl final : public Db {
   const RecoveryReport& recovery() const override { return recovery_; }
   LeaseManagerImpl* lease_impl() { return leases_.get(); }
   absl::StatusOr<SweepStats> CompactExpired() override;
-  absl::StatusOr<SweepStats> CompactAll() override;  // lib/admin/inspect.cc
+  using Db::CompactAll;
+  absl::StatusOr<SweepStats> CompactAll(  // lib/admin/inspect.cc
+      const ProgressCallback& progress) override;
   using Db::Backup;
   using Db::Verify;
   absl::StatusOr<VerifyReport> Verify(  // lib/admin/verify.cc
