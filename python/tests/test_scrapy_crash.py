@@ -38,25 +38,22 @@ def fetched_lines(directory, log="fetched.log"):
         return 0
 
 
-def crawl_with_kills(directory, pages, kills, seed, extra_args=()):
-    """Runs the crawl, killing it `kills` times; returns the last run's JSON
-    summary and the kills made."""
-    rng = random.Random(seed)
-    cmd = [sys.executable, CRAWL, str(directory), "--pages", str(pages),
-           *extra_args]
-    # Kill points: progress targets spread over the crawl.
-    targets = sorted(rng.randrange(0, int(pages * 0.9)) for _ in range(kills))
+def run_with_kills(directory, cmd, rng, goals, window, log="fetched.log"):
+    """Runs `cmd` once per entry of `goals`, each a function of the lines in
+    `log` at the run's start that gives the line count to wait for; kills
+    the run (SIGKILL) at a random moment within `window` seconds after it
+    got there, then runs the crawl to its end. Returns the last run's JSON
+    summary, the kills made and its exit code."""
     made = 0
-    for target in targets:
+    for goal_of in goals:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + RUN_DEADLINE
-        base = fetched_lines(directory)
-        goal = max(target, base + 1)
-        while proc.poll() is None and fetched_lines(directory) < goal:
+        goal = goal_of(fetched_lines(directory, log))
+        while proc.poll() is None and fetched_lines(directory, log) < goal:
             assert time.monotonic() < deadline, "crawl made no progress"
             time.sleep(0.01)
-        time.sleep(rng.uniform(0, 0.3))
+        time.sleep(rng.uniform(0, window))
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             made += 1
@@ -65,6 +62,18 @@ def crawl_with_kills(directory, pages, kills, seed, extra_args=()):
     lines = proc.stdout.decode().strip().splitlines()
     assert lines, "the final run printed no summary"
     return json.loads(lines[-1]), made, proc.returncode
+
+
+def crawl_with_kills(directory, pages, kills, seed, extra_args=()):
+    """Runs the crawl, killing it `kills` times; returns the last run's JSON
+    summary and the kills made."""
+    rng = random.Random(seed)
+    cmd = [sys.executable, CRAWL, str(directory), "--pages", str(pages),
+           *extra_args]
+    # Kill points: progress targets spread over the crawl.
+    targets = sorted(rng.randrange(0, int(pages * 0.9)) for _ in range(kills))
+    goals = [lambda base, t=t: max(t, base + 1) for t in targets]
+    return run_with_kills(directory, cmd, rng, goals, 0.3)
 
 
 def test_scrapy_crawl_survives_sigkill(tmp_path):
@@ -94,24 +103,8 @@ def crawl_killed_early(directory, pages, kills, seed, extra_args, window,
     rng = random.Random(seed)
     cmd = [sys.executable, CRAWL, str(directory), "--pages", str(pages),
            *extra_args]
-    made = 0
-    for _ in range(kills):
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + RUN_DEADLINE
-        base = fetched_lines(directory, log)
-        while proc.poll() is None and fetched_lines(directory, log) <= base:
-            assert time.monotonic() < deadline, "crawl made no progress"
-            time.sleep(0.01)
-        time.sleep(rng.uniform(0, window))
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            made += 1
-        proc.communicate(timeout=RUN_DEADLINE)
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, timeout=RUN_DEADLINE)
-    lines = proc.stdout.decode().strip().splitlines()
-    assert lines, "the final run printed no summary"
-    return json.loads(lines[-1]), made, proc.returncode
+    goals = [lambda base: base + 1] * kills
+    return run_with_kills(directory, cmd, rng, goals, window, log)
 
 
 def test_scrapy_issue38_kills_alone_dead_letter_no_request(tmp_path):
