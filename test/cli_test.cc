@@ -145,6 +145,19 @@ Result Run(const std::vector<std::string>& args, const std::string& input = "",
   return r;
 }
 
+// Every value of `key` in a JSON document: "key":"VALUE" (strings only).
+std::vector<std::string> JsonStrings(const std::string& doc,
+                                     const std::string& key) {
+  std::vector<std::string> out;
+  const std::string k = "\"" + key + "\":\"";
+  for (size_t pos = doc.find(k); pos != std::string::npos;
+       pos = doc.find(k, pos + 1)) {
+    const size_t from = pos + k.size();
+    out.push_back(doc.substr(from, doc.find('"', from) - from));
+  }
+  return out;
+}
+
 size_t Occurrences(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t pos = text.find(what); pos != std::string::npos;
@@ -267,13 +280,7 @@ TEST_CASE("hq scan filters by partition, topic, id and time") {
     const Result r = Run(args);
     INFO(r.err);
     REQUIRE(r.code == 0);
-    std::vector<std::string> out;
-    for (size_t pos = r.out.find("\"payload\":\""); pos != std::string::npos;
-         pos = r.out.find("\"payload\":\"", pos + 1)) {
-      const size_t start = pos + 11;
-      out.push_back(r.out.substr(start, r.out.find('"', start) - start));
-    }
-    return out;
+    return JsonStrings(r.out, "payload");
   };
   using V = std::vector<std::string>;
   CHECK(payloads({}).size() == 13);
@@ -1270,19 +1277,6 @@ TEST_CASE("issue 38: create under a missing parent names the parent") {
   const Result j = Run({"--db=" + parent + "/db", "create", "q", "--json"});
   CHECK(j.code == 1);
   CHECK(absl::StrContains(j.out + j.err, "NOT_FOUND"));
-}
-
-// Every value of `key` in a JSON document: "key":"VALUE" (strings only).
-std::vector<std::string> JsonStrings(const std::string& doc,
-                                     const std::string& key) {
-  std::vector<std::string> out;
-  const std::string k = "\"" + key + "\":\"";
-  for (size_t pos = doc.find(k); pos != std::string::npos;
-       pos = doc.find(k, pos + 1)) {
-    const size_t from = pos + k.size();
-    out.push_back(doc.substr(from, doc.find('"', from) - from));
-  }
-  return out;
 }
 
 TEST_CASE("issue38: every subcommand is in hq --help and hq help") {
