@@ -21,9 +21,13 @@ else
   BUILD_DIR=${BUILD_DIR:-build}
 fi
 
+# The last line is the fleet's (-Dfleet): the ZooKeeper and NATS C clients,
+# and the servers its tests start on 127.0.0.1. zookeeper is ZooKeeper's
+# jars and the JRE they need, without a daemon (zookeeperd would start one).
 PACKAGES=(g++ meson ninja-build pkg-config cmake libleveldb-dev libabsl-dev
           catch2 libxxhash-dev libsqlite3-dev python3 python3-dev
-          pybind11-dev python3-pybind11 python3-pytest python3-scrapy help2man)
+          pybind11-dev python3-pybind11 python3-pytest python3-scrapy help2man
+          libzookeeper-mt-dev libnats-dev zookeeper nats-server)
 
 install_missing() {
   local missing=()
