@@ -16,7 +16,9 @@
 // ports found free by binding port 0, and keeps its files in a fresh
 // temporary directory under $TMPDIR (default /tmp), removed with the
 // fixture. A node's output goes to its log file there; errors about a node
-// name it and end with the tail of its log.
+// name it and end with the tail of its log. ZooKeeper does not fsync
+// (forceSync=no): a SIGKILLed node loses nothing the kernel holds, which is
+// all a test kills.
 //
 // ZooKeeper runs as `java ... QuorumPeerMain zoo.cfg` (Debian's zookeeper
 // package: its jars and the JRE it pulls in), NATS as `nats-server -c
@@ -72,11 +74,11 @@ struct ClusterOptions {
 
 class FleetCluster {
  public:
-  // True if java, ZooKeeper's jars and nats-server are installed (found on
-  // PATH, and in /usr/share/java as Debian's zookeeper package puts
-  // them); else false, and
-  // *why (if not null) says what is missing and which Debian package has
-  // it.
+  // True if java and nats-server are installed (on PATH, or in /usr/sbin
+  // where Debian puts nats-server) and ZooKeeper's jars are where Debian's
+  // zookeeper package puts them (/usr/share/java); else false, and *why
+  // (if not null) says what is missing and which Debian package has it.
+  // Checks files only: quick, and it starts nothing.
   static bool Available(std::string* why);
 
   // Starts the nodes and waits, up to options.start_timeout in all, until
@@ -99,12 +101,14 @@ class FleetCluster {
   FleetCluster& operator=(const FleetCluster&) = delete;
 
   // ZooKeeper's connect string, every node: "127.0.0.1:P1,127.0.0.1:P2,...";
-  // one node's: "127.0.0.1:P". Empty without ZooKeeper.
+  // one node's: "127.0.0.1:P". Empty without ZooKeeper (or no node i).
   std::string zookeeper_connect() const;
   std::string zookeeper_connect(int i) const;
 
   // NATS URLs, every node: "nats://127.0.0.1:P1,nats://127.0.0.1:P2,...";
-  // one node's: "nats://127.0.0.1:P".
+  // one node's: "nats://127.0.0.1:P". Empty without NATS (or no node i).
+  // nats.c takes a list through natsOptions_SetServers, not in one URL
+  // (lib/fleet/clients.h: SetNatsServers).
   std::string nats_urls() const;
   std::string nats_url(int i) const;
 

@@ -308,6 +308,74 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "FleetCluster: one node each (ZooKeeper standalone, NATS without a "
+    "cluster) serves and restarts",
+    "[fleet]") {
+  auto started = FleetCluster::Start({.zookeeper_nodes = 1, .nats_nodes = 1});
+  REQUIRE_OK(started.status());
+  std::unique_ptr<FleetCluster> cluster = std::move(*started);
+  CHECK(cluster->zookeeper_connect() == cluster->zookeeper_connect(0));
+  CHECK(cluster->nats_urls() == cluster->nats_url(0));
+  auto leader = cluster->ZooKeeperLeader();
+  REQUIRE_OK(leader.status());
+  CHECK(*leader == 0);
+  {
+    Zk zk(cluster->zookeeper_connect());
+    REQUIRE_OK(zk.WaitConnected());
+    REQUIRE_OK(zk.Create("/one", "1"));
+  }
+  REQUIRE_OK(cluster->KillZooKeeper(0));
+  CHECK(cluster->ZooKeeperLeader().status().code() ==
+        absl::StatusCode::kUnavailable);
+  REQUIRE_OK(cluster->StartZooKeeper(0));
+  {
+    Zk zk(cluster->zookeeper_connect());
+    REQUIRE_OK(zk.WaitConnected());
+    auto data = zk.Get("/one");
+    REQUIRE_OK(data.status());
+    CHECK(*data == "1");
+  }
+
+  // A stream of one replica keeps its message across a restart.
+  {
+    Nats nats(cluster->nats_urls());
+    REQUIRE_OK(nats.status());
+    jsStreamConfig cfg;
+    jsStreamConfig_Init(&cfg);
+    const char* subjects[] = {"one.>"};
+    cfg.Name = "ONE";
+    cfg.Subjects = subjects;
+    cfg.SubjectsLen = 1;
+    cfg.Storage = js_FileStorage;
+    jsStreamInfo* info = nullptr;
+    jsErrCode jerr = static_cast<jsErrCode>(0);
+    REQUIRE_OK(NatsStatus(js_AddStream(&info, nats.js(), &cfg, nullptr, &jerr),
+                          "add stream ONE", jerr));
+    jsStreamInfo_Destroy(info);
+    bool duplicate = true;
+    REQUIRE_OK(nats.Publish("one.a", "kept", "k1", &duplicate));
+    CHECK(!duplicate);
+  }
+  REQUIRE_OK(cluster->KillNats(0));
+  REQUIRE_OK(cluster->StartNats(0));
+  {
+    Nats nats(cluster->nats_urls());
+    REQUIRE_OK(nats.status());
+    REQUIRE_OK(Eventually(kDeadline, [&]() -> absl::Status {
+      jsStreamInfo* info = nullptr;
+      jsErrCode jerr = static_cast<jsErrCode>(0);
+      const natsStatus s =
+          js_GetStreamInfo(&info, nats.js(), "ONE", nullptr, &jerr);
+      if (s != NATS_OK) return NatsStatus(s, "stream info ONE", jerr);
+      const uint64_t msgs = info->State.Msgs;
+      jsStreamInfo_Destroy(info);
+      return msgs == 1 ? absl::OkStatus()
+                       : absl::DataLossError(absl::StrCat(msgs, " messages"));
+    }));
+  }
+}
+
+TEST_CASE(
     "FleetCluster: 3 ZooKeeper nodes and 3 nats-servers serve znodes and a "
     "replicated stream, also with one of each killed, and stop with the "
     "fixture",
