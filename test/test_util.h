@@ -419,6 +419,8 @@ class Child {
 
   // The child's command line, for messages.
   const std::string& command() const { return command_; }
+  // Its process id; -1 once it was waited for.
+  pid_t pid() const { return pid_; }
 
   // The next line of the child's stdout without the newline; at EOF, what
   // is left of a last unterminated line ("" if none). A line that does not

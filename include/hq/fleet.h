@@ -75,7 +75,7 @@ namespace hq::fleet {
 // host is its own site. InvalidArgument for a URL without a host.
 HQ_EXPORT absl::StatusOr<std::string> SiteOf(std::string_view url);
 
-// The virtual partition of a site: xxHash64 of the site, modulo
+// The virtual partition of a site: XXH3_64bits of the site, modulo
 // `partitions`. REQUIRES: partitions > 0.
 HQ_EXPORT uint32_t PartitionOf(std::string_view site, uint32_t partitions);
 
@@ -137,7 +137,7 @@ struct Url {
 
 // A claimed URL.
 struct FleetTask {
-  Task task;  // task.key is the URL, task.topic its site.
+  Task task;               // task.key is the URL, task.topic its site.
   uint32_t partition = 0;  // The virtual partition.
   uint64_t epoch = 0;      // The ownership epoch it was claimed under.
   // Start the fetch before this time or not at all (Release the task):
@@ -149,8 +149,8 @@ struct AgentStats {
   struct Partition {
     uint32_t partition = 0;
     uint64_t epoch = 0;
-    bool serving = false;     // Lease valid and takeover delay over.
-    uint64_t backlog = 0;     // As GroupStats::backlog.
+    bool serving = false;  // Lease valid and takeover delay over.
+    uint64_t backlog = 0;  // As GroupStats::backlog.
     uint64_t in_flight = 0;
     uint64_t handoff_lag = 0;  // Messages in its stream not yet stored.
   };
@@ -174,7 +174,11 @@ class HQ_EXPORT Agent {
       const AgentOptions& options);
 
   Agent() = default;
-  virtual ~Agent() = default;  // Leaves the fleet as Leave does.
+  // Closes the agent: completions not yet published are published (if
+  // NATS answers), the ZooKeeper session ends, and the partitions stay this
+  // agent's for `grace`, so that a restart with the same id and Db resumes
+  // them. Call Leave first to hand them over at once.
+  virtual ~Agent() = default;
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "hq/export.h"
+
 namespace hq {
 
 // Assigns partitions to consumers. `owner[p]` is the index in `consumers`
@@ -19,8 +21,8 @@ namespace hq {
 // that the fewest partitions move. A partition keeps its owner unless that
 // owner is over its quota; the partitions freed go, in partition order, to
 // the consumers under their quota, in that same order. With no consumers,
-// every partition gets -1.
-std::vector<int> AssignPartitions(std::span<const int> owner,
+// every partition gets -1. Exported for libhq_fleet (lib/fleet/assignment.h).
+HQ_EXPORT std::vector<int> AssignPartitions(std::span<const int> owner,
                                   std::span<const std::string> consumers);
 
 }  // namespace hq
