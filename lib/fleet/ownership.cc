@@ -43,24 +43,35 @@ std::string Ownership::Path(std::string_view leaf) const {
 absl::StatusOr<std::unique_ptr<Ownership>> Ownership::Start(
     const OwnershipOptions& options) {
   std::unique_ptr<Ownership> o(new Ownership(options));
-  HQ_RETURN_IF_ERROR(o->Join());
-  HQ_RETURN_IF_ERROR(o->Step());
+  // A loaded server or a leader election answers late: Unavailable is
+  // tried again, with a new session, for three session timeouts.
+  const absl::Time end = absl::Now() + 3 * options.session_timeout;
+  for (;;) {
+    absl::Status s = o->Join();
+    if (s.ok()) s = o->Step();
+    if (s.ok()) break;
+    o->session_.reset();
+    if (!absl::IsUnavailable(s) || absl::Now() >= end) return s;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
   o->thread_ = std::thread([p = o.get()] { p->Run(); });
   return o;
 }
 
 Ownership::~Ownership() {
   {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     stop_ = true;
+    wake_cv_.SignalAll();
   }
   if (thread_.joinable()) thread_.join();
   session_.reset();
 }
 
 void Ownership::Wake() {
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   wake_ = true;
+  wake_cv_.Signal();
 }
 
 absl::Status Ownership::Join() {
@@ -128,12 +139,12 @@ absl::Status Ownership::JoinMember() {
 }
 
 std::shared_ptr<const Ownership::View> Ownership::view() const {
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   return view_;
 }
 
 Assignment Ownership::assignment() const {
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   return assignment_;
 }
 
@@ -152,11 +163,13 @@ void Ownership::Run() {
   const absl::Duration period = options_.ownership_lease / 3;
   for (;;) {
     {
-      absl::MutexLock l(&mu_);
-      auto woken = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-        return wake_ || stop_;
-      };
-      mu_.AwaitWithTimeout(absl::Condition(&woken), period);
+      const absl::Time end = absl::Now() + period;
+      MutexLock l(&mu_);
+      while (!wake_ && !stop_) {
+        const absl::Duration left = end - absl::Now();
+        if (left <= absl::ZeroDuration()) break;
+        wake_cv_.WaitWithTimeout(&mu_, left);
+      }
       if (stop_) return;
       wake_ = false;
     }
@@ -197,7 +210,7 @@ absl::Status Ownership::Step() {
       SteadyNow() +
       ToSteady(options_.ownership_lease + options_.takeover_delay);
   {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     if (left_) return absl::FailedPreconditionError("hq fleet: left");
     for (uint32_t p = 0; p < a.partitions(); ++p) {
       if (a.owners[p] != options_.agent_id) continue;
@@ -262,10 +275,11 @@ absl::Status Ownership::Coordinate(const Assignment& current, int32_t version) {
 
 absl::Status Ownership::Leave() {
   {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     if (left_) return absl::OkStatus();
     left_ = true;
     stop_ = true;
+    wake_cv_.SignalAll();
     auto empty = std::make_shared<View>();
     empty->lease_until = SteadyTime::min();
     view_ = std::move(empty);

@@ -34,10 +34,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "lib/fleet/assignment.h"
 #include "lib/fleet/zk.h"
+#include "lib/util/sync.h"
 
 namespace hq::fleet {
 
@@ -74,8 +74,8 @@ class Ownership {
   // when it differs), creates the member node (waiting up to the session
   // timeout for a previous process's node of the same id to expire;
   // AlreadyExists if it does not), and reads the assignment once.
-  // Unavailable when ZooKeeper cannot be reached within the session
-  // timeout.
+  // Unavailable when ZooKeeper cannot be reached, or does not answer, for
+  // three session timeouts.
   static absl::StatusOr<std::unique_ptr<Ownership>> Start(
       const OwnershipOptions& options);
 
@@ -116,7 +116,8 @@ class Ownership {
   std::string election_node_;
   absl::flat_hash_map<std::string, SteadyTime> first_missing_;
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
+  CondVar wake_cv_;  // Signalled with wake_ or stop_.
   std::shared_ptr<const View> view_ ABSL_GUARDED_BY(mu_);
   Assignment assignment_ ABSL_GUARDED_BY(mu_);
   bool wake_ ABSL_GUARDED_BY(mu_) = false;

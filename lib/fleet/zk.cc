@@ -12,9 +12,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "lib/fleet/clients.h"
 #include "lib/util/strings.h"
+#include "lib/util/sync.h"
 
 namespace hq::fleet {
 namespace {
@@ -32,18 +32,20 @@ void ZkLog(const char* message) {
 }
 
 struct SyncWait {
-  absl::Mutex mu;
-  bool done = false;
-  int rc = ZOK;
+  Mutex mu;
+  CondVar cv;
+  bool done ABSL_GUARDED_BY(mu) = false;
+  int rc ABSL_GUARDED_BY(mu) = ZOK;
 };
 
 void SyncDone(int rc, const char* /*value*/, const void* data) {
   auto* holder =
       static_cast<std::shared_ptr<SyncWait>*>(const_cast<void*>(data));
   {
-    absl::MutexLock l(&(*holder)->mu);
+    MutexLock l(&(*holder)->mu);
     (*holder)->done = true;
     (*holder)->rc = rc;
+    (*holder)->cv.SignalAll();
   }
   delete holder;
 }
@@ -182,11 +184,16 @@ absl::Status ZkSession::Sync(const std::string& path, absl::Duration deadline) {
     delete holder;
     return FromZk(rc, "sync", path);
   }
-  absl::MutexLock l(&wait->mu);
-  if (!wait->mu.AwaitWithTimeout(absl::Condition(&wait->done), deadline)) {
-    return absl::UnavailableError(absl::StrCat("ZooKeeper sync ", path,
-                                               ": no answer within ",
-                                               absl::FormatDuration(deadline)));
+  const absl::Time end = absl::Now() + deadline;
+  MutexLock l(&wait->mu);
+  while (!wait->done) {
+    const absl::Duration left = end - absl::Now();
+    if (left <= absl::ZeroDuration()) {
+      return absl::UnavailableError(
+          absl::StrCat("ZooKeeper sync ", path, ": no answer within ",
+                       absl::FormatDuration(deadline)));
+    }
+    wait->cv.WaitWithTimeout(&wait->mu, left);
   }
   return FromZk(wait->rc, "sync", path);
 }

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -26,7 +27,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "lib/fleet/clients.h"
 #include "lib/util/status_macros.h"
@@ -192,26 +192,22 @@ class ZooKeeperSession {
   ZooKeeperSession& operator=(const ZooKeeperSession&) = delete;
 
   zhandle_t* handle() const { return zh_; }
-  bool Connected() {
-    absl::MutexLock l(&mu_);
-    return state_ == ZOO_CONNECTED_STATE;
-  }
+  bool Connected() { return state_.load() == ZOO_CONNECTED_STATE; }
 
  private:
   static void Watch(zhandle_t*, int type, int state, const char*,
                     void* context) {
     if (type != ZOO_SESSION_EVENT) return;
-    auto* self = static_cast<ZooKeeperSession*>(context);
-    absl::MutexLock l(&self->mu_);
-    self->state_ = state;
+    static_cast<ZooKeeperSession*>(context)->state_.store(state);
   }
   // The client's own log (connection refused while a node starts...): the
   // waits report what they saw, with the node's log.
   static void DropLog(const char*) {}
 
   zhandle_t* zh_ = nullptr;
-  absl::Mutex mu_;
-  int state_ ABSL_GUARDED_BY(mu_) = 0;
+  // Written by the client's event thread (a plain atomic: TSan cannot see
+  // absl::Mutex in Debian's uninstrumented libabsl, lib/util/sync.h).
+  std::atomic<int> state_{0};
 };
 
 // A NATS connection and its JetStream context.

@@ -14,6 +14,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -25,7 +27,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "catch2/catch.hpp"
@@ -82,13 +83,13 @@ class Zk {
   // OK once the session is connected, within kDeadline.
   absl::Status WaitConnected() {
     if (zh_ == nullptr) return absl::InternalError("zookeeper_init failed");
-    absl::MutexLock l(&mu_);
-    auto connected = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-      return state_ == ZOO_CONNECTED_STATE;
-    };
-    if (!mu_.AwaitWithTimeout(absl::Condition(&connected), kDeadline)) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("no ZooKeeper session, state ", state_));
+    const absl::Time end = absl::Now() + kDeadline;
+    while (state_.load() != ZOO_CONNECTED_STATE) {
+      if (absl::Now() > end) {
+        return absl::DeadlineExceededError(
+            absl::StrCat("no ZooKeeper session, state ", state_.load()));
+      }
+      absl::SleepFor(absl::Milliseconds(10));
     }
     return absl::OkStatus();
   }
@@ -113,14 +114,11 @@ class Zk {
  private:
   static void Watch(zhandle_t*, int type, int state, const char*, void* ctx) {
     if (type != ZOO_SESSION_EVENT) return;
-    auto* self = static_cast<Zk*>(ctx);
-    absl::MutexLock l(&self->mu_);
-    self->state_ = state;
+    static_cast<Zk*>(ctx)->state_.store(state);
   }
 
   zhandle_t* zh_ = nullptr;
-  absl::Mutex mu_;
-  int state_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<int> state_{0};  // Written by the client's event thread.
 };
 
 // A NATS connection that reconnects (to any of its URLs) and its JetStream

@@ -46,7 +46,7 @@ OwnershipOptions Options(std::string fleet, std::string id,
           .fleet = std::move(fleet),
           .zookeeper = Cluster().zookeeper_connect(),
           .partitions = partitions,
-          .session_timeout = absl::Seconds(4),
+          .session_timeout = absl::Seconds(8),
           .grace = absl::Seconds(2),
           .ownership_lease = absl::Milliseconds(1500)};
 }
