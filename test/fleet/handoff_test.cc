@@ -11,10 +11,13 @@
 #include "lib/fleet/handoff.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -301,6 +304,57 @@ TEST_CASE("completions round-trip as URL hashes") {
   CHECK(absl::IsInvalidArgument(h->ReadCompletions(8).status()));
 }
 
+TEST_CASE("Publish, Fetch and Ack may be called from several threads") {
+  auto h = Connect(Options(SharedCluster(), "threads"));
+  auto feed = h->OpenPartition(3, 1);
+  REQUIRE(feed.ok());
+  constexpr int kThreads = 4;
+  constexpr int kBatches = 5;
+  constexpr int kPerBatch = 50;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> publishers;
+  for (int t = 0; t < kThreads; ++t) {
+    publishers.emplace_back([&, t] {
+      for (int b = 0; b < kBatches; ++b) {
+        const auto urls = MakeUrls(absl::StrCat("t", t, "b", b), kPerBatch);
+        PublishResult r;
+        if (!h->Publish(ToOutgoing(3, urls), &r).ok() ||
+            r.acknowledged != kPerBatch) {
+          ++failures;
+        }
+      }
+    });
+  }
+  // Two fetching threads share the feed and ack what they get.
+  std::mutex mu;
+  std::set<std::string> seen;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> fetchers;
+  for (int f = 0; f < 2; ++f) {
+    fetchers.emplace_back([&] {
+      const absl::Time deadline = absl::Now() + kPatience;
+      while (!stop.load() && absl::Now() < deadline) {
+        auto r = (*feed)->Fetch(100, absl::Milliseconds(500));
+        if (!r.ok()) continue;
+        std::vector<uint64_t> seqs;
+        {
+          std::lock_guard<std::mutex> l(mu);
+          for (const auto& rec : r->records) {
+            seen.insert(rec.url.url);
+            seqs.push_back(rec.sequence);
+          }
+          if (seen.size() == kThreads * kBatches * kPerBatch) stop = true;
+        }
+        if (!(*feed)->Ack(seqs).ok()) ++failures;
+      }
+    });
+  }
+  for (auto& t : publishers) t.join();
+  for (auto& t : fetchers) t.join();
+  CHECK(failures.load() == 0);
+  CHECK(seen.size() == kThreads * kBatches * kPerBatch);
+}
+
 // Publishes raw bytes to `subject`, as a broken or foreign client would;
 // returns the stream sequence.
 uint64_t PublishRaw(const FleetCluster& cluster, const std::string& subject,
@@ -470,6 +524,9 @@ TEST_CASE("with every nats-server killed, Publish fails within its deadline") {
   CHECK(absl::Now() - start < o.publish_timeout + absl::Seconds(60));
   CHECK(!(*feed)->Fetch(10, absl::Seconds(1)).ok());
   CHECK(!(*feed)->Lag().ok());
+  // A new connection gives up after connect_timeout.
+  o.connect_timeout = absl::Seconds(2);
+  CHECK(absl::IsUnavailable(Handoff::Connect(o).status()));
   CHECK(!h->PublishCompletions(2, std::vector<std::string>{"https://x/"}).ok());
 }
 
