@@ -3,7 +3,8 @@
 // The hand-off of URLs between the agents of a fleet, over NATS JetStream
 // (nats.c, nats/nats.h). A thin wrapper: connections, reconnection and the
 // replication of the stream are nats.c's and the servers'; this file owns
-// the layout (doc: fleet_design "JetStream layout") and records.h's records.
+// the layout below (doc/fleet.md, "JetStream layout") and records.h's
+// records.
 //
 //   stream HQF_<fleet>: file storage, `replicas` replicas, the duplicate
 //     window `duplicate_window`, limits retention (nothing expires);
@@ -53,7 +54,8 @@
 namespace hq::fleet {
 
 struct HandoffOptions {
-  // NATS server URLs ("nats://127.0.0.1:4222"), at least one. The client
+  // NATS server URLs ("nats://127.0.0.1:4222"), at least one
+  // (SplitNatsUrls of AgentOptions::nats, lib/fleet/clients.h). The client
   // connects to one of them and reconnects to any (also to servers the
   // cluster tells it about) for as long as the Handoff lives.
   std::vector<std::string> urls;
