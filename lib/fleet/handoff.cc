@@ -98,7 +98,7 @@ struct Handoff::Pending {
 // its ack callback fills in. Every call leaves it with nothing in flight.
 struct Handoff::Publisher {
   jsCtx* js = nullptr;
-  absl::Mutex mu;
+  Mutex mu;
   // Messages in flight -> index in *pending.
   absl::flat_hash_map<natsMsg*, size_t> in_flight ABSL_GUARDED_BY(mu);
   std::vector<Pending>* pending ABSL_GUARDED_BY(mu) = nullptr;
@@ -114,7 +114,7 @@ struct Handoff::Publisher {
                     void* closure) {
     auto* self = static_cast<Publisher*>(closure);
     {
-      absl::MutexLock l(&self->mu);
+      MutexLock l(&self->mu);
       auto it = self->in_flight.find(msg);
       if (it != self->in_flight.end()) {
         Pending& p = (*self->pending)[it->second];
@@ -140,7 +140,7 @@ struct Handoff::Publisher {
 
 std::unique_ptr<Handoff::Publisher> Handoff::TakePublisher() {
   {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     if (!idle_.empty()) {
       auto p = std::move(idle_.back());
       idle_.pop_back();
@@ -161,7 +161,7 @@ std::unique_ptr<Handoff::Publisher> Handoff::TakePublisher() {
 }
 
 void Handoff::ReturnPublisher(std::unique_ptr<Publisher> p) {
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   idle_.push_back(std::move(p));
 }
 
@@ -177,7 +177,7 @@ absl::Status Handoff::PublishAll(std::vector<Pending>& pending,
     return absl::UnavailableError("publish: cannot create a JetStream context");
   }
   {
-    absl::MutexLock l(&pub->mu);
+    MutexLock l(&pub->mu);
     pub->pending = &pending;
   }
   const absl::Time deadline = absl::Now() + options_.publish_timeout;
@@ -208,14 +208,14 @@ absl::Status Handoff::PublishAll(std::vector<Pending>& pending,
       {
         // Before the send: the ack may come before js_PublishMsgAsync
         // returns.
-        absl::MutexLock l(&pub->mu);
+        MutexLock l(&pub->mu);
         pub->in_flight[key] = i;
       }
       s = js_PublishMsgAsync(pub->js, &m, &po);
       if (s != NATS_OK) {
         // Not sent: the message is still ours.
         {
-          absl::MutexLock l(&pub->mu);
+          MutexLock l(&pub->mu);
           pub->in_flight.erase(key);
         }
         natsMsg_Destroy(m);
@@ -231,7 +231,7 @@ absl::Status Handoff::PublishAll(std::vector<Pending>& pending,
     // flight when this round ends.
     natsMsgList unanswered;
     if (js_PublishAsyncGetPendingList(&unanswered, pub->js) == NATS_OK) {
-      absl::MutexLock l(&pub->mu);
+      MutexLock l(&pub->mu);
       for (int k = 0; k < unanswered.Count; ++k) {
         auto it = pub->in_flight.find(unanswered.Msgs[k]);
         if (it != pub->in_flight.end()) {
@@ -262,7 +262,7 @@ absl::Status Handoff::PublishAll(std::vector<Pending>& pending,
           pending.begin(), pending.end(),
           [](const Pending& p) { return p.done && p.duplicate; }));
       {
-        absl::MutexLock l(&pub->mu);
+        MutexLock l(&pub->mu);
         pub->pending = nullptr;
       }
       const bool connected = shared_->Connected();
@@ -327,7 +327,7 @@ Handoff::Handoff(HandoffOptions options,
     : options_(std::move(options)), shared_(std::move(shared)) {}
 
 Handoff::~Handoff() {
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   idle_.clear();  // Each has nothing in flight (PublishAll).
 }
 
@@ -624,7 +624,7 @@ PartitionFeed::PartitionFeed(std::shared_ptr<Shared> shared, uint32_t partition,
 
 PartitionFeed::~PartitionFeed() {
   {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     for (auto& [seq, m] : held_) natsMsg_Destroy(m);
     held_.clear();
   }
@@ -641,7 +641,7 @@ absl::StatusOr<FetchResult> PartitionFeed::Fetch(int max, absl::Duration wait) {
   natsStatus s;
   jsErrCode jerr = static_cast<jsErrCode>(0);
   {
-    absl::MutexLock l(&fetch_mu_);
+    MutexLock l(&fetch_mu_);
     s = natsSubscription_Fetch(&list, sub_, max, Millis(wait), &jerr);
   }
   FetchResult out;
@@ -650,7 +650,7 @@ absl::StatusOr<FetchResult> PartitionFeed::Fetch(int max, absl::Duration wait) {
     return absl::UnavailableError(
         NatsStatus(s, absl::StrCat("fetch ", consumer_), jerr).message());
   }
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   for (int i = 0; i < list.Count; ++i) {
     natsMsg* m = list.Msgs[i];
     jsMsgMetaData* meta = nullptr;
@@ -699,7 +699,7 @@ absl::Status PartitionFeed::Settle(std::span<const uint64_t> sequences,
   size_t missing = 0;
   uint64_t first_missing = 0;
   {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     for (uint64_t seq : sequences) {
       auto it = held_.find(seq);
       if (it == held_.end()) {
@@ -745,7 +745,7 @@ absl::Status PartitionFeed::Settle(std::span<const uint64_t> sequences,
   }
   {
     // Keep what was not confirmed, unless a newer delivery replaced it.
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     for (size_t i = 0; i < msgs.size(); ++i) {
       natsMsg* m = msgs[i].second;
       if (i >= settled && held_.try_emplace(msgs[i].first, m).second) {

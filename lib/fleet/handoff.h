@@ -46,9 +46,9 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "hq/fleet.h"
+#include "lib/util/sync.h"
 #include "nats/nats.h"
 
 namespace hq::fleet {
@@ -186,8 +186,8 @@ class PartitionFeed {
   const std::string consumer_;
   natsSubscription* const sub_;  // A pull subscription.
 
-  absl::Mutex fetch_mu_;  // One Fetch at a time on the subscription.
-  absl::Mutex mu_;
+  Mutex fetch_mu_;  // One Fetch at a time on the subscription.
+  Mutex mu_;
   // Fetched and not yet acked: stream sequence -> its newest delivery.
   absl::flat_hash_map<uint64_t, natsMsg*> held_ ABSL_GUARDED_BY(mu_);
 };
@@ -259,7 +259,7 @@ class Handoff {
   const HandoffOptions options_;
   const std::shared_ptr<PartitionFeed::Shared> shared_;
 
-  absl::Mutex mu_;
+  Mutex mu_;
   // JetStream contexts for async publishing not in use by a Publish call.
   std::vector<std::unique_ptr<Publisher>> idle_ ABSL_GUARDED_BY(mu_);
 };

@@ -1,0 +1,240 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// hq::fleet::Agent in one process, against a real 3-node ZooKeeper
+// ensemble and a 3-node NATS JetStream cluster on 127.0.0.1: routing by
+// site, dedup, restart within the grace period, rebuild after an agent is
+// gone, Leave. The multi-process faults are fleet_crash_test's.
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "catch2/catch.hpp"
+#include "hq/fleet.h"
+#include "test/fleet/cluster.h"
+#include "test/test_util.h"
+
+namespace hq::fleet {
+namespace {
+
+using test::FleetCluster;
+
+constexpr absl::Duration kDeadline = absl::Seconds(120);
+
+FleetCluster& Cluster() {
+  static std::unique_ptr<FleetCluster> cluster = [] {
+    auto c = FleetCluster::Start({});
+    if (!c.ok()) FAIL("cannot start the cluster: " << c.status());
+    return std::move(*c);
+  }();
+  return *cluster;
+}
+
+struct Fleet {
+  std::string name;
+  test::TempDir dir;
+  absl::Duration grace = absl::Seconds(2);
+
+  AgentOptions Options(const std::string& id) const {
+    AgentOptions o;
+    o.agent_id = id;
+    o.fleet = name;
+    o.db_path = dir.path() + "/" + id;
+    o.zookeeper = Cluster().zookeeper_connect();
+    o.nats = Cluster().nats_urls();
+    o.partitions = 16;
+    o.session_timeout = absl::Seconds(4);
+    o.grace = grace;
+    o.ownership_lease = absl::Milliseconds(1500);
+    o.task_lease = absl::Seconds(2);
+    return o;
+  }
+  std::unique_ptr<Agent> Open(const std::string& id) const {
+    absl::StatusOr<std::unique_ptr<Agent>> a = Agent::Open(Options(id));
+    HQ_REQUIRE_OK(a.status());
+    return std::move(*a);
+  }
+};
+
+std::vector<Url> Urls(int sites, int per_site, const std::string& tag = "") {
+  std::vector<Url> out;
+  for (int s = 0; s < sites; ++s) {
+    for (int i = 0; i < per_site; ++i) {
+      out.push_back(
+          {.url = absl::StrCat("http://www.site", s, ".test/", tag, i),
+           .payload = absl::StrCat("p", i)});
+    }
+  }
+  return out;
+}
+
+std::set<uint32_t> Serving(Agent& a) {
+  std::set<uint32_t> out;
+  absl::StatusOr<AgentStats> s = a.Stats();
+  HQ_REQUIRE_OK(s.status());
+  for (const auto& p : s->owned) {
+    if (p.serving) out.insert(p.partition);
+  }
+  return out;
+}
+
+// Claims from every agent until `want` distinct URLs were handed out or the
+// deadline; completes each task at once. Returns URL -> claims, and checks
+// each task came from the agent serving its site's partition.
+std::map<std::string, int> Drain(const std::vector<Agent*>& agents, size_t want,
+                                 uint32_t partitions) {
+  std::map<std::string, int> claimed;
+  const absl::Time end = absl::Now() + kDeadline;
+  while (claimed.size() < want) {
+    if (absl::Now() > end) {
+      FAIL("claimed " << claimed.size() << " of " << want << " within "
+                      << kDeadline);
+    }
+    bool any = false;
+    for (Agent* a : agents) {
+      absl::StatusOr<std::vector<FleetTask>> tasks =
+          a->Claim({.max = 50, .wait = absl::Milliseconds(20)});
+      HQ_REQUIRE_OK(tasks.status());
+      for (const FleetTask& t : *tasks) {
+        ++claimed[t.task.key];
+        absl::StatusOr<std::string> site = SiteOf(t.task.key);
+        HQ_REQUIRE_OK(site.status());
+        CHECK(t.task.topic == *site);
+        CHECK(t.partition == PartitionOf(*site, partitions));
+        CHECK(t.valid_until > absl::Now() - absl::Seconds(1));
+      }
+      HQ_REQUIRE_OK(a->Complete(*tasks));
+      any = any || !tasks->empty();
+    }
+    if (!any) absl::SleepFor(absl::Milliseconds(20));
+  }
+  return claimed;
+}
+
+TEST_CASE("agent: every URL is handed out once, by its site's owner") {
+  Fleet f{.name = "route"};
+  auto a0 = f.Open("a0");
+  auto a1 = f.Open("a1");
+  auto a2 = f.Open("a2");
+  std::vector<Url> urls = Urls(30, 10);
+  HQ_REQUIRE_OK(a1->PutBatch(urls));
+  HQ_REQUIRE_OK(a1->PutBatch(urls));  // Stored once.
+  std::map<std::string, int> claimed =
+      Drain({a0.get(), a1.get(), a2.get()}, urls.size(), 16);
+  CHECK(claimed.size() == urls.size());
+  for (const auto& [url, n] : claimed) {
+    INFO(url);
+    CHECK(n == 1);
+  }
+  // Nothing more to hand out, anywhere.
+  for (Agent* a : {a0.get(), a1.get(), a2.get()}) {
+    auto more = a->Claim({.max = 10, .wait = absl::Milliseconds(200)});
+    HQ_REQUIRE_OK(more.status());
+    CHECK(more->empty());
+  }
+  // Each partition is served by exactly one agent.
+  std::set<uint32_t> all;
+  size_t total = 0;
+  for (Agent* a : {a0.get(), a1.get(), a2.get()}) {
+    std::set<uint32_t> s = Serving(*a);
+    total += s.size();
+    all.insert(s.begin(), s.end());
+  }
+  CHECK(all.size() == total);
+}
+
+TEST_CASE("agent: a restart within the grace period resumes from its Db") {
+  Fleet f{.name = "resume", .grace = absl::Seconds(60)};
+  auto a0 = f.Open("a0");
+  std::vector<Url> urls = Urls(8, 5);
+  HQ_REQUIRE_OK(a0->PutBatch(urls));
+  // Claim a few and keep them in flight across the restart.
+  std::set<std::string> in_flight;
+  const absl::Time end = absl::Now() + kDeadline;
+  while (in_flight.size() < 5 && absl::Now() < end) {
+    auto t = a0->Claim({.max = 5, .wait = absl::Milliseconds(50)});
+    HQ_REQUIRE_OK(t.status());
+    for (const FleetTask& x : *t) in_flight.insert(x.task.key);
+  }
+  REQUIRE(in_flight.size() >= 5);
+  a0.reset();
+  a0 = f.Open("a0");
+  std::map<std::string, int> claimed = Drain({a0.get()}, urls.size(), 16);
+  CHECK(claimed.size() == urls.size());
+  for (const std::string& url : in_flight) CHECK(claimed.count(url) == 1);
+}
+
+TEST_CASE(
+    "agent: a partition of an agent gone for good is rebuilt "
+    "elsewhere, less what it completed") {
+  Fleet f{.name = "rebuild", .grace = absl::Seconds(2)};
+  auto a0 = f.Open("a0");
+  auto a1 = f.Open("a1");
+  std::vector<Url> urls = Urls(20, 5);
+  HQ_REQUIRE_OK(a0->PutBatch(urls));
+  // a1 completes some of its share, and the completions are published.
+  std::set<std::string> done_by_a1;
+  const absl::Time end = absl::Now() + kDeadline;
+  while (done_by_a1.size() < 20 && absl::Now() < end) {
+    auto t = a1->Claim({.max = 5, .wait = absl::Milliseconds(50)});
+    HQ_REQUIRE_OK(t.status());
+    HQ_REQUIRE_OK(a1->Complete(*t));
+    for (const FleetTask& x : *t) done_by_a1.insert(x.task.key);
+  }
+  REQUIRE(done_by_a1.size() >= 20);
+  while (true) {
+    auto s = a1->Stats();
+    HQ_REQUIRE_OK(s.status());
+    if (s->completions_published >= done_by_a1.size()) break;
+    REQUIRE(absl::Now() < end);
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  a1.reset();  // Gone; its grace period is 2 s.
+  std::map<std::string, int> claimed =
+      Drain({a0.get()}, urls.size() - done_by_a1.size(), 16);
+  for (const std::string& url : done_by_a1) {
+    INFO(url);
+    CHECK(claimed.count(url) == 0);
+  }
+  CHECK(claimed.size() + done_by_a1.size() == urls.size());
+}
+
+TEST_CASE("agent: Leave hands the partitions over at once") {
+  Fleet f{.name = "leave", .grace = absl::Hours(1)};
+  auto a0 = f.Open("a0");
+  auto a1 = f.Open("a1");
+  std::vector<Url> urls = Urls(20, 3);
+  HQ_REQUIRE_OK(a1->PutBatch(urls));
+  HQ_REQUIRE_OK(a1->Leave());
+  CHECK(a1->Claim({.max = 1}).status().code() ==
+        absl::StatusCode::kFailedPrecondition);
+  std::map<std::string, int> claimed = Drain({a0.get()}, urls.size(), 16);
+  CHECK(claimed.size() == urls.size());
+}
+
+TEST_CASE("agent: bad options and bad URLs") {
+  Fleet f{.name = "bad"};
+  AgentOptions o = f.Options("x");
+  o.agent_id = "has space";
+  CHECK(Agent::Open(o).status().code() == absl::StatusCode::kInvalidArgument);
+  o = f.Options("x");
+  o.ownership_lease = o.session_timeout;
+  CHECK(Agent::Open(o).status().code() == absl::StatusCode::kInvalidArgument);
+  o = f.Options("x");
+  o.partitions = 0;
+  CHECK(Agent::Open(o).status().code() == absl::StatusCode::kInvalidArgument);
+  auto a = f.Open("x");
+  CHECK(a->Put({.url = "no-host"}).code() ==
+        absl::StatusCode::kInvalidArgument);
+  CHECK(a->Put({.url = "http://x.test/" + std::string(2000, 'a')}).code() ==
+        absl::StatusCode::kInvalidArgument);
+  CHECK(a->Claim({.max = 1, .topics = {"t"}}).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace hq::fleet
