@@ -15,6 +15,8 @@
 #include <string>
 #include <string_view>
 
+#include "hq/export.h"
+
 namespace hq::coding {
 
 // Writes a big-endian integer to the first bytes of `p` (no checks).
@@ -52,18 +54,19 @@ inline void PutFixed64(std::string* dst, uint64_t v) {
   EncodeFixed64(buf, v);
   dst->append(buf, 8);
 }
-void PutVarint32(std::string* dst, uint32_t v);
-void PutVarint64(std::string* dst, uint64_t v);
+// The out-of-line codecs are exported: libhq_fleet's records use them.
+HQ_EXPORT void PutVarint32(std::string* dst, uint32_t v);
+HQ_EXPORT void PutVarint64(std::string* dst, uint64_t v);
 // varint32 length, then the bytes.
-void PutLengthPrefixed(std::string* dst, std::string_view v);
+HQ_EXPORT void PutLengthPrefixed(std::string* dst, std::string_view v);
 
-bool GetFixed8(std::string_view* in, uint8_t* v);
-bool GetFixed16(std::string_view* in, uint16_t* v);
-bool GetFixed32(std::string_view* in, uint32_t* v);
-bool GetFixed64(std::string_view* in, uint64_t* v);
-bool GetVarint32(std::string_view* in, uint32_t* v);
-bool GetVarint64(std::string_view* in, uint64_t* v);
-bool GetLengthPrefixed(std::string_view* in, std::string_view* v);
+HQ_EXPORT bool GetFixed8(std::string_view* in, uint8_t* v);
+HQ_EXPORT bool GetFixed16(std::string_view* in, uint16_t* v);
+HQ_EXPORT bool GetFixed32(std::string_view* in, uint32_t* v);
+HQ_EXPORT bool GetFixed64(std::string_view* in, uint64_t* v);
+HQ_EXPORT bool GetVarint32(std::string_view* in, uint32_t* v);
+HQ_EXPORT bool GetVarint64(std::string_view* in, uint64_t* v);
+HQ_EXPORT bool GetLengthPrefixed(std::string_view* in, std::string_view* v);
 
 // Decodes a big-endian integer from the first bytes of `p` (no checks).
 inline uint16_t DecodeFixed16(const char* p) {
