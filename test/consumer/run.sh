@@ -3,6 +3,9 @@
 # in your project") and runs it:
 #   run.sh pkg-config SRC BUILD   g++ with `pkg-config --cflags --libs hq`
 #   run.sh cmake SRC BUILD        find_package(hq CONFIG), target hq::hq
+#   run.sh fleet-pkg-config SRC BUILD
+#                                 g++ with `pkg-config --cflags --libs
+#                                 hq-fleet` (test/consumer/fleet_consumer.cc)
 #   run.sh subproject SRC BUILD   dependency('hq', fallback : 'hq'), hq built
 #                                 as a shared library with -Dtests at its
 #                                 default: the parent must get no hq tests,
@@ -75,6 +78,16 @@ case "$way" in
     fi
     grep -m1 'error' "$work/cxx17.log" | grep -q 'hq needs C++20' ||
       { say "no clear error without C++20:"; head -20 "$work/cxx17.log"; exit 1; }
+    ;;
+  fleet-pkg-config)
+    stage
+    export PKG_CONFIG_PATH=$work/stage$libdir/pkgconfig
+    flags=$(pkg-config --define-variable=prefix="$root" --cflags --libs hq-fleet)
+    say "g++ ${san_flags[*]} fleet_consumer.cc $flags"
+    g++ "${san_flags[@]}" -o "$work/fleet_consumer" \
+      "$src/test/consumer/fleet_consumer.cc" $flags
+    LD_LIBRARY_PATH=$root/${libdir#"$prefix"/} "$work/fleet_consumer"
+    exit 0
     ;;
   cmake)
     stage
