@@ -162,6 +162,8 @@ struct AgentStats {
   bool coordinator = false;
 };
 
+// Thread safety: every method may be called from several threads at once;
+// the destructor REQUIRES that no call is in progress.
 class HQ_EXPORT Agent {
  public:
   // Joins the fleet: opens the Db, ZooKeeper's session and member node,
@@ -207,8 +209,10 @@ class HQ_EXPORT Agent {
 
   virtual absl::StatusOr<AgentStats> Stats() = 0;
 
-  // Leaves the fleet at once: its partitions move without the grace
-  // period. Later calls fail with FailedPrecondition.
+  // Leaves the fleet at once: publishes the completions not yet published
+  // and marks this agent as gone, so its partitions move without the grace
+  // period. Later calls fail with FailedPrecondition; the Db stays open
+  // until the Agent is destroyed.
   virtual absl::Status Leave() = 0;
 };
 

@@ -497,8 +497,8 @@ absl::Status AgentImpl::Leave() {
     MutexLock l(&mu_);
     partitions_.clear();
   }
-  handoff_.reset();
-  db_.reset();
+  // The Db and the NATS connection stay open until the destructor: a call
+  // already past its check goes on safely, and fails the next time.
   return s;
 }
 
