@@ -26,11 +26,9 @@ using test::FleetCluster;
 constexpr absl::Duration kDeadline = absl::Seconds(120);
 
 FleetCluster& Cluster() {
-  static std::unique_ptr<FleetCluster> cluster = [] {
-    auto c = FleetCluster::Start({});
-    if (!c.ok()) FAIL("cannot start the cluster: " << c.status());
-    return std::move(*c);
-  }();
+  absl::Status why;
+  FleetCluster* cluster = test::SharedCluster({}, &why);
+  if (cluster == nullptr) FAIL("cannot start the cluster: " << why);
   return *cluster;
 }
 

@@ -849,4 +849,16 @@ std::string FleetCluster::nats_log(int i, size_t bytes) const {
   return ReadTail(nats_[static_cast<size_t>(i)].log_path, bytes);
 }
 
+FleetCluster* SharedCluster(const ClusterOptions& options,
+                            absl::Status* status) {
+  // Destroyed at exit, which stops the nodes and removes the directory.
+  static absl::StatusOr<std::unique_ptr<FleetCluster>> cluster =
+      FleetCluster::Start(options);
+  if (!cluster.ok()) {
+    if (status != nullptr) *status = cluster.status();
+    return nullptr;
+  }
+  return cluster->get();
+}
+
 }  // namespace hq::test

@@ -189,6 +189,13 @@ class FleetCluster {
   std::vector<Node> nats_;
 };
 
+// The one cluster of a test program: the first call starts it with
+// `options` (call it from the main thread, see Lifetime) and it is stopped
+// at exit; later calls return it, whatever their options. When it could
+// not start, every call returns null and sets *status (if not null).
+FleetCluster* SharedCluster(const ClusterOptions& options,
+                            absl::Status* status);
+
 }  // namespace hq::test
 
 #endif  // HQ_TEST_FLEET_CLUSTER_H_

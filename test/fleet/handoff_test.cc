@@ -41,11 +41,10 @@ constexpr absl::Duration kPatience = absl::Seconds(90);
 // One 3-node cluster for the cases that do not kill servers (each uses its
 // own fleet, so its own stream).
 FleetCluster& SharedCluster() {
-  static std::unique_ptr<FleetCluster> cluster = [] {
-    auto c = FleetCluster::Start({.zookeeper_nodes = 0, .nats_nodes = 3});
-    if (!c.ok()) FAIL("cluster: " << c.status());
-    return std::move(*c);
-  }();
+  absl::Status why;
+  FleetCluster* cluster =
+      test::SharedCluster({.zookeeper_nodes = 0, .nats_nodes = 3}, &why);
+  if (cluster == nullptr) FAIL("cannot start the cluster: " << why);
   return *cluster;
 }
 

@@ -32,11 +32,10 @@ using test::FleetCluster;
 constexpr absl::Duration kDeadline = absl::Seconds(90);
 
 FleetCluster& Cluster() {
-  static std::unique_ptr<FleetCluster> cluster = [] {
-    auto c = FleetCluster::Start({.zookeeper_nodes = 3, .nats_nodes = 0});
-    if (!c.ok()) FAIL("cannot start ZooKeeper: " << c.status());
-    return std::move(*c);
-  }();
+  absl::Status why;
+  FleetCluster* cluster =
+      test::SharedCluster({.zookeeper_nodes = 3, .nats_nodes = 0}, &why);
+  if (cluster == nullptr) FAIL("cannot start the cluster: " << why);
   return *cluster;
 }
 
