@@ -167,8 +167,9 @@ struct AgentStats {
 class HQ_EXPORT Agent {
  public:
   // Joins the fleet: opens the Db, ZooKeeper's session and member node,
-  // the NATS connection and stream. Waits up to session_timeout for the
-  // member node of this id's previous process to expire.
+  // the NATS connection and stream. Waits up to two session timeouts for
+  // the member node of this id's previous process (killed, its session not
+  // yet expired) to go.
   // Errors: InvalidArgument (options), AlreadyExists (another live agent
   // holds this id), FailedPrecondition (partition count differs from the
   // fleet's), Unavailable (ZooKeeper or NATS unreachable), and Db::Open's.

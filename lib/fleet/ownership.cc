@@ -107,12 +107,11 @@ absl::Status Ownership::Join() {
 
 // The member node and the election node of this session. A node of the
 // same id left by a previous process of this agent goes when that
-// process's session expires: wait for it, up to a session timeout.
+// process's session expires: wait for it, up to two session timeouts.
 absl::Status Ownership::JoinMember() {
   const std::string member = Path(absl::StrCat("members/", options_.agent_id));
   const std::string data = absl::StrCat("pid=", getpid(), "\n");
-  const absl::Time end =
-      absl::Now() + options_.session_timeout + absl::Seconds(2);
+  const absl::Time end = absl::Now() + 2 * options_.session_timeout;
   for (;;) {
     absl::StatusOr<std::string> made =
         session_->Create(member, data, ZOO_EPHEMERAL);

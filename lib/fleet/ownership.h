@@ -71,8 +71,8 @@ class Ownership {
   };
 
   // Joins: connects, checks the fleet's partition count (FailedPrecondition
-  // when it differs), creates the member node (waiting up to the session
-  // timeout for a previous process's node of the same id to expire;
+  // when it differs), creates the member node (waiting up to two session
+  // timeouts for a previous process's node of the same id to expire;
   // AlreadyExists if it does not), and reads the assignment once.
   // Unavailable when ZooKeeper cannot be reached, or does not answer, for
   // three session timeouts.

@@ -5,6 +5,7 @@
 // site, dedup, restart within the grace period, rebuild after an agent is
 // gone, Leave. The multi-process faults are fleet_crash_test's.
 
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
@@ -12,9 +13,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "catch2/catch.hpp"
 #include "hq/fleet.h"
+#include "lib/fleet/handoff.h"
 #include "test/fleet/cluster.h"
 #include "test/test_util.h"
 
@@ -215,6 +218,85 @@ TEST_CASE("agent: Leave hands the partitions over at once") {
         absl::StatusCode::kFailedPrecondition);
   std::map<std::string, int> claimed = Drain({a0.get()}, urls.size(), 16);
   CHECK(claimed.size() == urls.size());
+}
+
+// Every line "fetched <url>" of an agent_child's log, in order.
+std::vector<std::string> Fetched(const std::string& path) {
+  std::vector<std::string> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("fetched ", 0) == 0) out.push_back(line.substr(8));
+  }
+  return out;
+}
+
+TEST_CASE(
+    "agent: killed with SIGKILL and restarted within the grace "
+    "period, an agent loses nothing and fetches again only what was "
+    "in flight") {
+  const std::string child = test::PathFromEnv("HQ_AGENT_CHILD");
+  Fleet f{.name = "kill9"};
+  const std::string log = f.dir.path() + "/fetched.log";
+  const std::vector<std::string> args = {log,
+                                         Cluster().zookeeper_connect(),
+                                         Cluster().nats_urls(),
+                                         f.name,
+                                         "k0",
+                                         f.dir.path() + "/k0",
+                                         "16"};
+  auto agent = std::make_unique<test::Child>(child, args);
+
+  // The URLs go in through the hand-off, as another agent's would.
+  HandoffOptions h;
+  for (absl::string_view u : absl::StrSplit(Cluster().nats_urls(), ',')) {
+    h.urls.emplace_back(u);
+  }
+  h.fleet = f.name;
+  h.partitions = 16;
+  auto handoff = Handoff::Connect(h);
+  HQ_REQUIRE_OK(handoff.status());
+  std::vector<Url> urls = Urls(20, 10);
+  std::vector<Outgoing> out;
+  for (const Url& u : urls) {
+    out.push_back({.partition = PartitionOf(*SiteOf(u.url), 16), .url = u.url});
+  }
+  HQ_REQUIRE_OK((*handoff)->Publish(out));
+
+  auto wait_for = [&](size_t n, std::string_view what) {
+    const absl::Time end = absl::Now() + kDeadline;
+    for (;;) {
+      const std::vector<std::string> fetched = Fetched(log);
+      if (std::set<std::string>(fetched.begin(), fetched.end()).size() >= n) {
+        return;
+      }
+      if (absl::Now() > end) FAIL("not within " << kDeadline << ": " << what);
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+  };
+  wait_for(60, "60 URLs fetched before the kill");
+  agent->Kill();
+  CHECK(agent->Wait() != 0);
+  const std::vector<std::string> before = Fetched(log);
+  agent = std::make_unique<test::Child>(child, args);
+  wait_for(urls.size(), "every URL fetched after the restart");
+  CHECK(agent->Stop(SIGTERM) == 0);
+
+  std::map<std::string, int> times;
+  for (const std::string& url : Fetched(log)) ++times[url];
+  CHECK(times.size() == urls.size());
+  const std::set<std::string> early(before.begin(), before.end());
+  int twice = 0;
+  for (const auto& [url, n] : times) {
+    INFO(url);
+    CHECK(n <= 2);
+    if (n == 2) {
+      ++twice;
+      CHECK(early.count(url) == 1);  // In flight at the kill.
+    }
+  }
+  // At most one claim batch (4 tasks) was in flight at the kill.
+  CHECK(twice <= 4);
 }
 
 TEST_CASE("agent: bad options and bad URLs") {
