@@ -161,13 +161,16 @@ LiveStatus AwaitStatus(DbFixture& f, absl::Time since) {
   }
 }
 
+// A subscription listener that takes every message and does nothing.
+struct QuietListener : MessageListener {
+  absl::Status OnMessage(const MessageView&) override {
+    return absl::OkStatus();
+  }
+};
+
 TEST_CASE("live status: an open Db publishes what it sees, then removes it") {
   const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);
-  struct Quiet : MessageListener {
-    absl::Status OnMessage(const MessageView&) override {
-      return absl::OkStatus();
-    }
-  } listener;  // Outlives the Db.
+  QuietListener listener;  // Outlives the Db.
   Options o = test::NoBackgroundSweeps();
   o.status_interval = absl::Seconds(1);
   DbFixture f(storage, o);
@@ -225,11 +228,7 @@ TEST_CASE("live status: an open Db publishes what it sees, then removes it") {
 TEST_CASE(
     "issue38: a status is published at once, its first rates since the load") {
   const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);
-  struct Quiet : MessageListener {
-    absl::Status OnMessage(const MessageView&) override {
-      return absl::OkStatus();
-    }
-  } listener;  // Outlives the Db.
+  QuietListener listener;  // Outlives the Db.
   Options o = test::NoBackgroundSweeps();
   o.status_interval = absl::Hours(1);  // The timer never fires here.
   DbFixture f(storage, o);
