@@ -149,6 +149,28 @@ class Nats {
   const absl::Status& status() const { return status_; }
   jsCtx* js() const { return js_; }
 
+  // Adds a stream `name` of `replicas` on file storage, taking the subjects
+  // "<prefix>.>", with a 2-minute duplicate window; AlreadyExists if a
+  // stream of that name exists.
+  absl::Status AddStream(const std::string& name, const std::string& prefix,
+                         int replicas) {
+    jsStreamConfig cfg;
+    jsStreamConfig_Init(&cfg);
+    const std::string subject = prefix + ".>";
+    const char* subjects[] = {subject.c_str()};
+    cfg.Name = name.c_str();
+    cfg.Subjects = subjects;
+    cfg.SubjectsLen = 1;
+    cfg.Storage = js_FileStorage;
+    cfg.Replicas = replicas;
+    cfg.Duplicates = absl::ToInt64Nanoseconds(absl::Minutes(2));
+    jsStreamInfo* info = nullptr;
+    jsErrCode jerr = static_cast<jsErrCode>(0);
+    const natsStatus s = js_AddStream(&info, js_, &cfg, nullptr, &jerr);
+    if (info != nullptr) jsStreamInfo_Destroy(info);
+    return NatsStatus(s, "add stream " + name, jerr);
+  }
+
   // Publishes with a message id; *duplicate says whether JetStream
   // reported it as a duplicate of an earlier message with that id.
   absl::Status Publish(const std::string& subject, const std::string& data,
@@ -340,18 +362,7 @@ TEST_CASE(
   {
     Nats nats(cluster->nats_urls());
     REQUIRE_OK(nats.status());
-    jsStreamConfig cfg;
-    jsStreamConfig_Init(&cfg);
-    const char* subjects[] = {"one.>"};
-    cfg.Name = "ONE";
-    cfg.Subjects = subjects;
-    cfg.SubjectsLen = 1;
-    cfg.Storage = js_FileStorage;
-    jsStreamInfo* info = nullptr;
-    jsErrCode jerr = static_cast<jsErrCode>(0);
-    REQUIRE_OK(NatsStatus(js_AddStream(&info, nats.js(), &cfg, nullptr, &jerr),
-                          "add stream ONE", jerr));
-    jsStreamInfo_Destroy(info);
+    REQUIRE_OK(nats.AddStream("ONE", "one", 1));
     bool duplicate = true;
     REQUIRE_OK(nats.Publish("one.a", "kept", "k1", &duplicate));
     CHECK(!duplicate);
@@ -413,25 +424,10 @@ TEST_CASE(
   // published twice is stored once; a durable pull consumer reads it.
   Nats nats(nats_urls);
   REQUIRE_OK(nats.status());
-  {
-    jsStreamConfig cfg;
-    jsStreamConfig_Init(&cfg);
-    const char* subjects[] = {"t.>"};
-    cfg.Name = "T";
-    cfg.Subjects = subjects;
-    cfg.SubjectsLen = 1;
-    cfg.Storage = js_FileStorage;
-    cfg.Replicas = 3;
-    cfg.Duplicates = absl::ToInt64Nanoseconds(absl::Minutes(2));
-    REQUIRE_OK(Eventually(kDeadline, [&] {
-      jsStreamInfo* info = nullptr;
-      jsErrCode jerr = static_cast<jsErrCode>(0);
-      const natsStatus s = js_AddStream(&info, nats.js(), &cfg, nullptr, &jerr);
-      if (info != nullptr) jsStreamInfo_Destroy(info);
-      absl::Status status = NatsStatus(s, "add stream T", jerr);
-      return absl::IsAlreadyExists(status) ? absl::OkStatus() : status;
-    }));
-  }
+  REQUIRE_OK(Eventually(kDeadline, [&] {
+    absl::Status status = nats.AddStream("T", "t", 3);
+    return absl::IsAlreadyExists(status) ? absl::OkStatus() : status;
+  }));
   bool duplicate = true;
   REQUIRE_OK(nats.Publish("t.a", "one", "m1", &duplicate));
   CHECK(!duplicate);
