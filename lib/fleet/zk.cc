@@ -122,28 +122,24 @@ absl::Status ZkSession::EnsurePath(const std::string& path) {
 }
 
 absl::StatusOr<ZkNode> ZkSession::Get(const std::string& path, bool watch) {
-  // The size first, then a buffer that fits: a node may grow between the
-  // two, so try again until one read fits.
-  for (int attempt = 0;; ++attempt) {
-    ZkNode node;
-    if (absl::StatusOr<bool> e = Exists(path, &node); !e.ok()) {
-      return e.status();
-    } else if (!*e) {
-      return FromZk(ZNONODE, "get", path);
-    }
-    std::string buf(node.data.size() + 1024, '\0');
+  // One read into a buffer that fits the records hq keeps; a larger node is
+  // read again into a buffer of its size (it may grow meanwhile: again).
+  std::string buf(64 * 1024, '\0');
+  for (;;) {
     int len = static_cast<int>(buf.size());
     struct Stat stat;
     int rc = watch ? zoo_wget(zh_, path.c_str(), &ZkSession::Watcher, this,
                               buf.data(), &len, &stat)
                    : zoo_get(zh_, path.c_str(), 0, buf.data(), &len, &stat);
     if (rc != ZOK) return FromZk(rc, "get", path);
-    if (stat.dataLength <= static_cast<int32_t>(buf.size())) {
-      buf.resize(len < 0 ? 0 : static_cast<size_t>(len));
-      return ZkNode{.data = std::move(buf),
-                    .version = stat.version,
-                    .ephemeral_owner = stat.ephemeralOwner};
+    if (stat.dataLength > static_cast<int32_t>(buf.size())) {
+      buf.resize(static_cast<size_t>(stat.dataLength));
+      continue;
     }
+    buf.resize(len < 0 ? 0 : static_cast<size_t>(len));
+    return ZkNode{.data = std::move(buf),
+                  .version = stat.version,
+                  .ephemeral_owner = stat.ephemeralOwner};
   }
 }
 
@@ -153,7 +149,7 @@ absl::StatusOr<bool> ZkSession::Exists(const std::string& path, ZkNode* node) {
   if (rc == ZNONODE) return false;
   if (rc != ZOK) return FromZk(rc, "exists", path);
   if (node != nullptr) {
-    node->data.assign(static_cast<size_t>(stat.dataLength), '\0');
+    node->data.clear();
     node->version = stat.version;
     node->ephemeral_owner = stat.ephemeralOwner;
   }

@@ -60,6 +60,8 @@ class ZkSession {
   absl::Status EnsurePath(const std::string& path);
   // `watch`: the EventFn fires once when the node changes or goes.
   absl::StatusOr<ZkNode> Get(const std::string& path, bool watch);
+  // Whether `path` exists; if so *node (if not null) gets its version and
+  // ephemeral owner, and no data.
   absl::StatusOr<bool> Exists(const std::string& path, ZkNode* node);
   absl::StatusOr<std::vector<std::string>> Children(const std::string& path,
                                                     bool watch);
