@@ -450,22 +450,23 @@ absl::Status AgentImpl::FlushCompletions() {
 absl::StatusOr<AgentStats> AgentImpl::Stats() {
   HQ_RETURN_IF_ERROR(CheckOpen());
   AgentStats s;
-  std::vector<std::shared_ptr<Partition>> parts;
+  absl::flat_hash_map<uint32_t, std::shared_ptr<Partition>> parts;
   {
     MutexLock l(&mu_);
-    for (auto& [p, part] : partitions_) parts.push_back(part);
+    parts = partitions_;
   }
   std::shared_ptr<const Ownership::View> view = ownership_->view();
   for (const auto& [p, held] : view->owned) {
     AgentStats::Partition ps{.partition = p, .epoch = held.epoch};
     ps.serving = ownership_->Serving(p, held.epoch, nullptr);
-    for (auto& part : parts) {
-      if (part->partition != p || part->epoch != held.epoch) continue;
-      if (auto g = part->group->Stats(); g.ok()) {
+    auto it = parts.find(p);
+    if (it != parts.end() && it->second->epoch == held.epoch) {
+      const Partition& part = *it->second;
+      if (auto g = part.group->Stats(); g.ok()) {
         ps.backlog = g->backlog;
         ps.in_flight = g->in_flight;
       }
-      if (auto lag = part->feed->Lag(); lag.ok()) ps.handoff_lag = *lag;
+      if (auto lag = part.feed->Lag(); lag.ok()) ps.handoff_lag = *lag;
     }
     s.owned.push_back(ps);
   }
