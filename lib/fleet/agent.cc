@@ -196,8 +196,12 @@ void AgentImpl::IngestLoop() {
         if (!partitions_.contains(p)) wanted.push_back({p, held.epoch});
       }
     }
+    absl::StatusOr<std::vector<std::string>> queues;
+    if (!wanted.empty()) queues = db_->ListQueues();
     for (auto [p, epoch] : wanted) {
-      absl::StatusOr<std::shared_ptr<Partition>> part = Acquire(p, epoch);
+      if (!queues.ok()) break;  // Tried again on the next round.
+      absl::StatusOr<std::shared_ptr<Partition>> part =
+          Acquire(p, epoch, *queues);
       if (!part.ok()) continue;  // Tried again on the next round.
       MutexLock l(&mu_);
       partitions_[p] = std::move(*part);
@@ -217,15 +221,17 @@ void AgentImpl::IngestLoop() {
 }
 
 absl::StatusOr<std::shared_ptr<AgentImpl::Partition>> AgentImpl::Acquire(
-    uint32_t p, uint64_t epoch) {
+    uint32_t p, uint64_t epoch, const std::vector<std::string>& queues) {
   auto part = std::make_shared<Partition>();
   part->partition = p;
   part->epoch = epoch;
   const std::string name = QueueName(p, epoch);
-  HQ_ASSIGN_OR_RETURN(std::vector<std::string> queues, db_->ListQueues());
+  const std::string prefix = QueuePrefix(p);
   bool kept = false;
-  for (const std::string& q : queues) {
-    if (!absl::StartsWith(q, QueuePrefix(p))) continue;
+  // `queues` is in byte order (Db::ListQueues): p's queues are one run.
+  for (auto it = std::lower_bound(queues.begin(), queues.end(), prefix);
+       it != queues.end() && absl::StartsWith(*it, prefix); ++it) {
+    const std::string& q = *it;
     if (q == name) {
       kept = true;
     } else if (!absl::StartsWith(q, name + ".")) {

@@ -75,9 +75,10 @@ class AgentImpl : public Agent {
   absl::StatusOr<std::string> SiteFor(std::string_view url) const;
 
   void IngestLoop();
-  // Opens or rebuilds partition p at `epoch`.
-  absl::StatusOr<std::shared_ptr<Partition>> Acquire(uint32_t p,
-                                                     uint64_t epoch);
+  // Opens or rebuilds partition p at `epoch`; `queues` is the Db's list of
+  // queues (Db::ListQueues), taken before this round of acquisitions.
+  absl::StatusOr<std::shared_ptr<Partition>> Acquire(
+      uint32_t p, uint64_t epoch, const std::vector<std::string>& queues);
   // Moves one batch from p's feed into its queue; returns records stored.
   absl::StatusOr<size_t> Pump(Partition& part);
   void FlushLoop();
