@@ -91,6 +91,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "hq/hq.h"
+#include "synthetic_web.h"
 
 ABSL_FLAG(std::string, dir, "demo-data/crawler",
           "The crawl's directory (also the first positional argument).");
@@ -124,96 +125,15 @@ ABSL_FLAG(std::string, progress_interval, "0",
 
 namespace {
 
+using hq_example::Fault;
+using hq_example::Web;
+
 constexpr char kFrontier[] = "frontier";
 constexpr char kGroup[] = "fetchers";
 constexpr char kLog[] = "crawl.log";
 constexpr char kConfig[] = "crawl.config";
 constexpr int kDefaultPages = 10000;
 constexpr int kDefaultSites = 16;
-
-// ---------------------------------------------------------------- the web
-
-// splitmix64's finalizer: a page's properties are hashes of its number.
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111eb;
-  return x ^ (x >> 31);
-}
-
-enum class Fault { kNone, kFailsAlways, kFailsOnce, kHangs, kSlow };
-
-// The synthetic web: everything follows from (pages, sites) and a page's
-// number.
-class Web {
- public:
-  Web(int pages, int sites) : pages_(pages), sites_(sites) {}
-  int pages() const { return pages_; }
-  int sites() const { return sites_; }
-
-  std::string Site(int page) const { return SiteName(page % sites_); }
-  std::string SiteName(int index) const {
-    return absl::StrFormat("site%02d.example", index);
-  }
-  // The index of site `site`, or -1.
-  int SiteIndex(std::string_view site) const {
-    for (int i = 0; i < sites_; ++i) {
-      if (SiteName(i) == site) return i;
-    }
-    return -1;
-  }
-  std::string Url(int page) const {
-    return absl::StrCat("https://", Site(page), "/page/", page);
-  }
-  // The page of `url`, or -1 if it is not a URL of this web.
-  int Page(std::string_view url) const {
-    const size_t slash = url.rfind('/');
-    int page;
-    if (slash == std::string_view::npos ||
-        !absl::SimpleAtoi(
-            absl::string_view(url.data() + slash + 1, url.size() - slash - 1),
-            &page) ||
-        page < 0 || page >= pages_ || Url(page) != url) {
-      return -1;
-    }
-    return page;
-  }
-  int Priority(int page) const {
-    if (page == 0) return 2;
-    const uint64_t h = Hash(page, 1) % 10;
-    return h < 2 ? 2 : h < 5 ? 1 : 0;
-  }
-  std::vector<int> Links(int page) const {
-    std::vector<int> links;
-    for (int64_t child : {2 * int64_t{page} + 1, 2 * int64_t{page} + 2}) {
-      if (child < pages_) links.push_back(static_cast<int>(child));
-    }
-    for (int i = 0; i < 3; ++i) {
-      links.push_back(static_cast<int>(Hash(page, 2 + i) % pages_));
-    }
-    return links;
-  }
-  Fault FaultOf(int page) const {
-    if (page == 0) return Fault::kNone;  // The seed.
-    const uint64_t h = Hash(page, 5) % 1000;
-    if (h < 15) return Fault::kFailsAlways;
-    if (h < 30) return Fault::kFailsOnce;
-    if (h < 33) return Fault::kHangs;
-    if (h < 35) return Fault::kSlow;
-    return Fault::kNone;
-  }
-  absl::Duration FetchTime(int page) const {
-    return absl::Microseconds(100 + Hash(page, 6) % 900);
-  }
-
- private:
-  static uint64_t Hash(int page, int salt) {
-    return Mix((static_cast<uint64_t>(page) << 8) |
-               static_cast<uint64_t>(salt));
-  }
-  int pages_;
-  int sites_;
-};
 
 // --------------------------------------------------------------- storage
 

@@ -795,6 +795,18 @@ absl::Status FleetCluster::StartZooKeeper(int i) {
   return WaitZooKeeperServes(i, absl::Now() + options_.start_timeout);
 }
 
+absl::Status FleetCluster::StartStoppedZooKeeper() {
+  std::vector<int> started;
+  for (size_t i = 0; i < zookeeper_.size(); ++i) {
+    if (Running(&zookeeper_[i])) continue;
+    HQ_RETURN_IF_ERROR(Spawn(&zookeeper_[i]));
+    started.push_back(static_cast<int>(i));
+  }
+  const absl::Time deadline = absl::Now() + options_.start_timeout;
+  for (int i : started) HQ_RETURN_IF_ERROR(WaitZooKeeperServes(i, deadline));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int> FleetCluster::ZooKeeperLeader() const {
   std::string answers;
   for (size_t k = 0; k < zookeeper_.size(); ++k) {

@@ -128,6 +128,11 @@ class FleetCluster {
   // does). Errors as Start's; FailedPrecondition if it is running.
   absl::Status StartZooKeeper(int i);
 
+  // Starts every ZooKeeper node not running, all at once (a quorum may
+  // need several: after all were killed, one alone never serves), and
+  // waits up to start_timeout until each serves. Errors as StartZooKeeper.
+  absl::Status StartStoppedZooKeeper();
+
   // The ZooKeeper node that is the leader now (Mode: leader, or standalone,
   // in its `srvr` answer); Unavailable while no running node says so (an
   // election).

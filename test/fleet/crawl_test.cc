@@ -1,0 +1,453 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// The fleet under faults, end to end: examples/fleet_crawler's agents run
+// as processes against a 3-node ZooKeeper ensemble and a 3-node NATS
+// JetStream cluster on 127.0.0.1, a fault strikes mid-crawl, and the
+// crawler's own checks (examples/fleet_crawl_log.h) read every agent's log
+// at the end: nothing lost, no site fetched by two agents at once, no
+// pacing violation across agents, no agent serving a partition it lost.
+// Each case prints its row of the fault table (doc/fleet.md).
+//
+// The faults: an agent killed (SIGKILL) and restarted within the grace
+// period; an agent killed for good; an agent stopped (SIGSTOP) past its
+// session and grace, then continued (a zombie); one ZooKeeper node and one
+// nats-server killed and restarted; every ZooKeeper node down past the
+// sessions; an agent joining mid-crawl.
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "catch2/catch.hpp"
+#include "examples/synthetic_web.h"
+#include "lib/fleet/assignment.h"
+#include "lib/fleet/clients.h"
+#include "lib/fleet/handoff.h"
+#include "lib/fleet/records.h"
+#include "lib/fleet/zk.h"
+#include "lib/util/strings.h"
+#include "test/fleet/cluster.h"
+#include "test/test_util.h"
+
+namespace hq::fleet {
+namespace {
+
+using test::FleetCluster;
+
+constexpr absl::Duration kDeadline = absl::Seconds(180);
+constexpr absl::Duration kSession = absl::Seconds(4);
+constexpr absl::Duration kLease = absl::Seconds(1);
+constexpr absl::Duration kGrace = absl::Seconds(4);
+constexpr int kWorkers = 4;
+constexpr int kSites = 32;
+constexpr uint32_t kPartitions = 32;
+
+FleetCluster& Cluster() {
+  absl::Status why;
+  FleetCluster* cluster = test::SharedCluster({}, &why);
+  if (cluster == nullptr) FAIL("cannot start the cluster: " << why);
+  return *cluster;
+}
+
+std::string CrawlerPath() {
+  const char* path = std::getenv("HQ_FLEET_CRAWLER");
+  if (path == nullptr)
+    FAIL("HQ_FLEET_CRAWLER is not set (test/fleet/meson.build)");
+  return path;
+}
+
+using Report = std::map<std::string, int64_t>;
+
+// A crawl by agent processes of examples/fleet_crawler; every agent still
+// running is killed and reaped with it.
+class Crawl {
+ public:
+  Crawl(std::string name, int pages) : name_(std::move(name)), pages_(pages) {}
+  ~Crawl() {
+    for (auto& [id, pid] : agents_) {
+      if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+      }
+    }
+  }
+
+  std::vector<std::string> Flags() const {
+    return {"--dir=" + dir_.path(),
+            "--zookeeper=" + Cluster().zookeeper_connect(),
+            "--nats=" + Cluster().nats_urls(),
+            "--fleet=" + name_,
+            absl::StrCat("--pages=", pages_),
+            absl::StrCat("--sites=", kSites),
+            absl::StrCat("--partitions=", kPartitions),
+            "--replicas=3",
+            absl::StrCat("--workers=", kWorkers),
+            "--site_interval=20ms",
+            "--task_lease=2s",
+            "--session_timeout=" + absl::FormatDuration(kSession),
+            "--ownership_lease=" + absl::FormatDuration(kLease),
+            "--grace=" + absl::FormatDuration(kGrace)};
+  }
+
+  void Start(const std::string& id) {
+    std::vector<std::string> args = {CrawlerPath(), "agent", "--id=" + id};
+    for (std::string& f : Flags()) args.push_back(std::move(f));
+    const std::string out = dir_.Sub(id + ".out");
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(2);
+      if (!freopen(out.c_str(), "a", stdout) ||
+          !freopen(out.c_str(), "a", stderr)) {
+        _exit(2);
+      }
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(2);
+    }
+    agents_[id] = pid;
+  }
+
+  void Signal(const std::string& id, int sig) {
+    REQUIRE(agents_[id] > 0);
+    REQUIRE(kill(agents_[id], sig) == 0);
+    if (sig == SIGKILL) {
+      waitpid(agents_[id], nullptr, 0);
+      agents_[id] = -1;
+    }
+  }
+
+  // Waits until the agents started share every partition.
+  void WaitBalanced(size_t agents) {
+    auto zk = ZkSession::Connect(Cluster().zookeeper_connect(),
+                                 absl::Seconds(10), absl::Seconds(30), [] {});
+    HQ_REQUIRE_OK(zk.status());
+    const absl::Time end = absl::Now() + kDeadline;
+    for (;;) {
+      auto node = (*zk)->Get("/hq-fleet/" + name_ + "/assignment", false);
+      if (node.ok()) {
+        auto a = DecodeAssignment(node->data);
+        HQ_REQUIRE_OK(a.status());
+        std::map<std::string, int> owned;
+        for (const std::string& o : a->owners) {
+          if (!o.empty()) ++owned[o];
+        }
+        if (owned.size() == agents && !owned.count("")) {
+          int sum = 0;
+          for (auto& [id, n] : owned) sum += n;
+          if (sum == static_cast<int>(a->partitions())) return;
+        }
+      }
+      REQUIRE(absl::Now() < end);
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+  }
+
+  // Puts page 0 as a producer outside the fleet does: straight to its
+  // partition's stream.
+  void Seed() {
+    HandoffOptions o;
+    o.urls = SplitNatsUrls(Cluster().nats_urls());
+    o.fleet = name_;
+    o.partitions = kPartitions;
+    auto h = Handoff::Connect(o);
+    HQ_REQUIRE_OK(h.status());
+    const std::string url = "https://site00.example/page/0";
+    auto site = SiteOf(url);
+    HQ_REQUIRE_OK(site.status());
+    const Outgoing seed{.partition = PartitionOf(*site, kPartitions),
+                        .url = url,
+                        .priority = 2};
+    PublishResult result;
+    HQ_REQUIRE_OK((*h)->Publish({&seed, 1}, &result));
+    REQUIRE(result.acknowledged == 1);
+  }
+
+  // Runs `fleet_crawler check` on the logs.
+  Report Check(int* exit_code) {
+    std::string cmd = CrawlerPath() + " check";
+    for (const std::string& f : Flags()) cmd += " '" + f + "'";
+    FILE* p = popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::string text;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
+    const int status = pclose(p);
+    REQUIRE(WIFEXITED(status));
+    *exit_code = WEXITSTATUS(status);
+    Report r;
+    for (absl::string_view line : absl::StrSplit(Av(text), '\n')) {
+      std::vector<std::string> f =
+          absl::StrSplit(line, ' ', absl::SkipWhitespace());
+      if (f.size() == 2) r[f[0]] = std::stoll(f[1]);
+    }
+    INFO(text);
+    REQUIRE(*exit_code != 2);
+    REQUIRE(r.count("lost"));
+    return r;
+  }
+
+  // Waits until a `fraction` of the reachable pages is done.
+  void WaitProgress(double fraction) {
+    const absl::Time end = absl::Now() + kDeadline;
+    for (;;) {
+      int rc;
+      Report r = Check(&rc);
+      if (r["completed"] + r["dead_lettered"] >= fraction * r["reachable"]) {
+        return;
+      }
+      REQUIRE(absl::Now() < end);
+      absl::SleepFor(absl::Milliseconds(200));
+    }
+  }
+
+  // Waits until the crawl is finished, stops every agent (SIGTERM) and
+  // returns the final checks.
+  Report Finish() {
+    const absl::Time end = absl::Now() + kDeadline;
+    int rc;
+    for (;;) {
+      Report r = Check(&rc);
+      if (rc != 3 || absl::Now() > end) break;
+      absl::SleepFor(absl::Milliseconds(200));
+    }
+    for (auto& [id, pid] : agents_) {
+      if (pid > 0) kill(pid, SIGCONT), kill(pid, SIGTERM);
+    }
+    for (auto& [id, pid] : agents_) {
+      if (pid <= 0) continue;
+      int status;
+      waitpid(pid, &status, 0);
+      pid = -1;
+      INFO(id << " said: " << Output(id));
+      CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    }
+    return Check(&rc);
+  }
+
+  std::string Output(const std::string& id) const {
+    std::ifstream in(dir_.Sub(id + ".out"));
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+
+  // The pages agent `id` logged as completed.
+  std::vector<int> CompletedBy(const std::string& id) const {
+    std::ifstream in(dir_.Sub(id + ".log"));
+    std::vector<int> pages;
+    std::string kind;
+    int page;
+    std::string rest;
+    while (in >> kind >> page) {
+      if (kind == "C") pages.push_back(page);
+      std::getline(in, rest);
+    }
+    return pages;
+  }
+
+  // Of `pages`, those not published as completed in their partition's
+  // stream (yet).
+  std::vector<int> Unpublished(const std::vector<int>& pages) {
+    HandoffOptions o;
+    o.urls = SplitNatsUrls(Cluster().nats_urls());
+    o.fleet = name_;
+    o.partitions = kPartitions;
+    auto h = Handoff::Connect(o);
+    HQ_REQUIRE_OK(h.status());
+    const hq_example::Web web(pages_, kSites);
+    std::map<uint32_t, absl::flat_hash_set<uint64_t>> published;
+    std::vector<int> out;
+    for (int page : pages) {
+      const std::string url = web.Url(page);
+      auto site = SiteOf(url);
+      HQ_REQUIRE_OK(site.status());
+      const uint32_t p = PartitionOf(*site, kPartitions);
+      if (!published.count(p)) {
+        auto read = (*h)->ReadCompletions(p);
+        HQ_REQUIRE_OK(read.status());
+        published[p] = std::move(*read);
+      }
+      if (!published[p].contains(UrlHash(url))) out.push_back(page);
+    }
+    return out;
+  }
+
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string name_;
+  int pages_;
+  test::TempDir dir_;
+  std::map<std::string, pid_t> agents_;
+};
+
+// The row of the fault table, and the checks every fault must pass.
+void Verify(const std::string& fault, Report& r) {
+  std::printf(
+      "fault table | %-34s | %5lld pages | lost %lld | fetched twice %lld "
+      "(%lld extra) | two at once %lld | pacing violations %lld | stale "
+      "epochs %lld\n",
+      fault.c_str(), static_cast<long long>(r["reachable"]),
+      static_cast<long long>(r["lost"]),
+      static_cast<long long>(r["fetched_twice"]),
+      static_cast<long long>(r["extra_fetches"]),
+      static_cast<long long>(r["two_at_once"]),
+      static_cast<long long>(r["pacing_violations"]),
+      static_cast<long long>(r["stale_epochs"]));
+  std::fflush(stdout);
+  CHECK(r["reachable"] > 0);
+  CHECK(r["lost"] == 0);
+  CHECK(r["two_at_once"] == 0);
+  CHECK(r["same_agent_overlap"] == 0);
+  CHECK(r["pacing_violations"] == 0);
+  CHECK(r["stale_epochs"] == 0);
+  CHECK(r["completed_failing"] == 0);
+}
+
+// Starts agents a0..a{n-1}, waits until they share the partitions, seeds.
+void StartFleet(Crawl& crawl, int n) {
+  for (int i = 0; i < n; ++i) crawl.Start(absl::StrCat("a", i));
+  crawl.WaitBalanced(n);
+  crawl.Seed();
+}
+
+TEST_CASE("a clean crawl by three agents") {
+  Crawl crawl("clean", 2000);
+  StartFleet(crawl, 3);
+  Report r = crawl.Finish();
+  Verify("none", r);
+}
+
+TEST_CASE("fleet_crawler run: the example as its README shows it") {
+  Crawl crawl("run", 500);
+  std::string cmd = CrawlerPath() + " run --agents=2 --timeout=3m";
+  for (const std::string& f : crawl.Flags()) cmd += " '" + f + "'";
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string text;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
+  const int status = pclose(p);
+  INFO(text);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(text.find("crawl finished, checks passed") != std::string::npos);
+  CHECK(text.find("lost                 0") != std::string::npos);
+}
+
+TEST_CASE("an agent killed and restarted within the grace period") {
+  Crawl crawl("restart", 2000);
+  StartFleet(crawl, 3);
+  crawl.WaitProgress(0.25);
+  crawl.Signal("a1", SIGKILL);
+  absl::SleepFor(absl::Seconds(1));
+  crawl.Start("a1");  // Its Db, its id: its partitions at the same epochs.
+  Report r = crawl.Finish();
+  Verify("agent killed, restarted in grace", r);
+  // Only its fetches in flight at the kill come again.
+  CHECK(r["extra_fetches"] <= kWorkers);
+}
+
+TEST_CASE("an agent killed for good") {
+  Crawl crawl("killed", 2000);
+  StartFleet(crawl, 3);
+  crawl.WaitProgress(0.25);
+  crawl.Signal("a1", SIGKILL);
+  // The bound on pages fetched again: what a1 completed and had not
+  // published as completed when it died, and its fetches in flight.
+  const std::vector<int> unpublished =
+      crawl.Unpublished(crawl.CompletedBy("a1"));
+  Report r = crawl.Finish();
+  Verify("agent killed for good", r);
+  std::printf(
+      "killed for good: %zu completed and not published, %lld extra "
+      "fetches (bound %zu)\n",
+      unpublished.size(), static_cast<long long>(r["extra_fetches"]),
+      unpublished.size() + kWorkers);
+  CHECK(r["extra_fetches"] <=
+        static_cast<int64_t>(unpublished.size()) + kWorkers);
+  CHECK(r["fetches_by:a0"] > 0);
+  CHECK(r["fetches_by:a2"] > 0);
+}
+
+TEST_CASE("an agent stopped past its session and grace, then continued") {
+  Crawl crawl("zombie", 2000);
+  StartFleet(crawl, 3);
+  crawl.WaitProgress(0.25);
+  crawl.Signal("a1", SIGSTOP);
+  // Its session ends, its grace runs out, its partitions move.
+  crawl.WaitBalanced(2);
+  crawl.WaitProgress(0.5);
+  crawl.Signal("a1", SIGCONT);  // The zombie wakes up believing it owns.
+  Report r = crawl.Finish();
+  Verify("agent stopped (SIGSTOP) and resumed", r);
+}
+
+TEST_CASE("a ZooKeeper node and a nats-server killed mid-crawl") {
+  Crawl crawl("servers", 2000);
+  StartFleet(crawl, 3);
+  crawl.WaitProgress(0.25);
+  absl::StatusOr<int> leader = Cluster().ZooKeeperLeader();
+  HQ_REQUIRE_OK(leader.status());
+  HQ_REQUIRE_OK(Cluster().KillZooKeeper(*leader));
+  HQ_REQUIRE_OK(Cluster().KillNats(0));
+  crawl.WaitProgress(0.6);
+  HQ_REQUIRE_OK(Cluster().StartZooKeeper(*leader));
+  HQ_REQUIRE_OK(Cluster().StartNats(0));
+  Report r = crawl.Finish();
+  Verify("ZooKeeper leader + nats-server killed", r);
+}
+
+TEST_CASE("every ZooKeeper node down past the sessions") {
+  Crawl crawl("no-zookeeper", 2000);
+  StartFleet(crawl, 3);
+  crawl.WaitProgress(0.25);
+  for (int i = 0; i < 3; ++i) HQ_REQUIRE_OK(Cluster().KillZooKeeper(i));
+  const absl::Time down = absl::Now();
+  absl::SleepFor(kSession + absl::Seconds(2));
+  // No hand-out after the leases ran out (the log lines of fetches handed
+  // out before are written by now).
+  int rc;
+  Report during = crawl.Check(&rc);
+  for (auto& [key, micros] : during) {
+    if (key.rfind("last_handout_us:", 0) != 0) continue;
+    INFO(key);
+    CHECK(absl::FromUnixMicros(micros) <= down + kLease);
+  }
+  HQ_REQUIRE_OK(Cluster().StartStoppedZooKeeper());
+  Report r = crawl.Finish();
+  Verify("all of ZooKeeper down for 6 s", r);
+}
+
+TEST_CASE("an agent joining mid-crawl") {
+  Crawl crawl("join", 2000);
+  StartFleet(crawl, 2);
+  crawl.WaitProgress(0.25);
+  crawl.Start("a2");
+  crawl.WaitBalanced(3);
+  Report r = crawl.Finish();
+  Verify("agent joining mid-crawl", r);
+  CHECK(r["fetches_by:a2"] > 0);
+}
+
+}  // namespace
+}  // namespace hq::fleet
