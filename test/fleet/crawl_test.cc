@@ -23,6 +23,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -51,7 +54,6 @@ constexpr absl::Duration kSession = absl::Seconds(4);
 constexpr absl::Duration kLease = absl::Seconds(1);
 constexpr absl::Duration kGrace = absl::Seconds(4);
 constexpr int kWorkers = 4;
-constexpr int kSites = 32;
 constexpr uint32_t kPartitions = 32;
 
 FleetCluster& Cluster() {
@@ -74,7 +76,15 @@ using Report = std::map<std::string, int64_t>;
 // running is killed and reaped with it.
 class Crawl {
  public:
-  Crawl(std::string name, int pages) : name_(std::move(name)), pages_(pages) {}
+  struct Shape {
+    int pages = 2000;
+    int sites = 32;
+    int workers = kWorkers;
+    std::string site_interval = "20ms";
+  };
+  Crawl(std::string name, int pages) : Crawl(std::move(name), Shape{pages}) {}
+  Crawl(std::string name, const Shape& shape)
+      : name_(std::move(name)), shape_(shape) {}
   ~Crawl() {
     for (auto& [id, pid] : agents_) {
       if (pid > 0) {
@@ -89,12 +99,12 @@ class Crawl {
             "--zookeeper=" + Cluster().zookeeper_connect(),
             "--nats=" + Cluster().nats_urls(),
             "--fleet=" + name_,
-            absl::StrCat("--pages=", pages_),
-            absl::StrCat("--sites=", kSites),
+            absl::StrCat("--pages=", shape_.pages),
+            absl::StrCat("--sites=", shape_.sites),
             absl::StrCat("--partitions=", kPartitions),
             "--replicas=3",
-            absl::StrCat("--workers=", kWorkers),
-            "--site_interval=20ms",
+            absl::StrCat("--workers=", shape_.workers),
+            "--site_interval=" + shape_.site_interval,
             "--task_lease=2s",
             "--session_timeout=" + absl::FormatDuration(kSession),
             "--ownership_lease=" + absl::FormatDuration(kLease),
@@ -133,30 +143,59 @@ class Crawl {
     }
   }
 
-  // Waits until the agents started share every partition.
+  // The fleet's assignment now (NotFound before the first agent made it).
+  absl::StatusOr<Assignment> ReadAssignment() {
+    if (zk_ == nullptr) {
+      auto zk = ZkSession::Connect(Cluster().zookeeper_connect(),
+                                   absl::Seconds(10), absl::Seconds(30), [] {});
+      if (!zk.ok()) return zk.status();
+      zk_ = std::move(*zk);
+    }
+    auto node = zk_->Get("/hq-fleet/" + name_ + "/assignment", false);
+    if (!node.ok()) return node.status();
+    return DecodeAssignment(node->data);
+  }
+
+  // Waits until `agents` agents share every partition.
   void WaitBalanced(size_t agents) {
-    auto zk = ZkSession::Connect(Cluster().zookeeper_connect(),
-                                 absl::Seconds(10), absl::Seconds(30), [] {});
-    HQ_REQUIRE_OK(zk.status());
     const absl::Time end = absl::Now() + kDeadline;
     for (;;) {
-      auto node = (*zk)->Get("/hq-fleet/" + name_ + "/assignment", false);
-      if (node.ok()) {
-        auto a = DecodeAssignment(node->data);
-        HQ_REQUIRE_OK(a.status());
+      absl::StatusOr<Assignment> a = ReadAssignment();
+      if (a.ok()) {
         std::map<std::string, int> owned;
-        for (const std::string& o : a->owners) {
-          if (!o.empty()) ++owned[o];
-        }
-        if (owned.size() == agents && !owned.count("")) {
-          int sum = 0;
-          for (auto& [id, n] : owned) sum += n;
-          if (sum == static_cast<int>(a->partitions())) return;
-        }
+        for (const std::string& o : a->owners) ++owned[o];
+        if (owned.size() == agents && !owned.count("")) return;
+      } else if (!absl::IsNotFound(a.status())) {
+        zk_.reset();  // Its servers may have been restarted.
       }
       REQUIRE(absl::Now() < end);
       absl::SleepFor(absl::Milliseconds(100));
     }
+  }
+
+  // The first hand-out logged by an agent other than `except`, of one of
+  // `partitions`, after `after`; InfiniteFuture if none.
+  absl::Time FirstHandout(const std::set<uint32_t>& partitions,
+                          absl::Time after, const std::string& except) const {
+    absl::Time first = absl::InfiniteFuture();
+    for (const auto& [id, pid] : agents_) {
+      if (id == except) continue;
+      std::ifstream in(dir_.Sub(id + ".log"));
+      std::string line;
+      while (std::getline(in, line)) {
+        std::istringstream f(line);
+        std::string kind;
+        int64_t page, attempt, epoch, handout;
+        uint32_t partition;
+        if (!(f >> kind >> page >> attempt >> partition >> epoch >> handout) ||
+            kind != "F" || !partitions.count(partition)) {
+          continue;
+        }
+        const absl::Time t = absl::FromUnixMicros(handout);
+        if (t > after) first = std::min(first, t);
+      }
+    }
+    return first;
   }
 
   // Puts page 0 as a producer outside the fleet does: straight to its
@@ -272,7 +311,7 @@ class Crawl {
     o.partitions = kPartitions;
     auto h = Handoff::Connect(o);
     HQ_REQUIRE_OK(h.status());
-    const hq_example::Web web(pages_, kSites);
+    const hq_example::Web web(shape_.pages, shape_.sites);
     std::map<uint32_t, absl::flat_hash_set<uint64_t>> published;
     std::vector<int> out;
     for (int page : pages) {
@@ -294,8 +333,9 @@ class Crawl {
 
  private:
   std::string name_;
-  int pages_;
+  Shape shape_;
   test::TempDir dir_;
+  std::unique_ptr<ZkSession> zk_;
   std::map<std::string, pid_t> agents_;
 };
 
@@ -447,6 +487,127 @@ TEST_CASE("an agent joining mid-crawl") {
   Report r = crawl.Finish();
   Verify("agent joining mid-crawl", r);
   CHECK(r["fetches_by:a2"] > 0);
+}
+
+// ---------------------------------------------------------------- benchmarks
+// Run by `meson test --benchmark` (hidden from the default run).
+
+// Crawl rate with 1, 2 and 4 agents (each with 8 workers) on one machine,
+// and the failover time: from an agent's SIGKILL to the first hand-out of
+// one of its partitions by another agent.
+TEST_CASE("crawl rates and failover", "[.bench]") {
+  Crawl::Shape shape{
+      .pages = 20000, .sites = 256, .workers = 8, .site_interval = "0ms"};
+  for (int agents : {1, 2, 4}) {
+    Crawl crawl(absl::StrCat("rate", agents), shape);
+    for (int i = 0; i < agents; ++i) crawl.Start(absl::StrCat("a", i));
+    crawl.WaitBalanced(agents);
+    const absl::Time start = absl::Now();
+    crawl.Seed();
+    Report r = crawl.Finish();
+    const double secs = absl::ToDoubleSeconds(absl::Now() - start);
+    Verify(absl::StrCat("none, ", agents, " agent(s), rate run"), r);
+    std::printf(
+        "fleet crawl rate | %d agent(s) | %lld pages in %.1f s | "
+        "%.0f pages/s\n",
+        agents, static_cast<long long>(r["reachable"]), secs,
+        static_cast<double>(r["reachable"]) / secs);
+    std::fflush(stdout);
+  }
+  Crawl crawl("failover", shape);
+  StartFleet(crawl, 3);
+  crawl.WaitProgress(0.3);
+  absl::StatusOr<Assignment> a = crawl.ReadAssignment();
+  HQ_REQUIRE_OK(a.status());
+  std::set<uint32_t> lost;
+  for (uint32_t p = 0; p < a->partitions(); ++p) {
+    if (a->owners[p] == "a1") lost.insert(p);
+  }
+  const absl::Time killed = absl::Now();
+  crawl.Signal("a1", SIGKILL);
+  crawl.WaitBalanced(2);
+  const absl::Time moved = absl::Now();
+  Report r = crawl.Finish();
+  Verify("agent killed for good, failover run", r);
+  const absl::Time first = crawl.FirstHandout(lost, killed, "a1");
+  REQUIRE(first != absl::InfiniteFuture());
+  std::printf(
+      "fleet failover | session %s + grace %s, then lease %s + "
+      "takeover %s | reassigned after %.1f s | first hand-out of a "
+      "moved partition after %.1f s\n",
+      absl::FormatDuration(kSession).c_str(),
+      absl::FormatDuration(kGrace).c_str(),
+      absl::FormatDuration(kLease).c_str(), "2s",
+      absl::ToDoubleSeconds(moved - killed),
+      absl::ToDoubleSeconds(first - killed));
+}
+
+// Faults at random, every few seconds, over a long crawl
+// (HQ_FLEET_CHAOS_PAGES pages, default 30000): kill -9 and restart, kill
+// for good and a new agent, SIGSTOP for up to 10 s, a ZooKeeper node or a
+// nats-server killed for 3 s. The crawl's checks hold at the end.
+TEST_CASE("chaos", "[.chaos]") {
+  const char* pages_env = std::getenv("HQ_FLEET_CHAOS_PAGES");
+  Crawl::Shape shape{.pages = pages_env ? std::atoi(pages_env) : 30000,
+                     .sites = 128};
+  Crawl crawl("chaos", shape);
+  std::vector<std::string> live = {"a0", "a1", "a2", "a3"};
+  for (const std::string& id : live) crawl.Start(id);
+  crawl.WaitBalanced(live.size());
+  crawl.Seed();
+  std::mt19937_64 rng(test::Seed(39));
+  std::map<std::string, int> faults;
+  int next_agent = 4;
+  for (;;) {
+    int rc;
+    Report now = crawl.Check(&rc);
+    if (rc != 3) break;
+    const std::string victim = live[rng() % live.size()];
+    switch (rng() % 5) {
+      case 0:
+        crawl.Signal(victim, SIGKILL);
+        absl::SleepFor(absl::Seconds(1));
+        crawl.Start(victim);
+        ++faults["agent kill -9 and restart"];
+        break;
+      case 1:
+        if (live.size() <= 2) break;
+        crawl.Signal(victim, SIGKILL);
+        live.erase(std::find(live.begin(), live.end(), victim));
+        live.push_back(absl::StrCat("a", next_agent++));
+        crawl.Start(live.back());
+        ++faults["agent killed for good, new agent"];
+        break;
+      case 2:
+        crawl.Signal(victim, SIGSTOP);
+        absl::SleepFor(absl::Milliseconds(500 + rng() % 9500));
+        crawl.Signal(victim, SIGCONT);
+        ++faults["agent SIGSTOP 0.5-10 s"];
+        break;
+      case 3: {
+        const int node = static_cast<int>(rng() % 3);
+        HQ_REQUIRE_OK(Cluster().KillZooKeeper(node));
+        absl::SleepFor(absl::Seconds(3));
+        HQ_REQUIRE_OK(Cluster().StartZooKeeper(node));
+        ++faults["ZooKeeper node killed 3 s"];
+        break;
+      }
+      case 4: {
+        const int node = static_cast<int>(rng() % 3);
+        HQ_REQUIRE_OK(Cluster().KillNats(node));
+        absl::SleepFor(absl::Seconds(3));
+        HQ_REQUIRE_OK(Cluster().StartNats(node));
+        ++faults["nats-server killed 3 s"];
+        break;
+      }
+    }
+    absl::SleepFor(absl::Seconds(3));
+  }
+  Report r = crawl.Finish();
+  for (const auto& [fault, count] : faults) {
+    std::printf("chaos: %-36s %d\n", fault.c_str(), count);
+  }
+  Verify("chaos (faults above)", r);
 }
 
 }  // namespace
