@@ -22,6 +22,11 @@ namespace {
 constexpr size_t kMaxKeyBytes = 1024;  // hq's key and dedup key limit.
 constexpr int kIngestBatch = 1000;
 constexpr char kGroup[] = "fetch";
+// A partition new to this agent is rebuilt this long before it is served,
+// not when it is first seen: the previous owner's last completions (of the
+// tasks it handed out before its lease ran out) are published by then, so
+// the rebuild leaves them out.
+constexpr std::chrono::milliseconds kRebuildLeadSteady{500};
 
 bool ValidName(std::string_view s, std::string_view extra) {
   if (s.empty() || s.size() > 64) return false;
@@ -198,8 +203,14 @@ void AgentImpl::IngestLoop() {
     }
     absl::StatusOr<std::vector<std::string>> queues;
     if (!wanted.empty()) queues = db_->ListQueues();
+    const SteadyTime now = std::chrono::steady_clock::now();
     for (auto [p, epoch] : wanted) {
       if (!queues.ok()) break;  // Tried again on the next round.
+      if (!std::binary_search(queues->begin(), queues->end(),
+                              QueueName(p, epoch)) &&
+          now < view->owned.at(p).serve_from - kRebuildLeadSteady) {
+        continue;  // A rebuild: later (kRebuildLeadSteady).
+      }
       absl::StatusOr<std::shared_ptr<Partition>> part =
           Acquire(p, epoch, *queues);
       if (!part.ok()) continue;  // Tried again on the next round.
@@ -240,10 +251,12 @@ absl::StatusOr<std::shared_ptr<AgentImpl::Partition>> AgentImpl::Acquire(
       if (!s.ok() && !absl::IsNotFound(s)) return s;
     }
   }
+  // Read also for a queue kept: a rebuild that a crash cut short goes on
+  // from the stream, whose older records include URLs completed elsewhere.
+  HQ_ASSIGN_OR_RETURN(part->completed, handoff_->ReadCompletions(p));
   if (kept) {
     HQ_ASSIGN_OR_RETURN(part->queue, db_->OpenQueue(name));
   } else {
-    HQ_ASSIGN_OR_RETURN(part->completed, handoff_->ReadCompletions(p));
     QueueOptions qo;
     qo.layout = Layout::kTopic;
     qo.priorities = 8;
