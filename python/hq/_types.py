@@ -289,3 +289,26 @@ class RecoveryDrop:
     records: int  # Intact records among the dropped bytes.
     torn_tail: bool
     saved_as: str  # Relative to the Db's directory.
+
+
+@_record
+class FleetPartitionStats:
+    """One partition an hq.fleet.Agent owns (hq/fleet.h
+    AgentStats::Partition)."""
+    partition: int
+    epoch: int
+    serving: bool  # Lease valid and takeover wait over.
+    backlog: int  # As GroupStats.backlog.
+    in_flight: int
+    handoff_lag: int  # Messages in its stream not yet stored.
+
+
+@_record
+class AgentStats:
+    """hq.fleet.Agent.stats() (hq/fleet.h AgentStats)."""
+    owned: List[FleetPartitionStats]  # By partition.
+    published: int  # URLs published by this agent.
+    received: int  # URLs stored from the streams.
+    duplicates: int  # Of those, dropped as already stored.
+    completions_published: int
+    coordinator: bool

@@ -1,0 +1,497 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// hq._hq_fleet: the pybind11 extension behind hq.fleet, binding
+// include/hq/fleet.h's Agent. Built only where both the Python package and
+// libhq_fleet are (python/hq/meson.build); hq/fleet.py re-exports it, and
+// hq/_hq_fleet.pyi holds the contract of every method.
+//
+// - Errors are raised as the same classes as hq._hq's: the hq.Error
+//   subclass of hq._types._ERRORS_BY_CODE named after the status's code.
+// - An Agent is held by one AgentHandle. close() (or __exit__, or the last
+//   reference going away, or interpreter exit) refuses new calls, waits for
+//   the calls in progress (a waiting claim notices within kWaitSlice) and
+//   destroys the C++ Agent. Every later call raises FailedPrecondition.
+// - Every call into the Agent releases the GIL.
+// - A FleetTask is a copy owned by Python; hq.Task's class (hq._hq) is the
+//   type of its `task`, so hq._hq is imported first (hq/fleet.py does).
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "hq/fleet.h"
+#include "hq/hq.h"
+
+namespace py = pybind11;
+
+namespace {
+
+using hq::fleet::Agent;
+using hq::fleet::AgentOptions;
+using hq::fleet::AgentStats;
+using hq::fleet::FleetTask;
+
+// A waiting claim wakes at least this often, with the GIL released in
+// between, to notice close() and pending signals (Ctrl-C).
+constexpr absl::Duration kWaitSlice = absl::Milliseconds(200);
+
+// ---- Errors and conversions (as hq._hq's).
+
+py::handle Types() {
+  static py::handle types = py::module_::import("hq._types").release();
+  return types;
+}
+
+// Raises the hq.Error subclass of status's code. REQUIRES: the GIL.
+[[noreturn]] void Raise(const absl::Status& status) {
+  py::object cls = Types().attr(
+      "_ERRORS_BY_CODE")[py::int_(static_cast<int>(status.code()))];
+  std::string message(status.message());
+  py::object text = py::reinterpret_steal<py::object>(PyUnicode_DecodeUTF8(
+      message.data(), static_cast<Py_ssize_t>(message.size()), "replace"));
+  py::object error = cls(text);
+  const hq::ErrorDetail detail = hq::GetErrorDetail(status);
+  if (detail != hq::ErrorDetail::kNone) {
+    error.attr("detail") = py::str(hq::ErrorDetailName(detail));
+  }
+  PyErr_SetObject(cls.ptr(), error.ptr());
+  throw py::error_already_set();
+}
+
+void Check(const absl::Status& status) {
+  if (!status.ok()) Raise(status);
+}
+
+template <typename T>
+T Check(absl::StatusOr<T> v) {
+  if (!v.ok()) Raise(v.status());
+  return *std::move(v);
+}
+
+absl::Duration ToDuration(double seconds, const char* what) {
+  if (!std::isfinite(seconds)) {
+    Raise(absl::InvalidArgumentError(std::string(what) +
+                                     " must be a finite number of seconds"));
+  }
+  return absl::Seconds(seconds);
+}
+
+// absl::Time as Unix seconds; None for an infinite time.
+py::object FromTime(absl::Time t) {
+  if (t == absl::InfinitePast() || t == absl::InfiniteFuture()) {
+    return py::none();
+  }
+  return py::float_(absl::ToDoubleSeconds(t - absl::UnixEpoch()));
+}
+
+// bytes, bytearray or str (UTF-8) as a string.
+std::string Bytes(py::handle h, const char* what) {
+  if (PyBytes_Check(h.ptr())) {
+    return std::string(PyBytes_AS_STRING(h.ptr()),
+                       static_cast<size_t>(PyBytes_GET_SIZE(h.ptr())));
+  }
+  if (PyUnicode_Check(h.ptr())) {
+    Py_ssize_t n = 0;
+    const char* s = PyUnicode_AsUTF8AndSize(h.ptr(), &n);
+    if (s == nullptr) throw py::error_already_set();
+    return std::string(s, static_cast<size_t>(n));
+  }
+  if (PyByteArray_Check(h.ptr())) {
+    return std::string(PyByteArray_AS_STRING(h.ptr()),
+                       static_cast<size_t>(PyByteArray_GET_SIZE(h.ptr())));
+  }
+  throw py::type_error(std::string(what) + " must be bytes or str, not " +
+                       std::string(py::str(py::type::of(h).attr("__name__"))));
+}
+
+py::str PyText(std::string_view s) {
+  return py::reinterpret_steal<py::str>(PyUnicode_DecodeUTF8(
+      s.data(), static_cast<Py_ssize_t>(s.size()), "surrogateescape"));
+}
+
+py::bytes PyBytes(std::string_view s) { return py::bytes(s.data(), s.size()); }
+
+// One URL of put_batch: a str or bytes (the URL), or a tuple
+// (url[, payload[, priority]]).
+hq::fleet::Url ToUrl(py::handle item) {
+  hq::fleet::Url u;
+  if (PyUnicode_Check(item.ptr()) || PyBytes_Check(item.ptr()) ||
+      PyByteArray_Check(item.ptr())) {
+    u.url = Bytes(item, "url");
+    return u;
+  }
+  if (!PyTuple_Check(item.ptr()) && !PyList_Check(item.ptr())) {
+    throw py::type_error(
+        "put_batch takes URLs (str) or (url, payload, priority) tuples, not " +
+        std::string(py::str(py::type::of(item).attr("__name__"))));
+  }
+  py::sequence t = py::reinterpret_borrow<py::sequence>(item);
+  const size_t n = py::len(t);
+  if (n < 1 || n > 3) {
+    throw py::type_error(
+        "a put_batch tuple is (url[, payload[, priority]]), not of length " +
+        std::to_string(n));
+  }
+  u.url = Bytes(t[0], "url");
+  if (n > 1) u.payload = Bytes(t[1], "payload");
+  if (n > 2) u.priority = t[2].cast<int>();
+  return u;
+}
+
+// ---- The Agent's handle.
+
+class AgentHandle {
+ public:
+  explicit AgentHandle(std::unique_ptr<Agent> agent)
+      : agent_(std::move(agent)) {}
+  AgentHandle(const AgentHandle&) = delete;
+  AgentHandle& operator=(const AgentHandle&) = delete;
+  ~AgentHandle() { Close(); }
+
+  // Starts a call: the Agent, or FailedPrecondition once closed.
+  // REQUIRES: the GIL. Paired with Exit by Use.
+  Agent* Enter() {
+    absl::MutexLock l(&mu_);
+    if (closing_) {
+      Raise(absl::FailedPreconditionError("the hq.fleet.Agent is closed"));
+    }
+    ++active_;
+    return agent_.get();
+  }
+  void Exit() {
+    absl::MutexLock l(&mu_);
+    --active_;
+  }
+  bool closing() {
+    absl::MutexLock l(&mu_);
+    return closing_;
+  }
+
+  // Refuses new calls, waits for those in progress and destroys the Agent
+  // (the GIL released meanwhile, if held). Idempotent.
+  void Close() {
+    std::unique_ptr<Agent> doomed;
+    {
+      absl::MutexLock l(&mu_);
+      if (closing_) return;
+      closing_ = true;
+    }
+    std::optional<py::gil_scoped_release> release;
+    if (Py_IsInitialized() && PyGILState_Check()) release.emplace();
+    {
+      absl::MutexLock l(&mu_);
+      mu_.Await(absl::Condition(
+          +[](int* active) { return *active == 0; }, &active_));
+      doomed = std::move(agent_);
+    }
+    doomed.reset();
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::unique_ptr<Agent> agent_ ABSL_GUARDED_BY(mu_);
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  int active_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+class Use {
+ public:
+  explicit Use(AgentHandle& h) : h_(h), agent_(h.Enter()) {}
+  ~Use() { h_.Exit(); }
+  Use(const Use&) = delete;
+  Use& operator=(const Use&) = delete;
+  Agent* get() const { return agent_; }
+
+ private:
+  AgentHandle& h_;
+  Agent* agent_;
+};
+
+// Calls fn(agent) with the GIL released and raises on error; returns its
+// value (for StatusOr) or nothing (for Status).
+template <typename Fn>
+auto Call(AgentHandle& h, Fn fn) {
+  Use use(h);
+  using R = decltype(fn(std::declval<Agent*>()));
+  std::optional<R> r;
+  {
+    py::gil_scoped_release release;
+    r.emplace(fn(use.get()));
+  }
+  if constexpr (std::is_same_v<R, absl::Status>) {
+    Check(*r);
+  } else {
+    return Check(std::move(*r));
+  }
+}
+
+// Every Agent opened, closed at interpreter exit if still open (its
+// threads must stop before Python's finalization). Touched with the GIL.
+std::vector<std::weak_ptr<AgentHandle>>& OpenAgents() {
+  static auto* agents = new std::vector<std::weak_ptr<AgentHandle>>;
+  std::erase_if(*agents, [](const auto& w) { return w.expired(); });
+  return *agents;
+}
+
+struct PyAgent {
+  std::shared_ptr<AgentHandle> h;
+};
+
+std::vector<FleetTask> TaskList(py::handle tasks) {
+  std::vector<FleetTask> out;
+  if (py::isinstance<FleetTask>(tasks)) {
+    out.push_back(tasks.cast<FleetTask>());
+    return out;
+  }
+  for (py::handle t : tasks) out.push_back(t.cast<FleetTask>());
+  return out;
+}
+
+py::object StatsToPy(const AgentStats& s) {
+  py::list owned;
+  for (const AgentStats::Partition& p : s.owned) {
+    owned.append(Types().attr("FleetPartitionStats")(
+        py::arg("partition") = p.partition, py::arg("epoch") = p.epoch,
+        py::arg("serving") = p.serving, py::arg("backlog") = p.backlog,
+        py::arg("in_flight") = p.in_flight,
+        py::arg("handoff_lag") = p.handoff_lag));
+  }
+  return Types().attr("AgentStats")(
+      py::arg("owned") = owned, py::arg("published") = s.published,
+      py::arg("received") = s.received, py::arg("duplicates") = s.duplicates,
+      py::arg("completions_published") = s.completions_published,
+      py::arg("coordinator") = s.coordinator);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_hq_fleet, m) {
+  m.doc() = "hq's fleet (include/hq/fleet.h); use it through hq.fleet.";
+  // hq.Task, the type of FleetTask.task, is hq._hq's.
+  py::module_::import("hq._hq");
+  py::module_::import("atexit").attr("register")(py::cpp_function([] {
+    for (const auto& w : OpenAgents()) {
+      if (auto h = w.lock()) h->Close();
+    }
+  }));
+
+  m.def(
+      "site_of",
+      [](const py::object& url) {
+        const std::string u = Bytes(url, "url");
+        return Check(hq::fleet::SiteOf(u));
+      },
+      py::arg("url"),
+      "The registered domain of a URL's host (an IP address or a one-label "
+      "host is its own site); InvalidArgument for a URL without a host.");
+  m.def(
+      "partition_of",
+      [](const py::object& site, uint32_t partitions) {
+        if (partitions == 0) {
+          Raise(absl::InvalidArgumentError("partitions must be at least 1"));
+        }
+        return hq::fleet::PartitionOf(Bytes(site, "site"), partitions);
+      },
+      py::arg("site"), py::arg("partitions"),
+      "The virtual partition of a site: XXH3_64bits(site) % partitions.");
+
+  py::class_<FleetTask>(m, "FleetTask")
+      .def_property_readonly(
+          "url", [](const FleetTask& t) { return PyText(t.task.key); })
+      .def_property_readonly(
+          "site", [](const FleetTask& t) { return PyText(t.task.topic); })
+      .def_property_readonly(
+          "payload", [](const FleetTask& t) { return PyBytes(t.task.payload); })
+      .def_property_readonly("priority",
+                             [](const FleetTask& t) { return t.task.priority; })
+      .def_readonly("partition", &FleetTask::partition)
+      .def_readonly("epoch", &FleetTask::epoch)
+      .def_property_readonly(
+          "valid_until",
+          [](const FleetTask& t) { return FromTime(t.valid_until); })
+      .def_property_readonly("attempt",
+                             [](const FleetTask& t) { return t.task.attempt; })
+      .def_property_readonly(
+          "lease_deadline",
+          [](const FleetTask& t) { return FromTime(t.task.lease_deadline); })
+      .def_property_readonly("id", [](const FleetTask& t) { return t.task.id; })
+      .def_property_readonly("task", [](const FleetTask& t) { return t.task; })
+      .def("__repr__", [](const FleetTask& t) {
+        return "FleetTask(url=" + std::string(py::repr(PyText(t.task.key))) +
+               ", partition=" + std::to_string(t.partition) +
+               ", epoch=" + std::to_string(t.epoch) +
+               ", attempt=" + std::to_string(t.task.attempt) + ")";
+      });
+
+  py::class_<PyAgent>(m, "Agent",
+                      "One agent of a fleet: its own hq Db, its share of the "
+                      "partitions.")
+      .def_static(
+          "open",
+          [](const std::string& agent_id, const py::object& db_path,
+             const std::string& zookeeper, const std::string& nats,
+             const std::string& fleet, uint32_t partitions,
+             double session_timeout, double grace, double ownership_lease,
+             int replicas, double duplicate_window, const py::object& pacing,
+             double task_lease, uint32_t max_attempts) {
+            AgentOptions o;
+            o.agent_id = agent_id;
+            o.fleet = fleet;
+            o.db_path = Bytes(py::module_::import("os").attr("fspath")(db_path),
+                              "db_path");
+            o.zookeeper = zookeeper;
+            o.nats = nats;
+            o.partitions = partitions;
+            o.session_timeout = ToDuration(session_timeout, "session_timeout");
+            o.grace = ToDuration(grace, "grace");
+            o.ownership_lease = ToDuration(ownership_lease, "ownership_lease");
+            o.replicas = replicas;
+            o.duplicate_window =
+                ToDuration(duplicate_window, "duplicate_window");
+            if (!pacing.is_none()) {
+              o.pacing.max_in_flight =
+                  pacing.attr("max_in_flight").cast<uint32_t>();
+              o.pacing.interval = ToDuration(
+                  pacing.attr("interval").cast<double>(), "pacing.interval");
+            }
+            o.task_lease = ToDuration(task_lease, "task_lease");
+            o.max_attempts = max_attempts;
+            absl::StatusOr<std::unique_ptr<Agent>> agent;
+            {
+              py::gil_scoped_release release;
+              agent = Agent::Open(o);
+            }
+            auto h = std::make_shared<AgentHandle>(Check(std::move(agent)));
+            OpenAgents().push_back(h);
+            return PyAgent{std::move(h)};
+          },
+          py::arg("agent_id"), py::arg("db_path"), py::arg("zookeeper"),
+          py::arg("nats"), py::kw_only(), py::arg("fleet") = "default",
+          py::arg("partitions") = 1024, py::arg("session_timeout") = 10.0,
+          py::arg("grace") = 30.0, py::arg("ownership_lease") = 5.0,
+          py::arg("replicas") = 3, py::arg("duplicate_window") = 120.0,
+          py::arg("pacing") = py::none(), py::arg("task_lease") = 30.0,
+          py::arg("max_attempts") = 10,
+          "Joins the fleet (hq/fleet.h AgentOptions; seconds as floats). "
+          "Usable as a context manager.")
+      .def(
+          "close", [](PyAgent& a) { a.h->Close(); },
+          "Closes the agent (its partitions stay its own for `grace`). "
+          "Idempotent.")
+      .def_property_readonly("closed",
+                             [](PyAgent& a) { return a.h->closing(); })
+      .def("__enter__", [](PyAgent& a) -> PyAgent& { return a; })
+      .def("__exit__",
+           [](PyAgent& a, py::args) {
+             a.h->Close();
+             return false;
+           })
+      .def(
+          "put",
+          [](PyAgent& a, const py::object& url, const py::object& payload,
+             int priority) {
+            hq::fleet::Url u{.url = Bytes(url, "url"),
+                             .payload = Bytes(payload, "payload"),
+                             .priority = priority};
+            Call(*a.h, [&](Agent* agent) { return agent->Put(u); });
+          },
+          py::arg("url"), py::arg("payload") = py::bytes(),
+          py::arg("priority") = 0,
+          "Publishes a URL to its partition's stream; returns once JetStream "
+          "acknowledged it.")
+      .def(
+          "put_batch",
+          [](PyAgent& a, const py::iterable& urls) {
+            std::vector<hq::fleet::Url> list;
+            for (py::handle item : urls) list.push_back(ToUrl(item));
+            Call(*a.h, [&](Agent* agent) { return agent->PutBatch(list); });
+          },
+          py::arg("urls"),
+          "put for every URL (a str, or a (url, payload, priority) tuple).")
+      .def(
+          "claim",
+          [](PyAgent& a, uint32_t max, std::optional<double> lease,
+             double wait) {
+            hq::ClaimOptions o;
+            o.max = max;
+            if (lease) o.lease = ToDuration(*lease, "lease");
+            const absl::Time deadline = absl::Now() + ToDuration(wait, "wait");
+            for (;;) {
+              const absl::Duration left =
+                  std::max(deadline - absl::Now(), absl::ZeroDuration());
+              o.wait = std::min(left, kWaitSlice);
+              std::vector<FleetTask> tasks =
+                  Call(*a.h, [&](Agent* agent) { return agent->Claim(o); });
+              if (!tasks.empty() || left <= kWaitSlice) return tasks;
+              if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+            }
+          },
+          py::arg("max") = 1, py::kw_only(), py::arg("lease") = py::none(),
+          py::arg("wait") = 0.0,
+          "Hands out up to `max` tasks of the partitions this agent serves. "
+          "With `wait`, blocks (GIL released) until something is claimable "
+          "or the wait ends; returns [] if nothing is.")
+      .def(
+          "complete",
+          [](PyAgent& a, py::handle tasks) {
+            std::vector<FleetTask> list = TaskList(tasks);
+            Call(*a.h, [&](Agent* agent) { return agent->Complete(list); });
+          },
+          py::arg("tasks"),
+          "Completes tasks (a list, or one) and publishes them as completed.")
+      .def(
+          "release",
+          [](PyAgent& a, const FleetTask& t, double retry_after) {
+            const absl::Duration d = ToDuration(retry_after, "retry_after");
+            Call(*a.h, [&](Agent* agent) { return agent->Release(t, d); });
+          },
+          py::arg("task"), py::arg("retry_after") = 0.0,
+          "Gives a task back, to come again after `retry_after` seconds.")
+      .def(
+          "reject",
+          [](PyAgent& a, const FleetTask& t) {
+            Call(*a.h, [&](Agent* agent) { return agent->Reject(t); });
+          },
+          py::arg("task"), "Dead-letters a held task at once.")
+      .def(
+          "extend",
+          [](PyAgent& a, FleetTask& t, double lease) {
+            const absl::Duration d = ToDuration(lease, "lease");
+            FleetTask copy = t;
+            Call(*a.h, [&](Agent* agent) { return agent->Extend(&copy, d); });
+            t = std::move(copy);
+          },
+          py::arg("task"), py::arg("lease"),
+          "Moves a task's lease deadline to `lease` seconds from now; updates "
+          "its lease_deadline and valid_until.")
+      .def(
+          "stats",
+          [](PyAgent& a) {
+            return StatsToPy(
+                Call(*a.h, [](Agent* agent) { return agent->Stats(); }));
+          },
+          "The partitions this agent owns and its hand-off counters "
+          "(hq.fleet.AgentStats).")
+      .def(
+          "leave",
+          [](PyAgent& a) {
+            Call(*a.h, [](Agent* agent) { return agent->Leave(); });
+          },
+          "Leaves the fleet at once: its partitions move without the grace "
+          "period. Later calls but close raise FailedPrecondition.");
+}
