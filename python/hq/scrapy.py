@@ -80,6 +80,57 @@ interval=) (a spider reaches the scheduler as
 self.crawler.engine.slot.scheduler) and removed by clear_host_pacing; it
 holds across restarts until cleared. host_pacing(host) reads it.
 
+Fleet mode (doc/fleet.md, "Python and Scrapy"): several Scrapy processes,
+on one machine or many, crawl one frontier, each through an hq.fleet.Agent
+whose hq Db is HQ_DIR (default JOBDIR/hq). It is on when HQ_FLEET_ZOOKEEPER,
+HQ_FLEET_NATS and HQ_FLEET_AGENT are set (ValueError if only some are):
+- HQ_FLEET_ZOOKEEPER: ZooKeeper's connect string ("host:port,host:port").
+- HQ_FLEET_NATS: the NATS URLs ("nats://host:port,nats://host:port").
+- HQ_FLEET_AGENT: this process's agent id, unique in the fleet and kept
+  across its restarts (with its JOBDIR) to resume its partitions.
+- HQ_FLEET_NAME (default "default"), HQ_FLEET_PARTITIONS (1024),
+  HQ_FLEET_REPLICAS (3; 1 for a single nats-server): the same in every
+  process of the fleet.
+- HQ_FLEET_SESSION_TIMEOUT (10), HQ_FLEET_GRACE (30),
+  HQ_FLEET_OWNERSHIP_LEASE (5), HQ_FLEET_TASK_LEASE (60): seconds, as
+  hq.fleet.Agent.open's session_timeout, grace, ownership_lease and
+  task_lease. The task lease must cover a request's download and callback
+  (a request held longer is handed out again); a partition that moves is
+  served by its new owner ownership_lease + task_lease after the move.
+- HQ_FLEET_IDLE_CLOSE: close the spider (reason "finished") once this
+  process has been idle this many seconds: its partitions served and empty
+  (no URL stored, in flight or on its way from the streams) and none of its
+  requests in flight. It then leaves the fleet, so its partitions move to
+  the processes still crawling, which take over whatever is found for
+  them later. 0 (the default): never close on idle; a fleet process runs
+  until stopped (CLOSESPIDER_*, SIGTERM), and then keeps its partitions for
+  HQ_FLEET_GRACE so that a restart resumes them. A crawl of N processes
+  with HQ_FLEET_IDLE_CLOSE ends when each has been idle that long.
+- HQ_FLEET_POLL: seconds between two claims while nothing is claimable
+  (default 0.2): work may come from other processes at any time.
+- HQ_FLEET_CLAIM_BATCH: tasks claimed at once (default 8); those not yet
+  handed out are given back at close.
+In fleet mode requests are put with their URL as the URL and
+request_to_dict as the payload; Scrapy priorities map onto the fleet's
+0..7 (priority + 4, saturated). next_request claims, and a request
+completes at the same point as above (its callback's output taken in, so
+the requests it found are put first). What differs from the local mode:
+- The dedup key is the URL's text, not Scrapy's request fingerprint
+  (hq.fleet takes no other key), so two requests for one URL (another
+  method or body) are one, and dont_filter does not bypass it: a URL is
+  crawled once per fleet. Unserializable requests are kept in memory,
+  without dedup.
+- A URL's site is hq.fleet.site_of (its host's registered domain; an IP
+  address is its own site, whatever the port): pacing and partitions are
+  per site, not per host. HQ_HOST_MAX_IN_FLIGHT and HQ_HOST_INTERVAL pace
+  every site alike; HQ_HOST_PACING and set_host_pacing are not supported.
+- An attempt is a hand-out (HQ_MAX_ATTEMPTS hand-outs, then a dead
+  letter), not a sending: there are no sending marks. A retry by
+  RetryMiddleware gives the claimed task back (its next hand-out is the
+  retry) instead of storing the copy, whose URL is stored already.
+- A task claimed after its valid_until (its partition may have moved) is
+  given back unfetched.
+
 Not kept from Scrapy's scheduler: DUPEFILTER_CLASS is not used (hq's dedup
 is the filter), and a request that cannot be serialized (a lambda callback,
 unpicklable meta) is kept in memory, as Scrapy's disk queues do, and is lost
@@ -251,6 +302,8 @@ class Scheduler:
     @classmethod
     def from_crawler(cls, crawler):
         s = crawler.settings
+        if cls is Scheduler and _fleet_settings(s) is not None:
+            cls = FleetScheduler
         return cls(crawler, _db_dir(s), s.getfloat("HQ_LEASE", 3600.0),
                    s.getint("HQ_MAX_ATTEMPTS", 5), s.getint("HQ_PRIORITIES", 32),
                    s.getbool("HQ_SYNC", False), crawler.stats,
@@ -615,3 +668,285 @@ def dead_letters(jobdir: str, max: int = 1000):
     with hq.Db.open(os.path.join(jobdir, "hq"), create_if_missing=False) as db:
         group = db.open_queue(QUEUE).group(GROUP)
         return [(d, pickle.loads(d.payload)) for d in group.dead_letters(max)]
+
+
+# ---- Fleet mode
+
+_FLEET_REQUIRED = ("HQ_FLEET_ZOOKEEPER", "HQ_FLEET_NATS", "HQ_FLEET_AGENT")
+# hq.fleet's priorities: 0..7, higher first.
+_FLEET_LEVELS = 8
+
+
+def _fleet_settings(settings) -> Optional[dict]:
+    """The fleet settings, or None when none of HQ_FLEET_ZOOKEEPER,
+    HQ_FLEET_NATS and HQ_FLEET_AGENT is set. ValueError when only some
+    are."""
+    given = [k for k in _FLEET_REQUIRED if settings.get(k)]
+    if not given:
+        return None
+    if len(given) != len(_FLEET_REQUIRED):
+        missing = [k for k in _FLEET_REQUIRED if k not in given]
+        raise ValueError(f"hq.scrapy fleet mode needs {', '.join(missing)} "
+                         f"too ({', '.join(given)} set)")
+    return dict(
+        zookeeper=settings.get("HQ_FLEET_ZOOKEEPER"),
+        nats=settings.get("HQ_FLEET_NATS"),
+        agent_id=settings.get("HQ_FLEET_AGENT"),
+        fleet=settings.get("HQ_FLEET_NAME", "default"),
+        partitions=settings.getint("HQ_FLEET_PARTITIONS", 1024),
+        replicas=settings.getint("HQ_FLEET_REPLICAS", 3),
+        session_timeout=settings.getfloat("HQ_FLEET_SESSION_TIMEOUT", 10.0),
+        grace=settings.getfloat("HQ_FLEET_GRACE", 30.0),
+        ownership_lease=settings.getfloat("HQ_FLEET_OWNERSHIP_LEASE", 5.0),
+        task_lease=settings.getfloat("HQ_FLEET_TASK_LEASE", 60.0),
+        idle_close=settings.getfloat("HQ_FLEET_IDLE_CLOSE", 0.0),
+        poll=settings.getfloat("HQ_FLEET_POLL", 0.2),
+        claim_batch=settings.getint("HQ_FLEET_CLAIM_BATCH", 8),
+    )
+
+
+class FleetScheduler(Scheduler):
+    """Scheduler's fleet mode (HQ_FLEET_*, see this module's docstring):
+    requests go through an hq.fleet.Agent instead of a local queue.
+    Scheduler.from_crawler makes one when the fleet settings are set."""
+
+    def __init__(self, crawler, *args, **kwargs):
+        super().__init__(crawler, *args, **kwargs)
+        self.fleet = _fleet_settings(crawler.settings)
+        self.agent = None
+        self._claimed = []  # Claimed tasks not yet handed out, in order.
+        self._idle_since = None  # time.monotonic() the agent went idle.
+        self._pending_at = 0.0  # When _fleet_pending last asked the agent.
+        self._pending = True
+
+    # ---- BaseScheduler
+
+    def open(self, spider):
+        import time
+        import hq.fleet
+        self.spider = spider
+        f = self.fleet
+        if self.host_pacing_settings:
+            raise ValueError("HQ_HOST_PACING is not supported in fleet mode: "
+                             "pacing is per site, HQ_HOST_MAX_IN_FLIGHT "
+                             "and HQ_HOST_INTERVAL for every site")
+        if self.max_attempts < 1:
+            raise ValueError(f"HQ_MAX_ATTEMPTS is {self.max_attempts}; it "
+                             "must be at least 1")
+        if not f["poll"] > 0:
+            raise ValueError(f"HQ_FLEET_POLL is {f['poll']}; it must be "
+                             "above 0")
+        if f["claim_batch"] < 1:
+            raise ValueError(f"HQ_FLEET_CLAIM_BATCH is {f['claim_batch']}; "
+                             "it must be at least 1")
+        path = self.db_dir
+        if path is None:
+            self._temp_dir = tempfile.mkdtemp(prefix="hq-scrapy-")
+            path = self._temp_dir
+            logger.warning("hq.scrapy: no JOBDIR or HQ_DIR: the fleet "
+                           "agent's Db is %s for this run only", path)
+        else:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        pacing = None
+        if self.host_max_in_flight or self.host_interval:
+            pacing = hq.TopicPacing(max_in_flight=self.host_max_in_flight,
+                                    interval=self.host_interval)
+        self.agent = hq.fleet.Agent.open(
+            f["agent_id"], path, f["zookeeper"], f["nats"], fleet=f["fleet"],
+            partitions=f["partitions"], replicas=f["replicas"],
+            session_timeout=f["session_timeout"], grace=f["grace"],
+            ownership_lease=f["ownership_lease"], task_lease=f["task_lease"],
+            max_attempts=self.max_attempts, pacing=pacing)
+        self._idle_since = None
+        self._pending_at = time.monotonic() - f["poll"]
+        logger.info("hq.scrapy: fleet %s: agent %s joined (Db %s)",
+                    f["fleet"], f["agent_id"], path)
+
+    def close(self, reason):
+        if self.agent is None:
+            return
+        try:
+            if self._wake_call is not None and self._wake_call.active():
+                self._wake_call.cancel()
+            for task in self._claimed:
+                self.agent.release(task)
+            self._claimed = []
+            if reason == "finished":
+                # Idle (HQ_FLEET_IDLE_CLOSE): the partitions go to the
+                # agents still crawling at once.
+                self.agent.leave()
+        finally:
+            self.agent.close()
+            self.agent = None
+            if self._temp_dir:
+                shutil.rmtree(self._temp_dir, ignore_errors=True)
+
+    def has_pending_requests(self) -> bool:
+        if self._peeked is not None or self._memory:
+            return True
+        self._peeked = self._claim()
+        if self._peeked is not None:
+            return True
+        return self._fleet_pending()
+
+    def __len__(self) -> int:
+        return (len(self._memory) + len(self._claimed) +
+                (self._peeked is not None))
+
+    def enqueue_request(self, request) -> bool:
+        parent = self._parent_of(request)
+        self._unwrap(request)
+        if parent is not None and parent.url == request.url:
+            # A retry (RetryMiddleware's copy of a claimed request): the
+            # URL is stored already, so the claimed task is given back, to
+            # come again as its next attempt (dead-lettered after
+            # HQ_MAX_ATTEMPTS).
+            task = self._tasks.pop(parent, None)
+            if task is not None:
+                self.agent.release(task)
+            self._inc("hq/fleet/retried")
+            return True
+        try:
+            payload = pickle.dumps(request.to_dict(spider=self.spider),
+                                   protocol=4)
+        except Exception as e:
+            self._inc("scheduler/unserializable")
+            logger.warning("hq.scrapy: cannot serialize %s (%s): kept in "
+                           "memory, lost if the process dies", request, e)
+            heapq.heappush(self._memory,
+                           (-request.priority, next(self._counter), request))
+            self._finish_parent(parent)
+            return True
+        self.agent.put(request.url, payload, priority=self._level(
+            request.priority))
+        self._finish_parent(parent)
+        self._idle_since = None
+        self._inc("scheduler/enqueued/fleet")
+        self._inc("scheduler/enqueued")
+        return True
+
+    def next_request(self):
+        if self._memory:
+            self._inc("scheduler/dequeued/memory")
+            self._inc("scheduler/dequeued")
+            return heapq.heappop(self._memory)[2]
+        request = self._peeked or self._claim()
+        self._peeked = None
+        if request is not None:
+            self._inc("scheduler/dequeued/fleet")
+            self._inc("scheduler/dequeued")
+        else:
+            self._wake_engine()
+        return request
+
+    # ---- Host pacing: per site, from the settings only.
+
+    def set_host_pacing(self, host, max_in_flight=0, interval=0.0):
+        raise NotImplementedError(
+            "hq.scrapy fleet mode paces every site alike "
+            "(HQ_HOST_MAX_IN_FLIGHT, HQ_HOST_INTERVAL)")
+
+    def host_pacing(self, host):
+        return None
+
+    def clear_host_pacing(self, host):
+        raise NotImplementedError(
+            "hq.scrapy fleet mode has no per-host pacing")
+
+    # ---- Internals
+
+    def _claim(self):
+        import time
+        req_util, _, _ = _import_scrapy()
+        while True:
+            if not self._claimed:
+                self._claimed = self.agent.claim(self.fleet["claim_batch"])
+                if not self._claimed:
+                    return None
+            task = self._claimed.pop(0)
+            if task.valid_until is not None and time.time() >= task.valid_until:
+                # Its fetch may no longer start: the partition may have
+                # moved.
+                self.agent.release(task)
+                continue
+            try:
+                request = req_util.request_from_dict(
+                    pickle.loads(task.payload), spider=self.spider)
+            except Exception as e:
+                logger.error("hq.scrapy: cannot load a stored request (%s)", e)
+                self.agent.release(task, 60.0)
+                continue
+            if task.attempt > 1:
+                self._inc("hq/redelivered")
+            self._idle_since = None
+            self._tasks[request] = task
+            request.callback = _Done(self, request, request.callback, False)
+            request.errback = _Done(self, request, request.errback, True)
+            return request
+
+    def _hook_downloader(self):
+        pass  # Attempts are hand-outs in fleet mode.
+
+    def _on_send(self, request):
+        pass
+
+    def _fleet_pending(self) -> bool:
+        """Whether the crawl may still get work here: a request of this
+        process in flight, or an owned partition not yet served or with
+        URLs stored, in flight or not yet stored; else, with
+        HQ_FLEET_IDLE_CLOSE, whether this process has been idle for less
+        than that (without it, always: a fleet process runs until
+        stopped)."""
+        import time
+        now = time.monotonic()
+        if now - self._pending_at >= self.fleet["poll"]:
+            self._pending_at = now
+            busy = bool(self._tasks)
+            if not busy:
+                st = self.agent.stats()
+                busy = not st.owned or any(
+                    not p.serving or p.backlog or p.in_flight or
+                    p.handoff_lag for p in st.owned)
+            if busy:
+                self._idle_since = None
+            elif self._idle_since is None:
+                self._idle_since = now
+        idle_close = self.fleet["idle_close"]
+        if idle_close <= 0 or self._idle_since is None:
+            return True
+        return now - self._idle_since < idle_close
+
+    def _wake_engine(self):
+        """Asks the engine for the next request again in HQ_FLEET_POLL
+        seconds: work comes from other processes too, and the engine
+        otherwise asks only at its heartbeat (5 s)."""
+        slot = getattr(getattr(self.crawler, "engine", None), "slot", None)
+        if slot is None or (self._wake_call is not None and
+                            self._wake_call.active()):
+            return
+        from twisted.internet import reactor
+        self._wake_call = reactor.callLater(self.fleet["poll"],
+                                            slot.nextcall.schedule)
+
+    def _finish(self, request):
+        if request is None:
+            return
+        self._in_callback.discard(id(request))
+        reject = id(request) in self._reject
+        self._reject.discard(id(request))
+        task = self._tasks.pop(request, None)
+        if task is None or self.agent is None:
+            return
+        try:
+            if reject:
+                self.agent.reject(task)
+                self._inc("hq/rejected")
+            else:
+                self.agent.complete(task)
+        except hq.FailedPrecondition as e:
+            # Its lease expired, or its partition moved: another delivery
+            # completes it.
+            logger.debug("hq.scrapy: %s: %s", request, e)
+
+    def _level(self, priority: int) -> int:
+        return min(max(priority + _FLEET_LEVELS // 2, 0), _FLEET_LEVELS - 1)
