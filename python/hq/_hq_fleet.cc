@@ -153,6 +153,63 @@ hq::fleet::Url ToUrl(py::handle item) {
   return u;
 }
 
+// The site rules Agent.open and site_of take: "site" (hq::fleet::SiteOf,
+// the registered domain), "host" (the URL's host, lower-cased) or
+// "host:port" (the host and the port as the URL writes it; none: the host
+// alone).
+enum class SiteRule { kSite, kHost, kHostPort };
+
+SiteRule ToSiteRule(const std::string& rule) {
+  if (rule == "site") return SiteRule::kSite;
+  if (rule == "host") return SiteRule::kHost;
+  if (rule == "host:port") return SiteRule::kHostPort;
+  Raise(absl::InvalidArgumentError(
+      "site_of must be 'site', 'host' or 'host:port', not '" + rule + "'"));
+}
+
+// The site of `url` under `rule`; InvalidArgument for a URL without a host.
+absl::StatusOr<std::string> SiteByRule(std::string_view url, SiteRule rule) {
+  if (rule == SiteRule::kSite) return hq::fleet::SiteOf(url);
+  const size_t scheme = url.find("://");
+  if (scheme == std::string_view::npos) {
+    return absl::InvalidArgumentError("hq fleet: URL without a host: " +
+                                      std::string(url.substr(0, 200)));
+  }
+  std::string_view authority = url.substr(scheme + 3);
+  authority = authority.substr(0, authority.find_first_of("/?#"));
+  if (const size_t at = authority.rfind('@'); at != std::string_view::npos) {
+    authority.remove_prefix(at + 1);
+  }
+  std::string_view host = authority;
+  std::string_view port;
+  if (!authority.empty() && authority.front() == '[') {
+    const size_t close = authority.find(']');
+    if (close != std::string_view::npos) {
+      host = authority.substr(0, close + 1);
+      if (close + 1 < authority.size() && authority[close + 1] == ':') {
+        port = authority.substr(close + 2);
+      }
+    }
+  } else if (const size_t colon = authority.find(':');
+             colon != std::string_view::npos) {
+    host = authority.substr(0, colon);
+    port = authority.substr(colon + 1);
+  }
+  if (host.empty()) {
+    return absl::InvalidArgumentError("hq fleet: URL without a host: " +
+                                      std::string(url.substr(0, 200)));
+  }
+  std::string site(host);
+  for (char& c : site) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  if (rule == SiteRule::kHostPort && !port.empty()) {
+    site += ':';
+    site += port;
+  }
+  return site;
+}
+
 // ---- The Agent's handle.
 
 class AgentHandle {
@@ -292,13 +349,15 @@ PYBIND11_MODULE(_hq_fleet, m) {
 
   m.def(
       "site_of",
-      [](const py::object& url) {
+      [](const py::object& url, const std::string& rule) {
+        const SiteRule r = ToSiteRule(rule);
         const std::string u = Bytes(url, "url");
-        return Check(hq::fleet::SiteOf(u));
+        return Check(SiteByRule(u, r));
       },
-      py::arg("url"),
-      "The registered domain of a URL's host (an IP address or a one-label "
-      "host is its own site); InvalidArgument for a URL without a host.");
+      py::arg("url"), py::arg("rule") = "site",
+      "A URL's site under `rule`: 'site', the registered domain of its host "
+      "(an IP address or a one-label host is its own site); 'host'; or "
+      "'host:port'. InvalidArgument for a URL without a host.");
   m.def(
       "partition_of",
       [](const py::object& site, uint32_t partitions) {
@@ -348,8 +407,15 @@ PYBIND11_MODULE(_hq_fleet, m) {
              const std::string& fleet, uint32_t partitions,
              double session_timeout, double grace, double ownership_lease,
              int replicas, double duplicate_window, const py::object& pacing,
-             double task_lease, uint32_t max_attempts) {
+             double task_lease, uint32_t max_attempts,
+             const std::string& site_of) {
             AgentOptions o;
+            if (const SiteRule rule = ToSiteRule(site_of);
+                rule != SiteRule::kSite) {
+              o.site_of = [rule](std::string_view url) {
+                return SiteByRule(url, rule);
+              };
+            }
             o.agent_id = agent_id;
             o.fleet = fleet;
             o.db_path = Bytes(py::module_::import("os").attr("fspath")(db_path),
@@ -386,7 +452,7 @@ PYBIND11_MODULE(_hq_fleet, m) {
           py::arg("grace") = 30.0, py::arg("ownership_lease") = 5.0,
           py::arg("replicas") = 3, py::arg("duplicate_window") = 120.0,
           py::arg("pacing") = py::none(), py::arg("task_lease") = 30.0,
-          py::arg("max_attempts") = 10,
+          py::arg("max_attempts") = 10, py::arg("site_of") = "site",
           "Joins the fleet (hq/fleet.h AgentOptions; seconds as floats). "
           "Usable as a context manager.")
       .def(

@@ -23,11 +23,14 @@ from hq._types import AgentStats, TopicPacing
 Text = Union[str, bytes]
 UrlItem = Union[Text, Tuple[Text], Tuple[Text, Text], Tuple[Text, Text, int]]
 
-def site_of(url: Text) -> str:
-    """The registered domain of the URL's host, lower-cased (the last two
+def site_of(url: Text, rule: str = "site") -> str:
+    """The URL's site under `rule` (Agent.open's site_of):
+    "site": the registered domain of its host, lower-cased (the last two
     labels, three under a common two-level suffix such as co.uk); an IP
     address or one-label host is its own site (so every port of 127.0.0.1
-    is one site). InvalidArgument for a URL without a host."""
+    is one site). "host": the host, lower-cased. "host:port": the host and
+    the port as the URL writes it (none: the host alone).
+    InvalidArgument for a URL without a host, or another rule."""
 
 def partition_of(site: Text, partitions: int) -> int:
     """XXH3_64bits(site) % partitions; InvalidArgument for 0 partitions."""
@@ -62,7 +65,7 @@ class Agent:
              ownership_lease: float = 5.0, replicas: int = 3,
              duplicate_window: float = 120.0,
              pacing: Optional[TopicPacing] = None, task_lease: float = 30.0,
-             max_attempts: int = 10) -> Agent:
+             max_attempts: int = 10, site_of: str = "site") -> Agent:
         """Joins the fleet `fleet` (hq/fleet.h AgentOptions): opens the Db
         at db_path (created if missing; one agent per Db), ZooKeeper's
         session (connect string "host:port,host:port") and NATS (URLs
@@ -72,7 +75,9 @@ class Agent:
         session_timeout; replicas 1..5 (1 for a single nats-server). pacing
         (max_in_flight, interval) holds per site; a partition is served
         only ownership_lease + max(pacing.interval, task_lease) after this
-        agent first sees it as its own.
+        agent first sees it as its own. site_of names the rule that gives
+        a URL's site (site_of() above; C++'s AgentOptions::site_of): it
+        must be the same in every agent of the fleet.
         Raises InvalidArgument (options), AlreadyExists (a live agent holds
         this id), FailedPrecondition (another partition count than the
         fleet's; the Db is locked), Unavailable (ZooKeeper or NATS

@@ -120,9 +120,11 @@ the requests it found are put first). What differs from the local mode:
   method or body) are one, and dont_filter does not bypass it: a URL is
   crawled once per fleet. Unserializable requests are kept in memory,
   without dedup.
-- A URL's site is hq.fleet.site_of (its host's registered domain; an IP
-  address is its own site, whatever the port): pacing and partitions are
-  per site, not per host. HQ_HOST_MAX_IN_FLIGHT and HQ_HOST_INTERVAL pace
+- A URL's site is hq.fleet.site_of under HQ_FLEET_SITE: "site" (the
+  default: its host's registered domain; an IP address is its own site,
+  whatever the port), "host" or "host:port" (for sites told apart by port
+  alone, such as test servers on one address); the same in every process.
+  Pacing and partitions are per site. HQ_HOST_MAX_IN_FLIGHT and HQ_HOST_INTERVAL pace
   every site alike; HQ_HOST_PACING and set_host_pacing are not supported.
 - An attempt is a hand-out (HQ_MAX_ATTEMPTS hand-outs, then a dead
   letter), not a sending: there are no sending marks. A retry by
@@ -702,6 +704,7 @@ def _fleet_settings(settings) -> Optional[dict]:
         idle_close=settings.getfloat("HQ_FLEET_IDLE_CLOSE", 0.0),
         poll=settings.getfloat("HQ_FLEET_POLL", 0.2),
         claim_batch=settings.getint("HQ_FLEET_CLAIM_BATCH", 8),
+        site_of=settings.get("HQ_FLEET_SITE", "site"),
     )
 
 
@@ -756,7 +759,8 @@ class FleetScheduler(Scheduler):
             partitions=f["partitions"], replicas=f["replicas"],
             session_timeout=f["session_timeout"], grace=f["grace"],
             ownership_lease=f["ownership_lease"], task_lease=f["task_lease"],
-            max_attempts=self.max_attempts, pacing=pacing)
+            max_attempts=self.max_attempts, pacing=pacing,
+            site_of=f["site_of"])
         self._idle_since = None
         self._pending_at = time.monotonic() - f["poll"]
         logger.info("hq.scrapy: fleet %s: agent %s joined (Db %s)",

@@ -4,6 +4,8 @@
 timings so that partitions are served within seconds; every wait has a
 deadline of tens of seconds and nothing is asserted about time."""
 
+import importlib
+import sys
 import time
 import uuid
 
@@ -153,6 +155,34 @@ def test_two_agents_claim_every_url_once(fleet_cluster, tmp_path):
         assert not parts[id(a0)] & parts[id(a1)]
         for a in (a0, a1):
             assert a.claim(max=10, wait=0.5) == []
+
+
+def test_site_rule_host_port(fleet_cluster, tmp_path):
+    # One address, two ports: two sites under "host:port", each its own
+    # topic (and pacing), where the default rule makes them one.
+    with open_agent(fleet_cluster, fleet_name(), "a0", tmp_path,
+                    site_of="host:port") as a:
+        wait_serving([a])
+        a.put_batch(["http://127.0.0.1:8001/a", "http://127.0.0.1:8002/b"])
+        tasks = claim_until(a, 2)
+        assert sorted(t.site for t in tasks) == ["127.0.0.1:8001",
+                                                 "127.0.0.1:8002"]
+        for t in tasks:
+            assert t.partition == fleet.partition_of(t.site, PARTITIONS)
+        a.complete(tasks)
+    with pytest.raises(hq.InvalidArgument):
+        open_agent(fleet_cluster, fleet_name(), "a1", tmp_path,
+                   site_of="port")
+
+
+def test_import_without_the_fleet_library_says_what_to_install(monkeypatch):
+    # As in a build without libhq_fleet: hq._hq_fleet cannot be imported.
+    monkeypatch.delitem(sys.modules, "hq.fleet")
+    monkeypatch.setitem(sys.modules, "hq._hq_fleet", None)
+    with pytest.raises(ImportError) as e:
+        importlib.import_module("hq.fleet")
+    assert "libzookeeper-mt-dev libnats-dev" in str(e.value)
+    assert "not built" in str(e.value)
 
 
 def test_stats(fleet_cluster, tmp_path):

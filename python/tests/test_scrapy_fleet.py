@@ -10,7 +10,8 @@ creates the plan's "go" file), so no partition moves during it: every page
 must be fetched by exactly one process, and both must fetch some. Each
 process closes when it has been idle for HQ_FLEET_IDLE_CLOSE seconds (its
 partitions served and empty, nothing of its own in flight), leaving the
-fleet. Every wait has a deadline; nothing is asserted about time."""
+fleet. One page answers 503 once: its retry is the same task handed out
+again. Every wait has a deadline; nothing is asserted about time."""
 
 import http.server
 import json
@@ -52,9 +53,11 @@ def pick_hosts():
 
 class Site:
     """PAGES pages per host; page i of host h links to pages 2i+1 and 2i+2
-    of its host and to page i of the next host. Counts every answer."""
+    of its host and to page i of the next host. Counts every answer. The
+    page `flaky` answers 503 the first time (RetryMiddleware retries it)."""
 
     def __init__(self, hosts):
+        self.flaky = None
         self.servers = []
         self.bases = []
         self.lock = threading.Lock()
@@ -68,6 +71,7 @@ class Site:
                         for s in self.servers]
         for t in self.threads:
             t.start()
+        self.flaky = f"{self.bases[0]}/p3"
 
     def urls(self):
         return {f"{b}/p{i}" for b in self.bases for i in range(PAGES)}
@@ -83,6 +87,12 @@ class Site:
                 with site.lock:
                     url = host + self.path
                     site.served[url] = site.served.get(url, 0) + 1
+                    first = site.served[url] == 1
+                if url == site.flaky and first:
+                    self.send_response(503)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 links = [f"/p{c}" for c in (2 * i + 1, 2 * i + 2)
                          if c < PAGES]
                 links.append(f"{site.bases[(h + 1) % len(site.bases)]}/p{i}")
@@ -199,7 +209,12 @@ def test_two_scrapy_processes_crawl_one_site_set(fleet_cluster, tmp_path):
         assert set(fetched[0]).isdisjoint(fetched[1])
         assert all(len(f) == len(set(f)) for f in fetched)
         assert all(fetched), "a process fetched nothing"
-        assert all(n == 1 for n in site.served.values())
+        # Each page was answered once, but the flaky one: twice, its retry
+        # being its task's next hand-out (hq/fleet/retried).
+        assert {u: n for u, n in site.served.items() if n != 1} == {
+            site.flaky: 2}
+        assert sum(c[0]["stats"].get("hq/fleet/retried", 0)
+                   for c in closed) == 1
     finally:
         for p in procs:
             if p.poll() is None:
@@ -207,3 +222,26 @@ def test_two_scrapy_processes_crawl_one_site_set(fleet_cluster, tmp_path):
             p.wait()
             p.stderr.close()
         site.close()
+
+
+def test_fleet_settings_all_or_none():
+    from scrapy.settings import Settings
+
+    import hq.scrapy
+    assert hq.scrapy._fleet_settings(Settings({})) is None
+    with pytest.raises(ValueError, match="HQ_FLEET_AGENT"):
+        hq.scrapy._fleet_settings(Settings({
+            "HQ_FLEET_ZOOKEEPER": "127.0.0.1:1",
+            "HQ_FLEET_NATS": "nats://127.0.0.1:1"}))
+    f = hq.scrapy._fleet_settings(Settings({
+        "HQ_FLEET_ZOOKEEPER": "127.0.0.1:1",
+        "HQ_FLEET_NATS": "nats://127.0.0.1:1", "HQ_FLEET_AGENT": "a"}))
+    assert (f["fleet"], f["partitions"], f["replicas"], f["idle_close"],
+            f["site_of"]) == ("default", 1024, 3, 0.0, "site")
+
+
+def test_fleet_priorities_map_onto_eight_levels():
+    import hq.scrapy
+    level = hq.scrapy.FleetScheduler._level
+    assert [level(None, p) for p in (-100, -4, -1, 0, 1, 3, 100)] == [
+        0, 0, 3, 4, 5, 7, 7]
