@@ -772,6 +772,11 @@ class FleetScheduler(Scheduler):
         try:
             if self._wake_call is not None and self._wake_call.active():
                 self._wake_call.cancel()
+            # Claimed but never handed to the engine: given back now rather
+            # than when their leases run out.
+            if self._peeked is not None:
+                self._claimed.insert(0, self._tasks.pop(self._peeked))
+                self._peeked = None
             for task in self._claimed:
                 self.agent.release(task)
             self._claimed = []
