@@ -11,7 +11,9 @@
 //   reference going away, or interpreter exit) refuses new calls, waits for
 //   the calls in progress (a waiting claim notices within kWaitSlice) and
 //   destroys the C++ Agent. Every later call raises FailedPrecondition.
-// - Every call into the Agent releases the GIL.
+// - Every call into the Agent releases the GIL. It works on copies of the
+//   FleetTasks it is given (taken with the GIL held), so another thread may
+//   use the same Python objects meanwhile.
 // - A FleetTask is a copy owned by Python; hq.Task's class (hq._hq) is the
 //   type of its `task`, so hq._hq is imported first (hq/fleet.py does).
 
@@ -522,7 +524,7 @@ PYBIND11_MODULE(_hq_fleet, m) {
           "Completes tasks (a list, or one) and publishes them as completed.")
       .def(
           "release",
-          [](PyAgent& a, const FleetTask& t, double retry_after) {
+          [](PyAgent& a, FleetTask t, double retry_after) {
             const absl::Duration d = ToDuration(retry_after, "retry_after");
             Call(*a.h, [&](Agent* agent) { return agent->Release(t, d); });
           },
@@ -530,7 +532,7 @@ PYBIND11_MODULE(_hq_fleet, m) {
           "Gives a task back, to come again after `retry_after` seconds.")
       .def(
           "reject",
-          [](PyAgent& a, const FleetTask& t) {
+          [](PyAgent& a, FleetTask t) {
             Call(*a.h, [&](Agent* agent) { return agent->Reject(t); });
           },
           py::arg("task"), "Dead-letters a held task at once.")
