@@ -6,6 +6,7 @@ deadline of tens of seconds and nothing is asserted about time."""
 
 import importlib
 import sys
+import threading
 import time
 import uuid
 
@@ -183,6 +184,41 @@ def test_import_without_the_fleet_library_says_what_to_install(monkeypatch):
         importlib.import_module("hq.fleet")
     assert "libzookeeper-mt-dev libnats-dev" in str(e.value)
     assert "not built" in str(e.value)
+
+
+def test_a_waiting_claim_releases_the_gil(fleet_cluster, tmp_path):
+    # A claim waiting in one thread lets another put the URL it then gets
+    # (with the GIL held, the put would wait for the claim's whole wait);
+    # close() from another thread ends a waiting claim.
+    a = open_agent(fleet_cluster, fleet_name(), "a0", tmp_path)
+    try:
+        wait_serving([a])
+        got = []
+        waiter = threading.Thread(
+            target=lambda: got.extend(a.claim(max=1, wait=DEADLINE)))
+        waiter.start()
+        time.sleep(0.5)  # Most likely inside the claim by now.
+        a.put("http://www.example.org/late")
+        waiter.join(DEADLINE + 30)
+        assert [t.url for t in got] == ["http://www.example.org/late"]
+        a.complete(got)
+        errors = []
+
+        def wait_for_nothing():
+            try:
+                a.claim(max=1, wait=DEADLINE)
+            except hq.FailedPrecondition as e:
+                errors.append(e)
+
+        waiter = threading.Thread(target=wait_for_nothing)
+        waiter.start()
+        time.sleep(0.5)  # As above; either way the claim raises
+        a.close()        # FailedPrecondition.
+        waiter.join(DEADLINE)
+        assert not waiter.is_alive()
+        assert len(errors) == 1
+    finally:
+        a.close()
 
 
 def test_stats(fleet_cluster, tmp_path):
