@@ -132,6 +132,12 @@ the requests it found are put first). What differs from the local mode:
   retry) instead of storing the copy, whose URL is stored already.
 - A task claimed after its valid_until (its partition may have moved) is
   given back unfetched.
+- A request whose URL the fleet refuses (no host, over 1024 bytes) is
+  dropped with a warning (stat hq/fleet/invalid_url); one NATS does not
+  acknowledge (hq.Unavailable) is kept in memory and crawled by this
+  process, lost if it dies (stat hq/fleet/unpublished).
+- An agent that owns no partition (more processes than partitions) counts
+  as idle once HQ_FLEET_SESSION_TIMEOUT has passed since it joined.
 
 Not kept from Scrapy's scheduler: DUPEFILTER_CLASS is not used (hq's dedup
 is the filter), and a request that cannot be serialized (a lambda callback,
@@ -148,6 +154,7 @@ import os
 import pickle
 import shutil
 import tempfile
+import time
 import weakref
 from typing import Any, Optional
 
@@ -720,12 +727,12 @@ class FleetScheduler(Scheduler):
         self._claimed = []  # Claimed tasks not yet handed out, in order.
         self._idle_since = None  # time.monotonic() the agent went idle.
         self._pending_at = 0.0  # When _fleet_pending last asked the agent.
+        self._opened_at = 0.0
         self._pending = True
 
     # ---- BaseScheduler
 
     def open(self, spider):
-        import time
         import hq.fleet
         self.spider = spider
         f = self.fleet
@@ -762,7 +769,8 @@ class FleetScheduler(Scheduler):
             max_attempts=self.max_attempts, pacing=pacing,
             site_of=f["site_of"])
         self._idle_since = None
-        self._pending_at = time.monotonic() - f["poll"]
+        self._opened_at = time.monotonic()
+        self._pending_at = self._opened_at - f["poll"]
         logger.info("hq.scrapy: fleet %s: agent %s joined (Db %s)",
                     f["fleet"], f["agent_id"], path)
 
@@ -826,8 +834,25 @@ class FleetScheduler(Scheduler):
                            (-request.priority, next(self._counter), request))
             self._finish_parent(parent)
             return True
-        self.agent.put(request.url, payload, priority=self._level(
-            request.priority))
+        try:
+            self.agent.put(request.url, payload,
+                           priority=self._level(request.priority))
+        except hq.InvalidArgument as e:
+            # A URL the fleet cannot take (no host, over 1024 bytes).
+            self._inc("hq/fleet/invalid_url")
+            logger.warning("hq.scrapy: dropped %s: %s", request, e)
+            self._finish_parent(parent)
+            return False
+        except (hq.Unavailable, hq.DeadlineExceeded) as e:
+            # NATS did not acknowledge it: crawled here from memory, so
+            # that the request that found it can complete.
+            self._inc("hq/fleet/unpublished")
+            logger.warning("hq.scrapy: could not put %s (%s): kept in "
+                           "memory, lost if the process dies", request, e)
+            heapq.heappush(self._memory,
+                           (-request.priority, next(self._counter), request))
+            self._finish_parent(parent)
+            return True
         self._finish_parent(parent)
         self._idle_since = None
         self._inc("scheduler/enqueued/fleet")
@@ -865,7 +890,6 @@ class FleetScheduler(Scheduler):
     # ---- Internals
 
     def _claim(self):
-        import time
         req_util, _, _ = _import_scrapy()
         while True:
             if not self._claimed:
@@ -905,15 +929,17 @@ class FleetScheduler(Scheduler):
         URLs stored, in flight or not yet stored; else, with
         HQ_FLEET_IDLE_CLOSE, whether this process has been idle for less
         than that (without it, always: a fleet process runs until
-        stopped)."""
-        import time
+        stopped). An agent that owns no partition (more processes than
+        partitions) counts as busy for its first session timeout only."""
         now = time.monotonic()
         if now - self._pending_at >= self.fleet["poll"]:
             self._pending_at = now
             busy = bool(self._tasks)
             if not busy:
                 st = self.agent.stats()
-                busy = not st.owned or any(
+                joining = (now - self._opened_at <
+                           self.fleet["session_timeout"])
+                busy = (not st.owned and joining) or any(
                     not p.serving or p.backlog or p.in_flight or
                     p.handoff_lag for p in st.owned)
             if busy:

@@ -54,7 +54,8 @@ def pick_hosts():
 class Site:
     """PAGES pages per host; page i of host h links to pages 2i+1 and 2i+2
     of its host and to page i of the next host. Counts every answer. The
-    page `flaky` answers 503 the first time (RetryMiddleware retries it)."""
+    page `flaky` answers 503 the first time (RetryMiddleware retries it);
+    the first page also links to a URL too long for the fleet."""
 
     def __init__(self, hosts):
         self.flaky = None
@@ -72,6 +73,8 @@ class Site:
         for t in self.threads:
             t.start()
         self.flaky = f"{self.bases[0]}/p3"
+        # Over the fleet's 1024 bytes: dropped by the scheduler.
+        self.too_long = f"{self.bases[0]}/{'x' * 1100}"
 
     def urls(self):
         return {f"{b}/p{i}" for b in self.bases for i in range(PAGES)}
@@ -96,6 +99,8 @@ class Site:
                 links = [f"/p{c}" for c in (2 * i + 1, 2 * i + 2)
                          if c < PAGES]
                 links.append(f"{site.bases[(h + 1) % len(site.bases)]}/p{i}")
+                if h == 0 and i == 0:
+                    links.append(site.too_long)
                 body = "".join(f'<a href="{x}">x</a>' for x in links)
                 data = f"<html><body>{body}</body></html>".encode()
                 self.send_response(200)
@@ -214,6 +219,8 @@ def test_two_scrapy_processes_crawl_one_site_set(fleet_cluster, tmp_path):
         assert {u: n for u, n in site.served.items() if n != 1} == {
             site.flaky: 2}
         assert sum(c[0]["stats"].get("hq/fleet/retried", 0)
+                   for c in closed) == 1
+        assert sum(c[0]["stats"].get("hq/fleet/invalid_url", 0)
                    for c in closed) == 1
     finally:
         for p in procs:
