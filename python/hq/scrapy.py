@@ -727,8 +727,7 @@ class FleetScheduler(Scheduler):
         self._claimed = []  # Claimed tasks not yet handed out, in order.
         self._idle_since = None  # time.monotonic() the agent went idle.
         self._pending_at = 0.0  # When _fleet_pending last asked the agent.
-        self._opened_at = 0.0
-        self._pending = True
+        self._opened_at = 0.0  # When open joined the fleet.
 
     # ---- BaseScheduler
 
@@ -783,7 +782,9 @@ class FleetScheduler(Scheduler):
             # Claimed but never handed to the engine: given back now rather
             # than when their leases run out.
             if self._peeked is not None:
-                self._claimed.insert(0, self._tasks.pop(self._peeked))
+                task = self._tasks.pop(self._peeked, None)
+                if task is not None:
+                    self._claimed.insert(0, task)
                 self._peeked = None
             for task in self._claimed:
                 self.agent.release(task)
