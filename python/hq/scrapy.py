@@ -138,6 +138,9 @@ the requests it found are put first). What differs from the local mode:
   process, lost if it dies (stat hq/fleet/unpublished).
 - An agent that owns no partition (more processes than partitions) counts
   as idle once HQ_FLEET_SESSION_TIMEOUT has passed since it joined.
+- HQ_LEASE, HQ_PRIORITIES, HQ_SYNC, HQ_START_ONCE and HQ_PACING_POLL do
+  not apply (HQ_FLEET_TASK_LEASE, the fleet's 8 levels, its own writes,
+  URL dedup and HQ_FLEET_POLL take their places).
 
 Not kept from Scrapy's scheduler: DUPEFILTER_CLASS is not used (hq's dedup
 is the filter), and a request that cannot be serialized (a lambda callback,
