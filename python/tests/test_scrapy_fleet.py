@@ -163,7 +163,9 @@ def test_two_scrapy_processes_crawl_one_site_set(fleet_cluster, tmp_path):
                     "HQ_FLEET_SESSION_TIMEOUT": 10.0,
                     "HQ_FLEET_GRACE": 2.0,
                     "HQ_FLEET_OWNERSHIP_LEASE": 1.5,
-                    "HQ_FLEET_TASK_LEASE": 5.0,
+                    # A request held longer is handed out again: ample for
+                    # a local page on a loaded machine.
+                    "HQ_FLEET_TASK_LEASE": 10.0,
                     "HQ_FLEET_IDLE_CLOSE": 4.0,
                     "HQ_FLEET_POLL": 0.1,
                 },
