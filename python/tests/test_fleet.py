@@ -28,9 +28,12 @@ def fleet_name():
 
 
 def open_agent(cluster, name, agent_id, tmp_path, **kw):
-    options = dict(fleet=name, partitions=PARTITIONS, session_timeout=3.0,
+    # A partition is served ownership_lease + task_lease (5 s) after it is
+    # first seen owned; task_lease leaves the tests' claims ample time on a
+    # loaded machine before they would be handed out again.
+    options = dict(fleet=name, partitions=PARTITIONS, session_timeout=4.0,
                    grace=1.0, ownership_lease=1.0, replicas=1,
-                   task_lease=2.0)
+                   task_lease=4.0)
     options.update(kw)
     return fleet.Agent.open(agent_id, tmp_path / agent_id,
                             cluster["zookeeper"], cluster["nats"], **options)
