@@ -217,6 +217,84 @@ class HQ_EXPORT Agent {
   virtual absl::Status Leave() = 0;
 };
 
+// ---------------------------------------------------------------- status
+
+// What ReadFleetStatus reads.
+struct FleetStatusOptions {
+  // ZooKeeper's connect string ("host:port,host:port"), as the agents'.
+  // Required.
+  std::string zookeeper;
+
+  // The fleet's name, as AgentOptions::fleet.
+  std::string fleet = "default";
+
+  // NATS server URLs, as AgentOptions::nats. Empty (the default): the
+  // hand-off figures (FleetStatus::handoff) are not read.
+  std::string nats;
+
+  // The longest wait for each service (ZooKeeper, then NATS) to connect,
+  // and for each of its requests. More than 0.
+  absl::Duration timeout = absl::Seconds(10);
+};
+
+// A fleet's state as ZooKeeper (and NATS, if asked) showed it: each node
+// and the stream read once, in turn, not one atomic snapshot.
+struct FleetStatus {
+  struct Member {
+    std::string agent_id;
+    // A process of this agent holds a ZooKeeper session (its member node
+    // exists). An agent that is not live but still owns partitions is in
+    // its grace period, or gone and not yet noticed by the coordinator.
+    bool live = false;
+    bool left = false;         // It called Agent::Leave (left/<id> exists).
+    bool coordinator = false;  // It writes the assignment.
+    // What the live process wrote in its member node: its process id and
+    // host name (0 and "" when not live, or not written).
+    int64_t pid = 0;
+    std::string host;
+    uint32_t partitions = 0;  // Partitions it owns in the assignment.
+  };
+  struct Partition {
+    std::string owner;  // The agent id; empty when no agent owns it.
+    uint64_t epoch = 0;
+    // With NATS: the messages of its stream subject hqf.<fleet>.u.<p> not
+    // yet acknowledged by the consumer of the current owner at `epoch`
+    // (every message of it while that consumer does not exist: the owner
+    // has not opened it yet, or no agent owns the partition). 0 without
+    // NATS.
+    uint64_t lag = 0;
+  };
+
+  std::string fleet;
+  uint32_t partitions = 0;  // The fleet's partition count.
+  // Every live agent, every agent that owns a partition, every agent that
+  // left and still owns one; ordered by agent id.
+  std::vector<Member> members;
+  // by_partition[p]: partition p's owner, epoch and lag; partitions entries.
+  std::vector<Partition> by_partition;
+  uint32_t unowned = 0;     // Partitions with no owner.
+  std::string coordinator;  // Its agent id; empty while none is elected.
+
+  // The hand-off (FleetStatusOptions::nats given): whether it was read, the
+  // sum of the partitions' lag, and the stream HQF_<fleet>'s messages (URLs
+  // and completion batches, kept forever) and bytes.
+  bool handoff = false;
+  uint64_t lag = 0;
+  uint64_t stream_messages = 0;
+  uint64_t stream_bytes = 0;
+};
+
+// Reads a fleet's state; it writes nothing, to ZooKeeper or to NATS.
+// Errors: InvalidArgument (options: no zookeeper, a fleet name that is not
+// 1..64 of [A-Za-z0-9_-], a nats list with no URL, timeout not above 0),
+// NotFound (no fleet of that name: no /hq-fleet/<fleet>/config node, or
+// with nats no stream HQF_<fleet>), Unavailable (ZooKeeper or NATS did not
+// answer within the timeout), DataLoss (the config or assignment node
+// holds a record that does not parse, or the assignment's partition count
+// is not the fleet's).
+HQ_EXPORT absl::StatusOr<FleetStatus> ReadFleetStatus(
+    const FleetStatusOptions& options);
+
 }  // namespace hq::fleet
 
 #endif  // HQ_FLEET_H_

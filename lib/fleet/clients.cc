@@ -190,4 +190,14 @@ natsStatus SetNatsServers(natsOptions* options, std::string_view urls) {
                                 static_cast<int>(servers.size()));
 }
 
+bool ValidFleetName(std::string_view fleet) {
+  if (fleet.empty() || fleet.size() > 64) return false;
+  for (char c : fleet) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                    (c >= '0' && c <= '9') || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
 }  // namespace hq::fleet

@@ -50,6 +50,10 @@ absl::Status NatsStatus(natsStatus s, std::string_view what,
 std::vector<std::string> SplitNatsUrls(std::string_view urls);
 natsStatus SetNatsServers(natsOptions* options, std::string_view urls);
 
+// Whether `fleet` is a valid fleet name: 1..64 of [A-Za-z0-9_-]
+// (AgentOptions::fleet; it names a znode and a JetStream stream).
+bool ValidFleetName(std::string_view fleet);
+
 }  // namespace hq::fleet
 
 #endif  // HQ_LIB_FLEET_CLIENTS_H_

@@ -21,16 +21,6 @@ int64_t Millis(absl::Duration d) {
   return std::max<int64_t>(1, absl::ToInt64Milliseconds(d));
 }
 
-bool ValidFleetName(std::string_view s) {
-  if (s.empty() || s.size() > 64) return false;
-  for (char c : s) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                    (c >= '0' && c <= '9') || c == '_' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
-
 // Parses a consumer name u<p>e<epoch>; false for any other name.
 bool ParseConsumerName(std::string_view name, uint32_t* p, uint64_t* epoch) {
   if (name.size() < 4 || name[0] != 'u') return false;
@@ -49,6 +39,13 @@ bool ParseConsumerName(std::string_view name, uint32_t* p, uint64_t* epoch) {
 
 std::string ConsumerName(uint32_t p, uint64_t epoch) {
   return absl::StrCat("u", p, "e", epoch);
+}
+
+// Records of a consumer's subject not yet acked: not delivered, and
+// delivered and waiting for an ack.
+uint64_t Unacked(const jsConsumerInfo& ci) {
+  return ci.NumPending +
+         static_cast<uint64_t>(std::max<int64_t>(0, ci.NumAckPending));
 }
 
 }  // namespace
@@ -490,10 +487,17 @@ absl::StatusOr<std::unique_ptr<Handoff>> Handoff::Connect(
     s = js_GetStreamInfo(&si, shared->js, cfg.Name, &jo, &jerr);
     if (s == NATS_OK) {
       absl::Status c =
-          CheckStream(si, shared->stream, subjects, options.replicas);
+          options.create_stream
+              ? CheckStream(si, shared->stream, subjects, options.replicas)
+              : absl::OkStatus();
       jsStreamInfo_Destroy(si);
       if (!c.ok()) return c;
       return h;
+    }
+    if (s == NATS_NOT_FOUND && !options.create_stream) {
+      return absl::NotFoundError(
+          absl::StrCat("handoff: no stream ", shared->stream, " on NATS ",
+                       absl::StrJoin(options.urls, ",")));
     }
     if (s == NATS_NOT_FOUND) {
       jerr = static_cast<jsErrCode>(0);
@@ -775,8 +779,7 @@ absl::StatusOr<uint64_t> PartitionFeed::Lag() {
   if (s != NATS_OK) {
     return NatsStatus(s, absl::StrCat("lag of ", consumer_), jerr);
   }
-  const uint64_t lag = ci->NumPending + static_cast<uint64_t>(std::max<int64_t>(
-                                            0, ci->NumAckPending));
+  const uint64_t lag = Unacked(*ci);
   jsConsumerInfo_Destroy(ci);
   return lag;
 }
@@ -860,6 +863,74 @@ absl::StatusOr<absl::flat_hash_set<uint64_t>> Handoff::ReadCompletions(
   natsSubscription_Destroy(sub);
   if (!status.ok()) return status;
   return done;
+}
+
+// ---------------------------------------------------------------------------
+// State, for status readers.
+
+absl::StatusOr<StreamState> Handoff::ReadState(
+    std::span<const uint64_t> epochs) {
+  if (epochs.size() != options_.partitions) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("handoff: ReadState takes ", options_.partitions,
+                     " epochs, one per partition, not ", epochs.size()));
+  }
+  const char* stream = shared_->stream.c_str();
+  StreamState state;
+  state.lag.assign(options_.partitions, 0);
+
+  // The stream's size, and the messages of each partition's URL subject.
+  {
+    const std::string prefix = absl::StrCat("hqf.", options_.fleet, ".u.");
+    const std::string filter = prefix + "*";
+    jsOptions jo = shared_->ApiOptions();
+    jo.Stream.Info.SubjectsFilter = filter.c_str();
+    jsStreamInfo* si = nullptr;
+    jsErrCode jerr = static_cast<jsErrCode>(0);
+    natsStatus s = js_GetStreamInfo(&si, shared_->js, stream, &jo, &jerr);
+    if (s != NATS_OK) {
+      return NatsStatus(s, absl::StrCat("stream info of ", stream), jerr);
+    }
+    state.messages = si->State.Msgs;
+    state.bytes = si->State.Bytes;
+    const jsStreamStateSubjects* subjects = si->State.Subjects;
+    for (int i = 0; subjects != nullptr && i < subjects->Count; ++i) {
+      const std::string_view subject = subjects->List[i].Subject;
+      if (!subject.starts_with(prefix)) continue;
+      const std::string_view digits = subject.substr(prefix.size());
+      uint32_t p = 0;
+      auto r = std::from_chars(digits.data(), digits.data() + digits.size(), p);
+      if (r.ec != std::errc() || r.ptr != digits.data() + digits.size() ||
+          p >= options_.partitions) {
+        continue;
+      }
+      state.lag[p] = subjects->List[i].Msgs;
+    }
+    jsStreamInfo_Destroy(si);
+  }
+
+  // The consumers of the owners' epochs replace those counts.
+  jsOptions jo = shared_->ApiOptions();
+  jsConsumerInfoList* list = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  natsStatus s = js_Consumers(&list, shared_->js, stream, &jo, &jerr);
+  if (s == NATS_NOT_FOUND) return state;  // No consumer at all.
+  if (s != NATS_OK) {
+    return NatsStatus(s, absl::StrCat("consumers of ", stream), jerr);
+  }
+  for (int i = 0; i < list->Count; ++i) {
+    const jsConsumerInfo* ci = list->List[i];
+    uint32_t p;
+    uint64_t e;
+    if (ci == nullptr || ci->Name == nullptr ||
+        !ParseConsumerName(ci->Name, &p, &e) || p >= options_.partitions ||
+        e != epochs[p]) {
+      continue;
+    }
+    state.lag[p] = Unacked(*ci);
+  }
+  jsConsumerInfoList_Destroy(list);
+  return state;
 }
 
 }  // namespace hq::fleet

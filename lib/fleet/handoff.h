@@ -91,6 +91,11 @@ struct HandoffOptions {
   // creates a consumer; an existing consumer keeps its own.
   absl::Duration ack_wait = absl::Seconds(30);
   int max_ack_pending = 20000;
+
+  // false: Connect neither creates the stream nor checks its subjects and
+  // replicas, and returns NotFound when it does not exist. For a reader of
+  // the stream's state (ReadState), which must not change the fleet.
+  bool create_stream = true;
 };
 
 // A URL to hand over to its partition's owner. The views must stay valid
@@ -109,6 +114,16 @@ struct PublishResult {
   // within the duplicate window (in this batch, earlier, or by another
   // agent), or a resend of a message whose first ack was lost.
   uint64_t duplicates = 0;
+};
+
+// The state of the fleet's stream (Handoff::ReadState).
+struct StreamState {
+  uint64_t messages = 0;  // Every message of the stream, and their bytes.
+  uint64_t bytes = 0;
+  // lag[p]: the records of hqf.<fleet>.u.<p> not yet acked by the consumer
+  // u<p>e<epochs[p]> (PartitionFeed::Lag); all of the subject's records
+  // when that consumer does not exist, as a new one starts at the first.
+  std::vector<uint64_t> lag;
 };
 
 // A record fetched from a partition's stream.
@@ -245,6 +260,12 @@ class Handoff {
   // request_timeout without progress) when NATS does not answer.
   absl::StatusOr<absl::flat_hash_set<uint64_t>> ReadCompletions(
       uint32_t partition);
+
+  // The stream's size and each partition's lag at the epoch of its owner,
+  // epochs[p] (one per partition, else InvalidArgument): one stream info
+  // and one listing of the consumers; writes nothing. Unavailable or
+  // DeadlineExceeded as ReadCompletions.
+  absl::StatusOr<StreamState> ReadState(std::span<const uint64_t> epochs);
 
  private:
   struct Publisher;

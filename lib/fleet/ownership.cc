@@ -110,7 +110,11 @@ absl::Status Ownership::Join() {
 // process's session expires: wait for it, up to two session timeouts.
 absl::Status Ownership::JoinMember() {
   const std::string member = Path(absl::StrCat("members/", options_.agent_id));
-  const std::string data = absl::StrCat("pid=", getpid(), "\n");
+  // What ReadFleetStatus shows of a live agent: "pid=<pid>\nhost=<name>\n".
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  const std::string data =
+      absl::StrCat("pid=", getpid(), "\nhost=", host, "\n");
   const absl::Time end = absl::Now() + 2 * options_.session_timeout;
   for (;;) {
     absl::StatusOr<std::string> made =

@@ -4,7 +4,7 @@
 // owns, through ZooKeeper (doc/fleet.md, "Ownership"). Layout under
 // /hq-fleet/<fleet>:
 //   config             "partitions=N\n", written by the first agent
-//   members/<id>       ephemeral, one per live agent
+//   members/<id>       ephemeral, one per live agent: "pid=<pid>\nhost=<h>\n"
 //   election/n_<seq>   ephemeral sequential: the lowest is the coordinator
 //   left/<id>          an agent that called Leave (skips its grace period)
 //   assignment         lib/fleet/assignment.h's record
