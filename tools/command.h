@@ -235,6 +235,9 @@ ExitCode Compact(const Args& args);
 ExitCode Verify(const Args& args);
 ExitCode RepairCommand(const Args& args);
 ExitCode BackupCommand(const Args& args);
+// tools/cmd_fleet.cc (built with the fleet library), else
+// tools/cmd_fleet_off.cc
+ExitCode Fleet(const Args& args);
 
 }  // namespace hq::tool
 

@@ -56,5 +56,10 @@ ABSL_DECLARE_FLAG(absl::Duration, interval);
 ABSL_DECLARE_FLAG(bool, clear);
 // groups
 ABSL_DECLARE_FLAG(bool, consumers);
+// fleet
+ABSL_DECLARE_FLAG(std::string, zookeeper);
+ABSL_DECLARE_FLAG(std::string, fleet);
+ABSL_DECLARE_FLAG(std::string, nats);
+ABSL_DECLARE_FLAG(absl::Duration, timeout);
 
 #endif  // HQ_TOOLS_FLAGS_H_

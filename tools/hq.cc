@@ -30,6 +30,9 @@
 //                        mends hq's records; prints what changed and was lost
 //   backup [DIR] DEST    a consistent copy (Db::Backup; from outside if
 //                        another process holds the database)
+//   fleet status         a fleet's members, owners and hand-off lag
+//                        (--zookeeper, --fleet, --nats, --partitions;
+//                        built with the fleet library only)
 //   help [SUBCOMMAND]    this list, or one subcommand's flags
 //
 // Every flag is checked against the subcommand (a flag it does not take is a
@@ -84,7 +87,9 @@ ABSL_FLAG(std::string, dedup_key, "",
           "message of the queue has it, nothing is written.");
 // scan
 ABSL_FLAG(std::string, partitions, "",
-          "scan: comma-separated partitions (default: all).");
+          "scan: comma-separated partitions (default: all). fleet status: "
+          "also list these partitions (comma-separated, or all) with their "
+          "owner, epoch and lag.");
 ABSL_FLAG(std::string, topics, "",
           "scan: comma-separated topics (default: all).");
 ABSL_FLAG(std::string, from, "", "scan: first id (ms-seq, or ms), inclusive.");
@@ -146,6 +151,17 @@ ABSL_FLAG(bool, clear, false,
 ABSL_FLAG(bool, consumers, false,
           "groups: list each group's consumers (tasks in flight, idle time, "
           "partitions) instead of the groups.");
+// fleet
+ABSL_FLAG(std::string, zookeeper, "",
+          "fleet: ZooKeeper's connect string (host:port,host:port), as the "
+          "agents' AgentOptions::zookeeper. Required.");
+ABSL_FLAG(std::string, fleet, "default",
+          "fleet: the fleet's name (AgentOptions::fleet).");
+ABSL_FLAG(std::string, nats, "",
+          "fleet: NATS server URLs (nats://host:port,...): also read the "
+          "hand-off, each partition's lag and the stream's size.");
+ABSL_FLAG(absl::Duration, timeout, absl::Seconds(10),
+          "fleet: the longest wait for ZooKeeper, and for NATS, to answer.");
 ABSL_FLAG(bool, version, false, "Print the version of hq and exit.");
 
 namespace hq::tool {
@@ -187,6 +203,10 @@ constexpr char kUsage[] =
     "  backup [DIR] DEST    consistent copy of a database, also of one in "
     "use\n"
     "                       [--verify]\n"
+    "  fleet status         a fleet's members, partition owners and "
+    "hand-off lag\n"
+    "                       [--zookeeper=HOSTS --fleet=NAME --nats=URLS\n"
+    "                       --partitions=all|LIST --timeout=DURATION]\n"
     "  help [SUBCOMMAND]    this text, or a subcommand's flags (as\n"
     "                       hq SUBCOMMAND --help)\n"
     "\n"
@@ -332,6 +352,24 @@ const std::vector<Subcommand>& Subcommands() {
        "is the database, as --db.",
        {"verify"},
        BackupCommand},
+      {"fleet",
+       "fleet status --zookeeper=HOSTS",
+       "A fleet's state (hq/fleet.h, ReadFleetStatus), read from ZooKeeper "
+       "and with --nats=URLS from NATS JetStream; writes nothing. Prints "
+       "the fleet's partition count, its members (live, left, or gone and "
+       "still owning partitions) with the partitions each owns, its "
+       "process id and host, and which is the coordinator, the number of "
+       "partitions no agent owns, and with --nats the total hand-off lag "
+       "(URLs published to a partition and not yet stored by its current "
+       "owner) and the stream's size. --partitions=all (or a list, "
+       "0,5,9) also lists those partitions: owner, epoch, lag. --json "
+       "prints all of it, every partition included. Exit 1 if the fleet "
+       "does not exist or a service does not answer within --timeout, 3 if "
+       "its assignment record does not parse. Built with the fleet only "
+       "(Debian: libzookeeper-mt-dev libnats-dev); otherwise it says so "
+       "(exit 2).",
+       {"zookeeper", "fleet", "nats", "partitions", "timeout"},
+       Fleet},
   };
   return kAll;
 }
@@ -475,6 +513,8 @@ Result<void> ValidateFlags(const Subcommand& c,
   HQ_TRY(AtLeast("poll", absl::GetFlag(FLAGS_poll), absl::Milliseconds(1)));
   HQ_TRY(AtLeast("delay", absl::GetFlag(FLAGS_delay), zero));
   HQ_TRY(AtLeast("ttl", absl::GetFlag(FLAGS_ttl), absl::Milliseconds(1)));
+  HQ_TRY(
+      AtLeast("timeout", absl::GetFlag(FLAGS_timeout), absl::Milliseconds(1)));
   HQ_TRY(InRange("width", absl::GetFlag(FLAGS_width), 0, INT32_MAX));
   HQ_TRY(InRange("lanes", absl::GetFlag(FLAGS_lanes), 0, 100000));
   HQ_TRY(InRange("limit", absl::GetFlag(FLAGS_limit), 0, INT64_MAX));

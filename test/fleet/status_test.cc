@@ -1,15 +1,20 @@
 // Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
 //
-// hq::fleet::ReadFleetStatus against a fleet of Agents in this process, on one ZooKeeper
+// hq::fleet::ReadFleetStatus and `hq fleet status` ($HQ_TOOL, run as a
+// process) against a fleet of Agents in this process, on one ZooKeeper
 // node and one nats-server started on 127.0.0.1: members, owners, epochs,
 // the coordinator, hand-off lag, and the errors (unknown fleet, dead
 // address, bad options, a damaged record).
 
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -122,6 +127,89 @@ bool Settled(const FleetStatus& s, size_t members) {
     if (!m.live || m.partitions == 0) return false;
   }
   return !s.coordinator.empty();
+}
+
+// The JSON document `hq fleet status --json` prints for `s`, written out
+// here independently of the tool.
+std::string ExpectedJson(const FleetStatus& s) {
+  auto str = [](const std::string& x) {
+    return x.empty() ? std::string("null") : absl::StrCat("\"", x, "\"");
+  };
+  std::string j =
+      absl::StrCat("{\"fleet\":\"", s.fleet, "\",\"partitions\":", s.partitions,
+                   ",\"coordinator\":", str(s.coordinator),
+                   ",\"unowned\":", s.unowned, ",\"members\":[");
+  for (size_t i = 0; i < s.members.size(); ++i) {
+    const FleetStatus::Member& m = s.members[i];
+    absl::StrAppend(&j, i ? "," : "", "{\"agent_id\":\"", m.agent_id,
+                    "\",\"live\":", m.live ? "true" : "false",
+                    ",\"left\":", m.left ? "true" : "false",
+                    ",\"coordinator\":", m.coordinator ? "true" : "false",
+                    ",\"pid\":", m.pid, ",\"host\":\"", m.host,
+                    "\",\"partitions\":", m.partitions, "}");
+  }
+  absl::StrAppend(&j, "],\"by_partition\":[");
+  for (size_t p = 0; p < s.by_partition.size(); ++p) {
+    const FleetStatus::Partition& x = s.by_partition[p];
+    absl::StrAppend(&j, p ? "," : "", "{\"partition\":", p,
+                    ",\"owner\":", str(x.owner), ",\"epoch\":", x.epoch,
+                    ",\"lag\":", s.handoff ? absl::StrCat(x.lag) : "null", "}");
+  }
+  absl::StrAppend(&j, "],\"handoff\":");
+  if (s.handoff) {
+    absl::StrAppend(&j, "{\"lag\":", s.lag,
+                    ",\"stream_messages\":", s.stream_messages,
+                    ",\"stream_bytes\":", s.stream_bytes, "}");
+  } else {
+    absl::StrAppend(&j, "null");
+  }
+  return j + "}\n";
+}
+
+// ------------------------------------------------------- the tool, run
+
+struct ToolRun {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs `hq` ($HQ_TOOL) with `args` and waits (test_util's deadline: it is
+// killed and the test fails if it hangs) for its exit.
+ToolRun RunTool(const std::vector<std::string>& args) {
+  const std::string tool = test::PathFromEnv("HQ_TOOL");
+  test::TempDir io;
+  const std::string out_path = io.Sub("out"), err_path = io.Sub("err");
+  std::vector<char*> argv{const_cast<char*>(tool.c_str())};
+  for (const std::string& a : args)
+    argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(out, 1);
+    dup2(err, 2);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  const int status = test::WaitForExit(pid, "hq fleet status");
+  ToolRun r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = Slurp(out_path);
+  r.err = Slurp(err_path);
+  return r;
+}
+
+std::vector<std::string> Words(const std::string& line) {
+  return absl::StrSplit(line, ' ', absl::SkipEmpty());
 }
 
 // ------------------------------------------------------------ the cases
@@ -335,6 +423,127 @@ TEST_CASE("fleet status: errors") {
         z.Create("/hq-fleet/status_bad2/config", "partitions=x\n", 0).status());
     CHECK(absl::IsDataLoss(
         ReadFleetStatus({.zookeeper = zk, .fleet = "status_bad2"}).status()));
+  }
+}
+
+TEST_CASE("hq fleet status: the tool prints what ReadFleetStatus reads") {
+  Fleet f{.name = "status_tool"};
+  auto a0 = f.Open("a0");
+  auto a1 = f.Open("a1");
+  HQ_REQUIRE_OK(a1->PutBatch(Urls(10, 2, "t")));
+  f.WaitFor("two members, lag 0",
+            [](const FleetStatus& s) { return Settled(s, 2); });
+  const std::string zk_flag = "--zookeeper=" + Cluster().zookeeper_connect();
+  const std::string nats_flag = "--nats=" + Cluster().nats_urls();
+  const std::string fleet_flag = "--fleet=" + f.name;
+
+  // Reads before and after the tool's: when they agree, the tool saw the
+  // same state (the fleet is idle; a late rebalance makes it try again).
+  auto stable_run = [&](const std::vector<std::string>& args, bool nats,
+                        FleetStatus* seen) {
+    const absl::Time end = absl::Now() + kDeadline;
+    for (;;) {
+      const FleetStatus before = f.Read(nats);
+      ToolRun r = RunTool(args);
+      const FleetStatus after = f.Read(nats);
+      if (ExpectedJson(before) == ExpectedJson(after)) {
+        *seen = before;
+        return r;
+      }
+      REQUIRE(absl::Now() < end);
+    }
+  };
+
+  FleetStatus s;
+  {  // --json: the whole status.
+    ToolRun r = stable_run(
+        {"fleet", "status", zk_flag, fleet_flag, nats_flag, "--json"}, true,
+        &s);
+    INFO(r.err);
+    CHECK(r.code == 0);
+    CHECK(r.out == ExpectedJson(s));
+    r = stable_run({"fleet", "status", zk_flag, fleet_flag, "--json"}, false,
+                   &s);
+    CHECK(r.code == 0);
+    CHECK(r.out == ExpectedJson(s));
+    CHECK(r.out.find("\"handoff\":null") != std::string::npos);
+  }
+  {  // Text, with --partitions.
+    ToolRun r = stable_run(
+        {"fleet", "status", zk_flag, fleet_flag, nats_flag, "--partitions=all"},
+        true, &s);
+    INFO(r.out << r.err);
+    REQUIRE(r.code == 0);
+    std::vector<std::string> lines = absl::StrSplit(r.out, '\n');
+    std::map<std::string, std::string> fields;
+    std::map<std::string, std::vector<std::string>> members;
+    std::map<uint32_t, std::vector<std::string>> partitions;
+    enum { kHead, kMemberRows, kPartitionRows } part = kHead;
+    for (const std::string& line : lines) {
+      if (line.empty()) continue;
+      const std::vector<std::string> w = Words(line);
+      if (w[0] == "AGENT") {
+        part = kMemberRows;
+      } else if (w[0] == "PARTITION") {
+        part = kPartitionRows;
+      } else if (part == kHead) {
+        const size_t colon = line.find(": ");
+        REQUIRE(colon != std::string::npos);
+        fields[line.substr(0, colon)] = line.substr(colon + 2);
+      } else if (part == kMemberRows) {
+        members[w[0]] = w;
+      } else {
+        partitions[static_cast<uint32_t>(std::stoul(w[0]))] = w;
+      }
+    }
+    CHECK(fields["fleet"] == f.name);
+    CHECK(fields["partitions"] == std::to_string(kPartitions));
+    CHECK(fields["unowned"] == std::to_string(s.unowned));
+    CHECK(fields["coordinator"] == s.coordinator);
+    CHECK(fields["lag"] == std::to_string(s.lag));
+    CHECK(fields["stream"].starts_with(
+        absl::StrCat(s.stream_messages, " messages, ")));
+    REQUIRE(members.size() == s.members.size());
+    for (const FleetStatus::Member& m : s.members) {
+      INFO(m.agent_id);
+      const std::vector<std::string>& w = members[m.agent_id];
+      // AGENT STATE PARTITIONS [*] PID HOST
+      REQUIRE(w.size() == (m.coordinator ? 6u : 5u));
+      CHECK(w[1] == "live");
+      CHECK(w[2] == std::to_string(m.partitions));
+      if (m.coordinator) CHECK(w[3] == "*");
+      CHECK(w[w.size() - 2] == std::to_string(m.pid));
+      CHECK(w.back() == m.host);
+    }
+    REQUIRE(partitions.size() == kPartitions);
+    for (uint32_t p = 0; p < kPartitions; ++p) {
+      INFO("partition " << p);
+      const std::vector<std::string>& w = partitions[p];
+      REQUIRE(w.size() == 4);
+      CHECK(w[1] == s.by_partition[p].owner);
+      CHECK(w[2] == std::to_string(s.by_partition[p].epoch));
+      CHECK(w[3] == std::to_string(s.by_partition[p].lag));
+    }
+  }
+  {  // Errors and exit codes.
+    ToolRun r =
+        RunTool({"fleet", "status", zk_flag, "--fleet=status_none", "--json"});
+    CHECK(r.code == 1);
+    CHECK(r.out.find("\"code\":\"NOT_FOUND\"") != std::string::npos);
+    CHECK(r.err.find("no fleet \"status_none\"") != std::string::npos);
+    r = RunTool({"fleet", "status", "--zookeeper=127.0.0.1:1", "--timeout=1s",
+                 "--json"});
+    CHECK(r.code == 1);
+    CHECK(r.out.find("\"code\":\"UNAVAILABLE\"") != std::string::npos);
+    r = RunTool({"fleet", "status"});  // No --zookeeper.
+    CHECK(r.code == 2);
+    r = RunTool({"fleet", "stats", zk_flag});
+    CHECK(r.code == 2);
+    r = RunTool({"fleet", "status", zk_flag, fleet_flag, "--partitions=99"});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("partitions 0..15") != std::string::npos);
+    r = RunTool({"fleet", "status", zk_flag, "--limit=3"});
+    CHECK(r.code == 2);
   }
 }
 

@@ -1,6 +1,6 @@
 # bash completion for hq (installed as share/bash-completion/completions/hq).
-# Subcommands and flags come from the tool itself (`hq help`,
-# `hq SUBCOMMAND --help`), so they never drift from it.
+# Subcommands, their own words (fleet status) and flags come from the tool
+# itself (`hq help`, `hq SUBCOMMAND --help`), so they never drift from it.
 
 _hq() {
   local cur=${COMP_WORDS[COMP_CWORD]} sub="" word i
@@ -32,6 +32,20 @@ _hq() {
     COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" help 2>/dev/null |
       sed -n 's/^  \([a-z]\+\) .*/\1/p')" -- "$cur"))
     return 0
+  fi
+  # Right after the subcommand, its own words (hq fleet status): the
+  # lower-case words after its name in its usage line.
+  if ((i == COMP_CWORD - 1)); then
+    local words
+    words=$("${COMP_WORDS[0]}" "$sub" --help 2>/dev/null | awk -v name="$sub" '
+      NR == 1 {
+        for (i = 1; i <= NF && $i != name; i++) {}
+        for (i++; i <= NF && $i ~ /^[a-z]+$/; i++) print $i
+      }')
+    if [[ -n $words ]]; then
+      COMPREPLY=($(compgen -W "$words" -- "$cur"))
+      return 0
+    fi
   fi
   COMPREPLY=($(compgen -f -- "$cur"))  # put QUEUE FILE...
 }

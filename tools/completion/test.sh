@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks tools/completion/hq.bash against the built tool: completes
-# subcommands, a subcommand's flags and the common flags.
+# subcommands, a subcommand's own words (fleet status), its flags and the
+# common flags.
 # Usage: test.sh COMPLETION HQ
 set -uo pipefail  # Not -e: compgen fails when nothing matches.
 source "$1"
@@ -38,6 +39,15 @@ expect "hq pacing q g t --max" --max_in_flight=
 expect "hq pacing q g t --inter" --interval=
 expect "hq pacing q g t --cle" --clear
 expect "hq groups --cons" --consumers
+expect "hq fle" fleet
+expect "hq fleet st" status
+expect "hq --json fleet st" status
+expect "hq fleet status --zoo" --zookeeper=
+expect "hq fleet status --nat" --nats=
+expect "hq fleet status --fle" --fleet=
+expect "hq fleet status --part" --partitions=
+expect "hq fleet status --time" --timeout=
+expect "hq fleet status --js" --json
 complete_line "hq ls --lim"  # ls takes no --limit.
 if [[ ${#COMPREPLY[@]} -gt 0 ]]; then
   echo "completing 'hq ls --lim': wanted nothing, got: ${COMPREPLY[*]}"
