@@ -6,6 +6,10 @@
 #   run.sh fleet-pkg-config SRC BUILD
 #                                 g++ with `pkg-config --cflags --libs
 #                                 hq-fleet` (test/consumer/fleet_consumer.cc)
+#   run.sh fleet-cmake SRC BUILD  find_package(hq CONFIG COMPONENTS fleet),
+#                                 target hq::fleet (fleet_consumer.cc); and
+#                                 the component asked of an install without
+#                                 the fleet fails, saying so
 #   run.sh subproject SRC BUILD   dependency('hq', fallback : 'hq'), hq built
 #                                 as a shared library with -Dtests at its
 #                                 default: the parent must get no hq tests,
@@ -87,6 +91,27 @@ case "$way" in
     g++ "${san_flags[@]}" -o "$work/fleet_consumer" \
       "$src/test/consumer/fleet_consumer.cc" $flags
     LD_LIBRARY_PATH=$root/${libdir#"$prefix"/} "$work/fleet_consumer"
+    exit 0
+    ;;
+  fleet-cmake)
+    stage
+    cmake -S "$src/test/consumer" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$root" \
+      -DHQ_CONSUMER_FLEET=ON -DCMAKE_CXX_FLAGS="${san_flags[*]}" \
+      >"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; exit 1; }
+    cmake --build "$work/cmake" >>"$work/cmake.log" 2>&1 ||
+      { cat "$work/cmake.log"; exit 1; }
+    LD_LIBRARY_PATH=$root/${libdir#"$prefix"/} "$work/cmake/fleet_consumer"
+    # The same install without the component's file, as an hq built
+    # without the fleet installs: asking for it fails and says why.
+    rm "$root/${libdir#"$prefix"/}/cmake/hq/hq-fleet.cmake"
+    if cmake -S "$src/test/consumer" -B "$work/cmake-nofleet" \
+        -DCMAKE_PREFIX_PATH="$root" -DHQ_CONSUMER_FLEET=ON \
+        >"$work/nofleet.log" 2>&1; then
+      say "COMPONENTS fleet was found in an install without the fleet"; exit 1
+    fi
+    grep -q 'built without the fleet' "$work/nofleet.log" ||
+      { say "no clear error for the missing component:"; cat "$work/nofleet.log"; exit 1; }
+    say "without the fleet: $(grep -m1 -o 'this hq was built without the fleet[^:]*' "$work/nofleet.log")"
     exit 0
     ;;
   cmake)
@@ -212,7 +237,7 @@ print("run.sh python: import hq", hq.__version__, "from", hq.__file__)
     exit 0
     ;;
   *)
-    echo "usage: run.sh pkg-config|cmake|subproject|shared|python SRC BUILD" >&2
+    echo "usage: run.sh pkg-config|cmake|fleet-pkg-config|fleet-cmake|subproject|shared|python SRC BUILD" >&2
     exit 2
     ;;
 esac
