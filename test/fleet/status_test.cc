@@ -50,6 +50,7 @@ FleetCluster& Cluster() {
 
 struct Fleet {
   std::string name;
+  absl::Duration grace = absl::Seconds(2);
   test::TempDir dir;
 
   AgentOptions Options(const std::string& id) const {
@@ -62,7 +63,7 @@ struct Fleet {
     o.partitions = kPartitions;
     o.replicas = 1;
     o.session_timeout = absl::Seconds(3);
-    o.grace = absl::Seconds(2);
+    o.grace = grace;
     o.ownership_lease = absl::Seconds(1);
     o.task_lease = absl::Seconds(2);
     return o;
@@ -292,6 +293,29 @@ TEST_CASE("fleet status: two agents, their partitions, epochs, coordinator") {
 }
 
 TEST_CASE(
+    "fleet status: an agent gone within its grace period still owns its "
+    "partitions") {
+  Fleet f{.name = "status_gone", .grace = absl::Minutes(10)};
+  auto a0 = f.Open("a0");
+  auto a1 = f.Open("a1");
+  f.WaitFor("two members sharing the partitions",
+            [](const FleetStatus& s) { return Settled(s, 2); });
+  a1.reset();  // Closed without Leave: its session ends, its grace starts.
+  FleetStatus s = f.WaitFor("a1 not live", [](const FleetStatus& s) {
+    return s.members.size() == 2 && !s.members[1].live;
+  });
+  const FleetStatus::Member& gone = s.members[1];
+  CHECK(gone.agent_id == "a1");
+  CHECK(!gone.left);
+  CHECK(!gone.coordinator);
+  CHECK(gone.pid == 0);
+  CHECK(gone.host.empty());
+  CHECK(gone.partitions == kPartitions / 2);
+  CHECK(s.members[0].live);
+  CHECK(s.unowned == 0);
+}
+
+TEST_CASE(
     "fleet status: a partition's lag counts what was published to it while "
     "its owner is gone") {
   Fleet f{.name = "status_lag"};
@@ -407,6 +431,12 @@ TEST_CASE("fleet status: errors") {
                                               .nats = Cluster().nats_urls()})
                                  .status()));
     }
+    // NATS that does not answer: Unavailable.
+    CHECK(absl::IsUnavailable(ReadFleetStatus({.zookeeper = zk,
+                                               .fleet = "status_bad",
+                                               .nats = "nats://127.0.0.1:1",
+                                               .timeout = absl::Seconds(1)})
+                                  .status()));
     HQ_REQUIRE_OK(
         z.Create("/hq-fleet/status_bad/assignment", "garbage", 0).status());
     CHECK(absl::IsDataLoss(
