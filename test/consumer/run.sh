@@ -13,7 +13,8 @@
 #   run.sh subproject SRC BUILD   dependency('hq', fallback : 'hq'), hq built
 #                                 as a shared library with -Dtests at its
 #                                 default: the parent must get no hq tests,
-#                                 Python module or man page
+#                                 Python module or man page; its tool, built
+#                                 without the fleet, refuses `hq fleet`
 # and checks installs of hq itself:
 #   run.sh python SRC BUILD       the Python package of BUILD's staged
 #                                 install imported by /usr/bin/python3 from
@@ -167,6 +168,20 @@ print(" ".join(t["name"] for t in json.load(open(sys.argv[1]))
     grep -q 'libhq.so.0 =>' "$work/ldd.txt" ||
       { say "consumer is not linked to libhq.so.0"; cat "$work/ldd.txt"; exit 1; }
     "$work/b/consumer" "$work/db"
+    # A subproject leaves the fleet out: its tool says so when asked for
+    # `hq fleet`, as a usage error naming the packages to install.
+    ninja -C "$work/b" subprojects/hq/tools/hq >>"$work/build.log" 2>&1 ||
+      { cat "$work/build.log"; exit 1; }
+    code=0
+    "$work/b/subprojects/hq/tools/hq" fleet status --zookeeper=127.0.0.1:1 \
+      >"$work/fleet.out" 2>"$work/fleet.err" || code=$?
+    if [ "$code" != 2 ] || ! grep -q 'built without the fleet' "$work/fleet.err" ||
+       ! grep -q 'libzookeeper-mt-dev libnats-dev' "$work/fleet.err"; then
+      say "hq fleet in a tool without the fleet: exit $code"
+      cat "$work/fleet.err"
+      exit 1
+    fi
+    say "$(head -1 "$work/fleet.err")"
     exit 0
     ;;
   shared)
