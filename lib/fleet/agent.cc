@@ -451,19 +451,30 @@ absl::Status AgentImpl::FlushCompletions() {
     MutexLock l(&done_mu_);
     batch.swap(done_);
   }
-  absl::Status first;
-  for (auto& [p, urls] : batch) {
-    absl::Status s = handoff_->PublishCompletions(p, urls);
-    if (s.ok()) {
-      completions_published_ += urls.size();
-      continue;
-    }
-    first.Update(s);
-    MutexLock l(&done_mu_);
-    auto& back = done_[p];
-    back.insert(back.end(), urls.begin(), urls.end());
+  if (batch.empty()) return absl::OkStatus();
+  // One round for every partition: a flush lasts one acknowledgment, so
+  // what an agent killed for good completed and had not published is at
+  // most a flush interval and a round trip of its completions.
+  std::vector<Handoff::Completed> all;
+  size_t urls = 0;
+  for (const auto& [p, list] : batch) {
+    all.push_back({.partition = p, .urls = list});
+    urls += list.size();
   }
-  return first;
+  absl::Status s = handoff_->PublishCompletions(all);
+  if (s.ok()) {
+    completions_published_ += urls;
+    return s;
+  }
+  // Kept for the next flush (completions are a set: some may be stored
+  // twice).
+  MutexLock l(&done_mu_);
+  for (auto& [p, list] : batch) {
+    auto& back = done_[p];
+    back.insert(back.end(), std::make_move_iterator(list.begin()),
+                std::make_move_iterator(list.end()));
+  }
+  return s;
 }
 
 absl::StatusOr<AgentStats> AgentImpl::Stats() {

@@ -300,18 +300,24 @@ absl::Status Handoff::Publish(std::span<const Outgoing> urls,
 
 absl::Status Handoff::PublishCompletions(uint32_t partition,
                                          std::span<const std::string> urls) {
-  HQ_RETURN_IF_ERROR(CheckPartition(partition));
-  std::vector<uint64_t> hashes;
-  hashes.reserve(urls.size());
-  for (const std::string& u : urls) hashes.push_back(UrlHash(u));
+  const Completed one{.partition = partition, .urls = urls};
+  return PublishCompletions(std::span<const Completed>(&one, 1));
+}
+
+absl::Status Handoff::PublishCompletions(std::span<const Completed> batches) {
   std::vector<Pending> pending;
-  for (size_t at = 0; at < hashes.size(); at += kMaxCompletionsPerBatch) {
-    const size_t n = std::min(kMaxCompletionsPerBatch, hashes.size() - at);
-    Pending& p = pending.emplace_back();
-    p.subject = CompletionSubject(partition);
-    absl::Status s = EncodeCompletionBatch(
-        std::span<const uint64_t>(hashes).subspan(at, n), &p.data);
-    if (!s.ok()) return s;
+  std::vector<uint64_t> hashes;
+  for (const Completed& c : batches) {
+    HQ_RETURN_IF_ERROR(CheckPartition(c.partition));
+    hashes.clear();
+    for (const std::string& u : c.urls) hashes.push_back(UrlHash(u));
+    for (size_t at = 0; at < hashes.size(); at += kMaxCompletionsPerBatch) {
+      const size_t n = std::min(kMaxCompletionsPerBatch, hashes.size() - at);
+      Pending& p = pending.emplace_back();
+      p.subject = CompletionSubject(c.partition);
+      HQ_RETURN_IF_ERROR(EncodeCompletionBatch(
+          std::span<const uint64_t>(hashes).subspan(at, n), &p.data));
+    }
   }
   return PublishAll(pending, nullptr);
 }

@@ -244,6 +244,12 @@ class Handoff {
   // may be stored twice (no message id): completions are a set.
   absl::Status PublishCompletions(uint32_t partition,
                                   std::span<const std::string> urls);
+  // The same for several partitions at once, in one round of publishes.
+  struct Completed {
+    uint32_t partition = 0;
+    std::span<const std::string> urls;
+  };
+  absl::Status PublishCompletions(std::span<const Completed> batches);
 
   // Opens partition p's consumer at `epoch`: binds to u<p>e<epoch>, creating
   // it if needed, and deletes the consumers u<p>e<k> of epochs k < epoch.

@@ -301,6 +301,24 @@ TEST_CASE("completions round-trip as URL hashes") {
   for (const auto& u : many) REQUIRE(done->contains(UrlHash(u)));
   CHECK(!done->contains(UrlHash("https://other.example/")));
   CHECK(absl::IsInvalidArgument(h->ReadCompletions(8).status()));
+
+  // Several partitions in one call; each lands in its own subject.
+  const std::vector<std::string> six = {"https://six.example/"};
+  const std::vector<std::string> seven = {"https://seven.example/a",
+                                          "https://seven.example/b"};
+  const Handoff::Completed both[] = {{.partition = 6, .urls = six},
+                                     {.partition = 7, .urls = seven}};
+  REQUIRE(h->PublishCompletions(both).ok());
+  auto done6 = h->ReadCompletions(6);
+  auto done7 = h->ReadCompletions(7);
+  REQUIRE(done6.ok());
+  REQUIRE(done7.ok());
+  CHECK(*done6 == absl::flat_hash_set<uint64_t>{UrlHash(six[0])});
+  CHECK(*done7 ==
+        absl::flat_hash_set<uint64_t>{UrlHash(seven[0]), UrlHash(seven[1])});
+  const Handoff::Completed bad[] = {{.partition = 6, .urls = six},
+                                    {.partition = 8, .urls = six}};
+  CHECK(absl::IsInvalidArgument(h->PublishCompletions(bad)));
 }
 
 TEST_CASE("Publish, Fetch and Ack may be called from several threads") {
