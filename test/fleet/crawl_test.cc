@@ -14,6 +14,7 @@
 // nats-server killed and restarted; every ZooKeeper node down past the
 // sessions; an agent joining mid-crawl.
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -121,10 +122,10 @@ class Crawl {
     if (pid == 0) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != parent) _exit(2);
-      if (!freopen(out.c_str(), "a", stdout) ||
-          !freopen(out.c_str(), "a", stderr)) {
-        _exit(2);
-      }
+      // dup2, not freopen: freopen would flush the parent's unwritten
+      // stdout buffer a second time.
+      const int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(2);
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
