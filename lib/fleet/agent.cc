@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "lib/fleet/agent_impl.h"
+#include "lib/fleet/clients.h"
 #include "lib/fleet/records.h"
 #include "lib/util/status_macros.h"
 #include "lib/util/strings.h"
@@ -28,11 +29,12 @@ constexpr char kGroup[] = "fetch";
 // the rebuild leaves them out.
 constexpr std::chrono::milliseconds kRebuildLeadSteady{500};
 
-bool ValidName(std::string_view s, std::string_view extra) {
+// Agent ids: 1..64 of [A-Za-z0-9_.-] (fleet names: ValidFleetName).
+bool ValidAgentId(std::string_view s) {
   if (s.empty() || s.size() > 64) return false;
   for (char c : s) {
-    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) &&
-        extra.find(c) == std::string_view::npos) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' &&
+        c != '.' && c != '-') {
       return false;
     }
   }
@@ -43,11 +45,12 @@ absl::Status Check(const AgentOptions& o) {
   auto bad = [](std::string_view what) {
     return absl::InvalidArgumentError(absl::StrCat("hq fleet: ", Av(what)));
   };
-  if (!ValidName(o.agent_id, "_.-")) {
+  if (!ValidAgentId(o.agent_id)) {
     return bad("agent_id must be 1..64 of [A-Za-z0-9_.-]");
   }
-  if (!ValidName(o.fleet, "_-"))
+  if (!ValidFleetName(o.fleet)) {
     return bad("fleet must be 1..64 of [A-Za-z0-9_-]");
+  }
   if (o.db_path.empty()) return bad("db_path is empty");
   if (o.zookeeper.empty()) return bad("zookeeper is empty");
   if (o.nats.empty()) return bad("nats is empty");
