@@ -1,0 +1,217 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// What hq's two pybind11 extensions (hq._hq and hq._hq_fleet) share:
+//
+// - Errors: an absl::Status is raised as the hq.Error subclass of its code
+//   (hq._types._ERRORS_BY_CODE), its `detail` the name of its
+//   hq::ErrorDetail.
+// - Conversions: seconds as floats to and from absl::Duration, Unix seconds
+//   to and from absl::Time, bytes/str to and from C++ strings.
+// - Calls: a CallGate counts the calls in progress on a C++ object that a
+//   Python object owns, so that closing it waits for them and refuses later
+//   ones. Call is the one step of every bound method that calls into C++: it
+//   releases the GIL around the call and raises its error status.
+//
+// Every function here REQUIRES the GIL unless it says otherwise.
+
+#ifndef HQ_PYTHON_HQ_BIND_H_
+#define HQ_PYTHON_HQ_BIND_H_
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
+namespace hq::python {
+
+namespace py = pybind11;
+
+// ---- Errors.
+
+// The module hq._types, imported once and never released.
+py::handle Types();
+
+// Raises the hq.Error subclass of status's code, with status's message
+// (undecodable UTF-8 replaced) and its `detail` the name of the status's
+// hq::ErrorDetail (None if none). REQUIRES: !status.ok().
+[[noreturn]] void Raise(const absl::Status& status);
+
+// Raises status if it is an error.
+void Check(const absl::Status& status);
+
+// v's value, or raises its status.
+template <typename T>
+T Check(absl::StatusOr<T> v) {
+  if (!v.ok()) Raise(v.status());
+  return *std::move(v);
+}
+
+// Builds the class `name` of hq._types (a dataclass) from keyword arguments.
+template <typename... Args>
+py::object Make(const char* name, Args&&... args) {
+  return Types().attr(name)(std::forward<Args>(args)...);
+}
+
+// ---- Conversions.
+
+// Seconds as an absl::Duration; InvalidArgument ("<what> must be a finite
+// number of seconds") for NaN or an infinity.
+absl::Duration ToDuration(double seconds, const char* what);
+double FromDuration(absl::Duration d);
+
+// Seconds since the Unix epoch.
+double UnixSeconds(absl::Time t);
+// t as Unix seconds; None for an infinite time.
+py::object FromTime(absl::Time t);
+// Unix seconds as an absl::Time; InvalidArgument if not finite.
+absl::Time ToTime(double unix_seconds);
+
+// bytes, bytearray or str (as UTF-8); TypeError ("<what> must be bytes or
+// str, not <type>") for anything else. The view points into `h` when it is
+// bytes or str (valid while `h` lives), else into `store`.
+std::string_view Bytes(py::handle h, std::string& store, const char* what);
+// The same, copied.
+std::string Bytes(py::handle h, const char* what);
+// Bytes of every item of `items`, copied.
+std::vector<std::string> TextList(const py::iterable& items, const char* what);
+
+py::bytes PyBytes(std::string_view s);
+// UTF-8 as str; undecodable bytes are kept as surrogate escapes.
+py::str PyText(std::string_view s);
+
+// ---- Calls.
+
+// A waiting call (a claim) waits in slices of at most this long, with the
+// GIL released, to notice a close and pending signals (Ctrl-C) in between.
+// Its work is still woken by the write path, never found by polling.
+inline constexpr absl::Duration kWaitSlice = absl::Milliseconds(200);
+
+// Releases the GIL for its lifetime if this thread holds it (and Python is
+// still initialized); else does nothing. For a close, which may run from a
+// destructor with or without the GIL.
+class ReleaseGilIfHeld {
+ public:
+  ReleaseGilIfHeld() {
+    if (Py_IsInitialized() && PyGILState_Check()) release_.emplace();
+  }
+  ReleaseGilIfHeld(const ReleaseGilIfHeld&) = delete;
+  ReleaseGilIfHeld& operator=(const ReleaseGilIfHeld&) = delete;
+
+ private:
+  std::optional<py::gil_scoped_release> release_;
+};
+
+// The calls in progress on one C++ object that Python objects share, and
+// its closing: once BeginClose has run, a new call raises FailedPrecondition
+// with the gate's message, and AwaitIdle waits for the calls in progress.
+// Thread-safe.
+class CallGate {
+ public:
+  // `closed_message`: the FailedPrecondition's message, as "the hq.Db is
+  // closed".
+  explicit CallGate(std::string closed_message)
+      : closed_message_(std::move(closed_message)) {}
+  CallGate(const CallGate&) = delete;
+  CallGate& operator=(const CallGate&) = delete;
+
+  // Starts a call, or raises FailedPrecondition once closing. Pair with
+  // Leave (Use does).
+  void Enter();
+  // Ends a call. Needs no GIL.
+  void Leave();
+
+  // Whether BeginClose has run. Needs no GIL.
+  bool closing() const { return closing_.load(); }
+  // Raises the FailedPrecondition a call gets once closing.
+  [[noreturn]] void RaiseClosed() const;
+
+ protected:
+  // Refuses every later call. False if it had already (another caller is
+  // closing or has closed). Needs no GIL.
+  bool BeginClose();
+  // Blocks until no call is in progress. REQUIRES: BeginClose ran; this
+  // thread does not hold the GIL (a call in progress may need it).
+  void AwaitIdle();
+
+ private:
+  const std::string closed_message_;
+  absl::Mutex mu_;
+  int active_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<bool> closing_{false};
+};
+
+// A call in progress on a CallGate, from construction (which raises
+// FailedPrecondition once the gate is closing) to destruction.
+class Use {
+ public:
+  explicit Use(CallGate& gate) : gate_(gate) { gate_.Enter(); }
+  ~Use() { gate_.Leave(); }
+  Use(const Use&) = delete;
+  Use& operator=(const Use&) = delete;
+
+ private:
+  CallGate& gate_;
+};
+
+// The step of every bound method that calls into C++: runs fn() with the
+// GIL released, raises its status if it failed, and returns the value of an
+// absl::StatusOr (nothing for an absl::Status). fn must not touch Python
+// objects. A caller that needs a call on a gate holds a Use (or calls the
+// overload below).
+template <typename Fn>
+auto Call(Fn&& fn) {
+  using R = std::invoke_result_t<Fn&>;
+  R r = [&fn] {
+    py::gil_scoped_release release;
+    return fn();
+  }();
+  if constexpr (std::is_same_v<R, absl::Status>) {
+    Check(r);
+  } else {
+    return Check(std::move(r));
+  }
+}
+
+// Call(fn) as a call on `gate`: raises FailedPrecondition instead once the
+// gate is closing; holds the gate's close off until fn returned.
+template <typename Fn>
+auto Call(CallGate& gate, Fn&& fn) {
+  Use use(gate);
+  return Call(std::forward<Fn>(fn));
+}
+
+// A claim that may wait: calls claim(slice) (fn of an absl::Duration giving
+// an absl::StatusOr of a container) on `gate` until it returns something or
+// `wait` has passed, each call waiting at most kWaitSlice. Between calls,
+// raises FailedPrecondition if the gate is closing and the exception of a
+// pending signal's handler (KeyboardInterrupt).
+template <typename Claim>
+auto ClaimWaiting(CallGate& gate, absl::Duration wait, Claim&& claim) {
+  const absl::Time deadline = absl::Now() + wait;
+  for (;;) {
+    const absl::Duration left =
+        std::max(deadline - absl::Now(), absl::ZeroDuration());
+    const absl::Duration slice = std::min(left, kWaitSlice);
+    auto got = Call(gate, [&] { return claim(slice); });
+    if (!got.empty() || left <= kWaitSlice) return got;
+    if (gate.closing()) gate.RaiseClosed();
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  }
+}
+
+}  // namespace hq::python
+
+#endif  // HQ_PYTHON_HQ_BIND_H_

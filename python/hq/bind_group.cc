@@ -1,0 +1,306 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// hq._hq's consumer groups: Group and what its calls return or take (Task,
+// DeadLetter, PendingTask).
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "_hq.h"
+
+namespace hq::python {
+namespace {
+
+// A task, or an iterable of tasks, as a list.
+std::vector<hq::Task> TaskList(py::handle tasks) {
+  std::vector<hq::Task> out;
+  if (py::isinstance<hq::Task>(tasks)) {
+    out.push_back(tasks.cast<hq::Task>());
+    return out;
+  }
+  for (py::handle t : tasks) out.push_back(t.cast<hq::Task>());
+  return out;
+}
+
+// What the group's calls return or take: Task, DeadLetter, PendingTask.
+void BindGroupValues(py::module_& m) {
+  py::class_<hq::Task>(m, "Task")
+      .def_readonly("partition", &hq::Task::partition)
+      .def_readonly("priority", &hq::Task::priority)
+      .def_readonly("id", &hq::Task::id)
+      .def_property_readonly("topic",
+                             [](const hq::Task& t) { return PyText(t.topic); })
+      .def_property_readonly("key",
+                             [](const hq::Task& t) { return PyBytes(t.key); })
+      .def_property_readonly(
+          "payload", [](const hq::Task& t) { return PyBytes(t.payload); })
+      .def_readonly("attempt", &hq::Task::attempt)
+      .def_property_readonly(
+          "lease_deadline",
+          [](const hq::Task& t) { return FromTime(t.lease_deadline); })
+      .def_property_readonly(
+          "not_before",
+          [](const hq::Task& t) { return FromTime(t.not_before); })
+      .def_readonly("consumer", &hq::Task::consumer)
+      .def("__repr__", [](const hq::Task& t) {
+        return "Task(partition=" + std::to_string(t.partition) +
+               ", id=" + t.id.ToString() +
+               ", attempt=" + std::to_string(t.attempt) + ")";
+      });
+
+  py::class_<hq::DeadLetter>(m, "DeadLetter")
+      .def_readonly("partition", &hq::DeadLetter::partition)
+      .def_readonly("id", &hq::DeadLetter::id)
+      .def_readonly("original_partition", &hq::DeadLetter::original_partition)
+      .def_readonly("original_id", &hq::DeadLetter::original_id)
+      .def_readonly("priority", &hq::DeadLetter::priority)
+      .def_property_readonly(
+          "topic", [](const hq::DeadLetter& d) { return PyText(d.topic); })
+      .def_property_readonly(
+          "key", [](const hq::DeadLetter& d) { return PyBytes(d.key); })
+      .def_property_readonly(
+          "payload", [](const hq::DeadLetter& d) { return PyBytes(d.payload); })
+      .def_readonly("attempts", &hq::DeadLetter::attempts)
+      .def_property_readonly("reason",
+                             [](const hq::DeadLetter& d) -> std::string {
+                               switch (d.reason) {
+                                 case hq::DeadLetterReason::kLeaseExpired:
+                                   return "lease_expired";
+                                 case hq::DeadLetterReason::kReleased:
+                                   return "released";
+                                 case hq::DeadLetterReason::kInterrupted:
+                                   return "interrupted";
+                                 case hq::DeadLetterReason::kRejected:
+                                   return "rejected";
+                               }
+                               return "unknown";
+                             })
+      .def_property_readonly(
+          "dead_at",
+          [](const hq::DeadLetter& d) { return FromTime(d.dead_at); })
+      .def("__repr__", [](const hq::DeadLetter& d) {
+        return "DeadLetter(original_partition=" +
+               std::to_string(d.original_partition) +
+               ", original_id=" + d.original_id.ToString() +
+               ", attempts=" + std::to_string(d.attempts) + ")";
+      });
+
+  py::class_<hq::PendingTask>(m, "PendingTask")
+      .def_readonly("partition", &hq::PendingTask::partition)
+      .def_readonly("priority", &hq::PendingTask::priority)
+      .def_property_readonly(
+          "topic", [](const hq::PendingTask& p) { return PyText(p.topic); })
+      .def_readonly("id", &hq::PendingTask::id)
+      .def_readonly("attempt", &hq::PendingTask::attempt)
+      .def_property_readonly("state",
+                             [](const hq::PendingTask& p) -> std::string {
+                               switch (p.state) {
+                                 case hq::PendingTask::State::kInFlight:
+                                   return "in_flight";
+                                 case hq::PendingTask::State::kRedelivery:
+                                   return "redelivery";
+                                 case hq::PendingTask::State::kDelayed:
+                                   return "delayed";
+                               }
+                               return "unknown";
+                             })
+      .def_property_readonly(
+          "since", [](const hq::PendingTask& p) { return FromTime(p.since); })
+      .def_property_readonly(
+          "lease_deadline",
+          [](const hq::PendingTask& p) { return FromTime(p.lease_deadline); })
+      .def_readonly("consumer", &hq::PendingTask::consumer)
+      .def("__repr__", [](const hq::PendingTask& p) {
+        return "PendingTask(partition=" + std::to_string(p.partition) +
+               ", id=" + p.id.ToString() +
+               ", attempt=" + std::to_string(p.attempt) + ")";
+      });
+}
+
+}  // namespace
+
+void BindGroup(py::module_& m) {
+  BindGroupValues(m);
+  py::class_<PyGroup>(m, "Group",
+                      "A durable consumer group: at-least-once tasks under a "
+                      "lease, completed once or dead-lettered.")
+      .def_property_readonly("name",
+                             [](const PyGroup& g) { return g.g->name(); })
+      .def_property_readonly(
+          "dead_letter_queue",
+          [](const PyGroup& g) { return g.g->dead_letter_queue(); })
+      .def(
+          "claim",
+          [](PyGroup& g, uint32_t max, std::optional<double> lease, double wait,
+             const py::iterable& topics, std::vector<uint32_t> partitions,
+             std::string consumer) {
+            hq::ClaimOptions o;
+            o.max = max;
+            if (lease) o.lease = ToDuration(*lease, "lease");
+            o.topics = TextList(topics, "topic");
+            o.partitions = std::move(partitions);
+            o.consumer = std::move(consumer);
+            return ClaimWaiting(*g.h, ToDuration(wait, "wait"),
+                                [&](absl::Duration slice) {
+                                  o.wait = slice;
+                                  return g.g->Claim(o);
+                                });
+          },
+          py::arg("max") = 1, py::kw_only(), py::arg("lease") = py::none(),
+          py::arg("wait") = 0.0, py::arg("topics") = py::tuple(),
+          py::arg("partitions") = std::vector<uint32_t>{},
+          py::arg("consumer") = "",
+          "Hands out up to `max` (1..10000) tasks under a lease (None: the "
+          "group's). With `wait`, blocks (GIL released) until something is "
+          "claimable or the wait ends; returns [] if nothing is. Ordered "
+          "groups need `consumer`.")
+      .def(
+          "complete",
+          [](PyGroup& g, py::handle tasks) {
+            std::vector<hq::Task> list = TaskList(tasks);
+            Call(*g.h, [&] { return g.g->Complete(list); });
+          },
+          py::arg("tasks"),
+          "Completes tasks: all or nothing, one write. FailedPrecondition if a "
+          "task is no longer held.")
+      .def(
+          "release",
+          [](PyGroup& g, const hq::Task& t, double retry_after) {
+            absl::Duration d = ToDuration(retry_after, "retry_after");
+            Call(*g.h, [&] { return g.g->Release(t, d); });
+          },
+          py::arg("task"), py::arg("retry_after") = 0.0,
+          "Gives a held task back, to come again after `retry_after` seconds, "
+          "or be dead-lettered if it used max_attempts.")
+      .def(
+          "reject",
+          [](PyGroup& g, const hq::Task& t) {
+            Call(*g.h, [&] { return g.g->Reject(t); });
+          },
+          py::arg("task"),
+          "Dead-letters a held task at once (reason 'rejected'), whatever "
+          "its attempts: for a task that will never succeed. "
+          "FailedPrecondition if it is not held.")
+      .def(
+          "extend",
+          [](PyGroup& g, hq::Task& t, double lease) {
+            absl::Duration d = ToDuration(lease, "lease");
+            Call(*g.h, [&] { return g.g->Extend(&t, d); });
+          },
+          py::arg("task"), py::arg("lease"),
+          "Moves a held task's lease deadline to `lease` seconds from now; "
+          "updates task.lease_deadline.")
+      .def(
+          "stats",
+          [](PyGroup& g) {
+            const hq::GroupStats s = Call(*g.h, [&] { return g.g->Stats(); });
+            return Make(
+                "GroupStats", py::arg("backlog") = s.backlog,
+                py::arg("backlog_exact") = s.backlog_exact,
+                py::arg("in_flight") = s.in_flight,
+                py::arg("redelivery") = s.redelivery,
+                py::arg("delayed") = s.delayed,
+                py::arg("dead_letters") = s.dead_letters,
+                py::arg("oldest_in_flight") = FromDuration(s.oldest_in_flight),
+                py::arg("max_cursor_lag") = FromDuration(s.max_cursor_lag),
+                py::arg("window_records") = s.window_records,
+                py::arg("lanes") = s.lanes, py::arg("consumers") = s.consumers,
+                py::arg("paced_topics") = s.paced_topics);
+          },
+          "Backlog, in flight, redelivery, delayed, dead letters, lag "
+          "(hq.GroupStats).")
+      .def(
+          "consumers",
+          [](PyGroup& g) {
+            py::list out;
+            for (const auto& c : Call(*g.h, [&] { return g.g->Consumers(); })) {
+              out.append(
+                  Make("ConsumerInfo", py::arg("name") = c.name,
+                       py::arg("partitions") = c.partitions,
+                       py::arg("lease_deadline") = FromTime(c.lease_deadline)));
+            }
+            return out;
+          },
+          "Ordered groups: the live consumers and their partitions.")
+      .def(
+          "set_topic_pacing",
+          [](PyGroup& g, const py::object& topic, uint32_t max_in_flight,
+             double interval) {
+            std::string store;
+            const std::string_view t = Bytes(topic, store, "topic");
+            const hq::TopicPacing pacing{
+                .max_in_flight = max_in_flight,
+                .interval = ToDuration(interval, "interval")};
+            Call(*g.h, [&] { return g.g->SetTopicPacing(t, pacing); });
+          },
+          py::arg("topic"), py::kw_only(), py::arg("max_in_flight") = 0,
+          py::arg("interval") = 0.0,
+          "Sets `topic`'s own pacing (at most max_in_flight in flight, 0: no "
+          "limit; at least `interval` seconds between hand-outs), durably, "
+          "in place of the group's.")
+      .def(
+          "get_topic_pacing",
+          [](PyGroup& g, const py::object& topic) -> py::object {
+            std::string store;
+            const std::string_view t = Bytes(topic, store, "topic");
+            const std::optional<hq::TopicPacing> p =
+                Call(*g.h, [&] { return g.g->GetTopicPacing(t); });
+            if (!p.has_value()) return py::none();
+            return Make("TopicPacing",
+                        py::arg("max_in_flight") = p->max_in_flight,
+                        py::arg("interval") = FromDuration(p->interval));
+          },
+          py::arg("topic"),
+          "`topic`'s own pacing (hq.TopicPacing), or None if it follows the "
+          "group's.")
+      .def(
+          "clear_topic_pacing",
+          [](PyGroup& g, const py::object& topic) {
+            std::string store;
+            const std::string_view t = Bytes(topic, store, "topic");
+            Call(*g.h, [&] { return g.g->ClearTopicPacing(t); });
+          },
+          py::arg("topic"), "Removes `topic`'s own pacing (none: OK).")
+      .def(
+          "leave",
+          [](PyGroup& g, const std::string& consumer) {
+            Call(*g.h, [&] { return g.g->Leave(consumer); });
+          },
+          py::arg("consumer"),
+          "Ordered groups: `consumer` leaves now; its partitions go to the "
+          "others.")
+      .def(
+          "dead_letters",
+          [](PyGroup& g, size_t max, const hq::DeadLetter* after) {
+            return Call(*g.h, [&] { return g.g->ListDeadLetters(max, after); });
+          },
+          py::arg("max") = 1000, py::kw_only(), py::arg("after") = nullptr,
+          "The group's dead letters, at most `max` (1..10000), after `after`.")
+      .def(
+          "pending",
+          [](PyGroup& g, size_t max, const hq::PendingTask* after) {
+            return Call(*g.h, [&] { return g.g->ListPending(max, after); });
+          },
+          py::arg("max") = 1000, py::kw_only(), py::arg("after") = nullptr,
+          "The group's pending tasks one by one (in flight, redelivery, "
+          "delayed), at most `max` (1..10000), in key order, after `after`.")
+      .def(
+          "requeue",
+          [](PyGroup& g, std::vector<hq::DeadLetter> letters) {
+            std::vector<hq::PutResult> results;
+            Call(*g.h, [&] { return g.g->Requeue(letters, &results); });
+            return results;
+          },
+          py::arg("letters"),
+          "Puts dead letters back into the queue as new messages, atomically; "
+          "returns their PutResults.");
+}
+
+}  // namespace hq::python

@@ -1,0 +1,105 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// hq._hq's messages: MessageId, PutResult (what a put returns) and
+// ReceivedMessage (what a scanner reads and a listener gets).
+
+#include <pybind11/pybind11.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "_hq.h"
+
+namespace hq::python {
+
+void BindMessage(py::module_& m) {
+  py::class_<hq::MessageId>(m, "MessageId")
+      .def(py::init([](uint64_t ms, uint16_t seq) {
+             if (ms > hq::MessageId::kMaxMs) {
+               throw py::value_error("MessageId ms must be < 2**48");
+             }
+             return hq::MessageId{ms, seq};
+           }),
+           py::arg("ms"), py::arg("seq") = 0)
+      .def_readonly("ms", &hq::MessageId::ms)
+      .def_readonly("seq", &hq::MessageId::seq)
+      .def_static("min", &hq::MessageId::Min)
+      .def_static("max", &hq::MessageId::Max)
+      .def_static("at_time",
+                  [](double t) { return hq::MessageId::AtTime(ToTime(t)); })
+      .def_static("parse",
+                  [](std::string_view text) {
+                    std::optional<hq::MessageId> id =
+                        hq::MessageId::Parse(text);
+                    if (!id) {
+                      Raise(absl::InvalidArgumentError("not a MessageId: " +
+                                                       std::string(text)));
+                    }
+                    return *id;
+                  })
+      .def("next", &hq::MessageId::Next)
+      .def_property_readonly("time",
+                             [](const hq::MessageId& id) -> double {
+                               return UnixSeconds(id.time());
+                             })
+      .def("__str__", &hq::MessageId::ToString)
+      .def("__repr__",
+           [](const hq::MessageId& id) {
+             return "MessageId(" + std::to_string(id.ms) + ", " +
+                    std::to_string(id.seq) + ")";
+           })
+      .def("__hash__",
+           [](const hq::MessageId& id) {
+             return py::hash(py::make_tuple(id.ms, id.seq));
+           })
+      .def("__eq__", [](const hq::MessageId& a,
+                        const hq::MessageId& b) { return a == b; })
+      .def("__ne__", [](const hq::MessageId& a,
+                        const hq::MessageId& b) { return a != b; })
+      .def("__lt__",
+           [](const hq::MessageId& a, const hq::MessageId& b) { return a < b; })
+      .def("__le__", [](const hq::MessageId& a,
+                        const hq::MessageId& b) { return a <= b; })
+      .def("__gt__",
+           [](const hq::MessageId& a, const hq::MessageId& b) { return a > b; })
+      .def("__ge__", [](const hq::MessageId& a, const hq::MessageId& b) {
+        return a >= b;
+      });
+
+  py::class_<hq::PutResult>(m, "PutResult")
+      .def_readonly("partition", &hq::PutResult::partition)
+      .def_readonly("id", &hq::PutResult::id)
+      .def_readonly("duplicate", &hq::PutResult::duplicate)
+      .def("__repr__", [](const hq::PutResult& r) {
+        return "PutResult(partition=" + std::to_string(r.partition) +
+               ", id=" + r.id.ToString() +
+               ", duplicate=" + (r.duplicate ? "True" : "False") + ")";
+      });
+
+  py::class_<PyMessage>(m, "ReceivedMessage")
+      .def_readonly("id", &PyMessage::id)
+      .def_readonly("partition", &PyMessage::partition)
+      .def_readonly("priority", &PyMessage::priority)
+      .def_property_readonly("topic",
+                             [](const PyMessage& x) { return PyText(x.topic); })
+      .def_property_readonly("key",
+                             [](const PyMessage& x) { return PyBytes(x.key); })
+      .def_property_readonly(
+          "payload", [](const PyMessage& x) { return PyBytes(x.payload); })
+      .def_property_readonly(
+          "not_before",
+          [](const PyMessage& x) { return FromTime(x.not_before); })
+      .def_property_readonly("dedup_key",
+                             [](const PyMessage& x) -> py::object {
+                               if (x.dedup_key.empty()) return py::none();
+                               return PyBytes(x.dedup_key);
+                             })
+      .def("__repr__", [](const PyMessage& x) {
+        return "ReceivedMessage(partition=" + std::to_string(x.partition) +
+               ", id=" + x.id.ToString() + ", " +
+               std::to_string(x.payload.size()) + " bytes)";
+      });
+}
+
+}  // namespace hq::python
