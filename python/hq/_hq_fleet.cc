@@ -5,128 +5,45 @@
 // libhq_fleet are (python/hq/meson.build); hq/fleet.py re-exports it, and
 // hq/_hq_fleet.pyi holds the contract of every method.
 //
-// - Errors are raised as the same classes as hq._hq's: the hq.Error
-//   subclass of hq._types._ERRORS_BY_CODE named after the status's code.
+// - Errors are raised as the same classes as hq._hq's (bind.h, which both
+//   extensions share): the hq.Error subclass of hq._types._ERRORS_BY_CODE
+//   named after the status's code.
 // - An Agent is held by one AgentHandle. close() (or __exit__, or the last
 //   reference going away, or interpreter exit) refuses new calls, waits for
 //   the calls in progress (a waiting claim notices within kWaitSlice) and
 //   destroys the C++ Agent. Every later call raises FailedPrecondition.
-// - Every call into the Agent releases the GIL. It works on copies of the
-//   FleetTasks it is given (taken with the GIL held), so another thread may
-//   use the same Python objects meanwhile.
+// - Every call into the Agent releases the GIL (bind.h's Call). It works on
+//   copies of the FleetTasks it is given (taken with the GIL held), so
+//   another thread may use the same Python objects meanwhile.
 // - A FleetTask is a copy owned by Python; hq.Task's class (hq._hq) is the
 //   type of its `task`, so hq._hq is imported first (hq/fleet.py does).
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "bind.h"
 #include "hq/fleet.h"
 #include "hq/hq.h"
 
-namespace py = pybind11;
-
+namespace hq::python {
 namespace {
 
 using hq::fleet::Agent;
 using hq::fleet::AgentOptions;
 using hq::fleet::AgentStats;
 using hq::fleet::FleetTask;
-
-// A waiting claim wakes at least this often, with the GIL released in
-// between, to notice close() and pending signals (Ctrl-C).
-constexpr absl::Duration kWaitSlice = absl::Milliseconds(200);
-
-// ---- Errors and conversions (as hq._hq's).
-
-py::handle Types() {
-  static py::handle types = py::module_::import("hq._types").release();
-  return types;
-}
-
-// Raises the hq.Error subclass of status's code. REQUIRES: the GIL.
-[[noreturn]] void Raise(const absl::Status& status) {
-  py::object cls = Types().attr(
-      "_ERRORS_BY_CODE")[py::int_(static_cast<int>(status.code()))];
-  std::string message(status.message());
-  py::object text = py::reinterpret_steal<py::object>(PyUnicode_DecodeUTF8(
-      message.data(), static_cast<Py_ssize_t>(message.size()), "replace"));
-  py::object error = cls(text);
-  const hq::ErrorDetail detail = hq::GetErrorDetail(status);
-  if (detail != hq::ErrorDetail::kNone) {
-    error.attr("detail") = py::str(hq::ErrorDetailName(detail));
-  }
-  PyErr_SetObject(cls.ptr(), error.ptr());
-  throw py::error_already_set();
-}
-
-void Check(const absl::Status& status) {
-  if (!status.ok()) Raise(status);
-}
-
-template <typename T>
-T Check(absl::StatusOr<T> v) {
-  if (!v.ok()) Raise(v.status());
-  return *std::move(v);
-}
-
-absl::Duration ToDuration(double seconds, const char* what) {
-  if (!std::isfinite(seconds)) {
-    Raise(absl::InvalidArgumentError(std::string(what) +
-                                     " must be a finite number of seconds"));
-  }
-  return absl::Seconds(seconds);
-}
-
-// absl::Time as Unix seconds; None for an infinite time.
-py::object FromTime(absl::Time t) {
-  if (t == absl::InfinitePast() || t == absl::InfiniteFuture()) {
-    return py::none();
-  }
-  return py::float_(absl::ToDoubleSeconds(t - absl::UnixEpoch()));
-}
-
-// bytes, bytearray or str (UTF-8) as a string.
-std::string Bytes(py::handle h, const char* what) {
-  if (PyBytes_Check(h.ptr())) {
-    return std::string(PyBytes_AS_STRING(h.ptr()),
-                       static_cast<size_t>(PyBytes_GET_SIZE(h.ptr())));
-  }
-  if (PyUnicode_Check(h.ptr())) {
-    Py_ssize_t n = 0;
-    const char* s = PyUnicode_AsUTF8AndSize(h.ptr(), &n);
-    if (s == nullptr) throw py::error_already_set();
-    return std::string(s, static_cast<size_t>(n));
-  }
-  if (PyByteArray_Check(h.ptr())) {
-    return std::string(PyByteArray_AS_STRING(h.ptr()),
-                       static_cast<size_t>(PyByteArray_GET_SIZE(h.ptr())));
-  }
-  throw py::type_error(std::string(what) + " must be bytes or str, not " +
-                       std::string(py::str(py::type::of(h).attr("__name__"))));
-}
-
-py::str PyText(std::string_view s) {
-  return py::reinterpret_steal<py::str>(PyUnicode_DecodeUTF8(
-      s.data(), static_cast<Py_ssize_t>(s.size()), "surrogateescape"));
-}
-
-py::bytes PyBytes(std::string_view s) { return py::bytes(s.data(), s.size()); }
 
 // One URL of put_batch: a str or bytes (the URL), or a tuple
 // (url[, payload[, priority]]).
@@ -214,48 +131,29 @@ absl::StatusOr<std::string> SiteByRule(std::string_view url, SiteRule rule) {
 
 // ---- The Agent's handle.
 
-class AgentHandle {
+class AgentHandle : public CallGate {
  public:
   explicit AgentHandle(std::unique_ptr<Agent> agent)
-      : agent_(std::move(agent)) {}
+      : CallGate("the hq.fleet.Agent is closed"), agent_(std::move(agent)) {}
   AgentHandle(const AgentHandle&) = delete;
   AgentHandle& operator=(const AgentHandle&) = delete;
   ~AgentHandle() { Close(); }
 
-  // Starts a call: the Agent, or FailedPrecondition once closed.
-  // REQUIRES: the GIL. Paired with Exit by Use.
-  Agent* Enter() {
+  // The Agent. REQUIRES: a call in progress (a Use of this handle).
+  Agent* agent() {
     absl::MutexLock l(&mu_);
-    if (closing_) {
-      Raise(absl::FailedPreconditionError("the hq.fleet.Agent is closed"));
-    }
-    ++active_;
     return agent_.get();
-  }
-  void Exit() {
-    absl::MutexLock l(&mu_);
-    --active_;
-  }
-  bool closing() {
-    absl::MutexLock l(&mu_);
-    return closing_;
   }
 
   // Refuses new calls, waits for those in progress and destroys the Agent
   // (the GIL released meanwhile, if held). Idempotent.
   void Close() {
+    if (!BeginClose()) return;
+    ReleaseGilIfHeld release;
+    AwaitIdle();
     std::unique_ptr<Agent> doomed;
     {
       absl::MutexLock l(&mu_);
-      if (closing_) return;
-      closing_ = true;
-    }
-    std::optional<py::gil_scoped_release> release;
-    if (Py_IsInitialized() && PyGILState_Check()) release.emplace();
-    {
-      absl::MutexLock l(&mu_);
-      mu_.Await(absl::Condition(
-          +[](int* active) { return *active == 0; }, &active_));
       doomed = std::move(agent_);
     }
     doomed.reset();
@@ -264,40 +162,7 @@ class AgentHandle {
  private:
   absl::Mutex mu_;
   std::unique_ptr<Agent> agent_ ABSL_GUARDED_BY(mu_);
-  bool closing_ ABSL_GUARDED_BY(mu_) = false;
-  int active_ ABSL_GUARDED_BY(mu_) = 0;
 };
-
-class Use {
- public:
-  explicit Use(AgentHandle& h) : h_(h), agent_(h.Enter()) {}
-  ~Use() { h_.Exit(); }
-  Use(const Use&) = delete;
-  Use& operator=(const Use&) = delete;
-  Agent* get() const { return agent_; }
-
- private:
-  AgentHandle& h_;
-  Agent* agent_;
-};
-
-// Calls fn(agent) with the GIL released and raises on error; returns its
-// value (for StatusOr) or nothing (for Status).
-template <typename Fn>
-auto Call(AgentHandle& h, Fn fn) {
-  Use use(h);
-  using R = decltype(fn(std::declval<Agent*>()));
-  std::optional<R> r;
-  {
-    py::gil_scoped_release release;
-    r.emplace(fn(use.get()));
-  }
-  if constexpr (std::is_same_v<R, absl::Status>) {
-    Check(*r);
-  } else {
-    return Check(std::move(*r));
-  }
-}
 
 // Every Agent opened, closed at interpreter exit if still open (its
 // threads must stop before Python's finalization). Touched with the GIL.
@@ -324,23 +189,21 @@ std::vector<FleetTask> TaskList(py::handle tasks) {
 py::object StatsToPy(const AgentStats& s) {
   py::list owned;
   for (const AgentStats::Partition& p : s.owned) {
-    owned.append(Types().attr("FleetPartitionStats")(
-        py::arg("partition") = p.partition, py::arg("epoch") = p.epoch,
-        py::arg("serving") = p.serving, py::arg("backlog") = p.backlog,
-        py::arg("in_flight") = p.in_flight,
-        py::arg("handoff_lag") = p.handoff_lag));
+    owned.append(
+        Make("FleetPartitionStats", py::arg("partition") = p.partition,
+             py::arg("epoch") = p.epoch, py::arg("serving") = p.serving,
+             py::arg("backlog") = p.backlog, py::arg("in_flight") = p.in_flight,
+             py::arg("handoff_lag") = p.handoff_lag));
   }
-  return Types().attr("AgentStats")(
-      py::arg("owned") = owned, py::arg("published") = s.published,
-      py::arg("received") = s.received, py::arg("duplicates") = s.duplicates,
-      py::arg("completions_published") = s.completions_published,
-      py::arg("coordinator") = s.coordinator);
+  return Make("AgentStats", py::arg("owned") = owned,
+              py::arg("published") = s.published,
+              py::arg("received") = s.received,
+              py::arg("duplicates") = s.duplicates,
+              py::arg("completions_published") = s.completions_published,
+              py::arg("coordinator") = s.coordinator);
 }
 
-}  // namespace
-
-PYBIND11_MODULE(_hq_fleet, m) {
-  m.doc() = "hq's fleet (include/hq/fleet.h); use it through hq.fleet.";
+void BindFleet(py::module_& m) {
   // hq.Task, the type of FleetTask.task, is hq._hq's.
   py::module_::import("hq._hq");
   py::module_::import("atexit").attr("register")(py::cpp_function([] {
@@ -439,12 +302,8 @@ PYBIND11_MODULE(_hq_fleet, m) {
             }
             o.task_lease = ToDuration(task_lease, "task_lease");
             o.max_attempts = max_attempts;
-            absl::StatusOr<std::unique_ptr<Agent>> agent;
-            {
-              py::gil_scoped_release release;
-              agent = Agent::Open(o);
-            }
-            auto h = std::make_shared<AgentHandle>(Check(std::move(agent)));
+            auto h = std::make_shared<AgentHandle>(
+                Call([&] { return Agent::Open(o); }));
             OpenAgents().push_back(h);
             return PyAgent{std::move(h)};
           },
@@ -476,7 +335,7 @@ PYBIND11_MODULE(_hq_fleet, m) {
             hq::fleet::Url u{.url = Bytes(url, "url"),
                              .payload = Bytes(payload, "payload"),
                              .priority = priority};
-            Call(*a.h, [&](Agent* agent) { return agent->Put(u); });
+            Call(*a.h, [&] { return a.h->agent()->Put(u); });
           },
           py::arg("url"), py::arg("payload") = py::bytes(),
           py::arg("priority") = 0,
@@ -487,7 +346,7 @@ PYBIND11_MODULE(_hq_fleet, m) {
           [](PyAgent& a, const py::iterable& urls) {
             std::vector<hq::fleet::Url> list;
             for (py::handle item : urls) list.push_back(ToUrl(item));
-            Call(*a.h, [&](Agent* agent) { return agent->PutBatch(list); });
+            Call(*a.h, [&] { return a.h->agent()->PutBatch(list); });
           },
           py::arg("urls"),
           "put for every URL (a str, or a (url, payload, priority) tuple).")
@@ -498,16 +357,11 @@ PYBIND11_MODULE(_hq_fleet, m) {
             hq::ClaimOptions o;
             o.max = max;
             if (lease) o.lease = ToDuration(*lease, "lease");
-            const absl::Time deadline = absl::Now() + ToDuration(wait, "wait");
-            for (;;) {
-              const absl::Duration left =
-                  std::max(deadline - absl::Now(), absl::ZeroDuration());
-              o.wait = std::min(left, kWaitSlice);
-              std::vector<FleetTask> tasks =
-                  Call(*a.h, [&](Agent* agent) { return agent->Claim(o); });
-              if (!tasks.empty() || left <= kWaitSlice) return tasks;
-              if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-            }
+            return ClaimWaiting(*a.h, ToDuration(wait, "wait"),
+                                [&](absl::Duration slice) {
+                                  o.wait = slice;
+                                  return a.h->agent()->Claim(o);
+                                });
           },
           py::arg("max") = 1, py::kw_only(), py::arg("lease") = py::none(),
           py::arg("wait") = 0.0,
@@ -518,7 +372,7 @@ PYBIND11_MODULE(_hq_fleet, m) {
           "complete",
           [](PyAgent& a, py::handle tasks) {
             std::vector<FleetTask> list = TaskList(tasks);
-            Call(*a.h, [&](Agent* agent) { return agent->Complete(list); });
+            Call(*a.h, [&] { return a.h->agent()->Complete(list); });
           },
           py::arg("tasks"),
           "Completes tasks (a list, or one) and publishes them as completed.")
@@ -526,14 +380,14 @@ PYBIND11_MODULE(_hq_fleet, m) {
           "release",
           [](PyAgent& a, FleetTask t, double retry_after) {
             const absl::Duration d = ToDuration(retry_after, "retry_after");
-            Call(*a.h, [&](Agent* agent) { return agent->Release(t, d); });
+            Call(*a.h, [&] { return a.h->agent()->Release(t, d); });
           },
           py::arg("task"), py::arg("retry_after") = 0.0,
           "Gives a task back, to come again after `retry_after` seconds.")
       .def(
           "reject",
           [](PyAgent& a, FleetTask t) {
-            Call(*a.h, [&](Agent* agent) { return agent->Reject(t); });
+            Call(*a.h, [&] { return a.h->agent()->Reject(t); });
           },
           py::arg("task"), "Dead-letters a held task at once.")
       .def(
@@ -541,7 +395,7 @@ PYBIND11_MODULE(_hq_fleet, m) {
           [](PyAgent& a, FleetTask& t, double lease) {
             const absl::Duration d = ToDuration(lease, "lease");
             FleetTask copy = t;
-            Call(*a.h, [&](Agent* agent) { return agent->Extend(&copy, d); });
+            Call(*a.h, [&] { return a.h->agent()->Extend(&copy, d); });
             t = std::move(copy);
           },
           py::arg("task"), py::arg("lease"),
@@ -550,16 +404,21 @@ PYBIND11_MODULE(_hq_fleet, m) {
       .def(
           "stats",
           [](PyAgent& a) {
-            return StatsToPy(
-                Call(*a.h, [](Agent* agent) { return agent->Stats(); }));
+            return StatsToPy(Call(*a.h, [&] { return a.h->agent()->Stats(); }));
           },
           "The partitions this agent owns and its hand-off counters "
           "(hq.fleet.AgentStats).")
       .def(
           "leave",
-          [](PyAgent& a) {
-            Call(*a.h, [](Agent* agent) { return agent->Leave(); });
-          },
+          [](PyAgent& a) { Call(*a.h, [&] { return a.h->agent()->Leave(); }); },
           "Leaves the fleet at once: its partitions move without the grace "
           "period. Later calls but close raise FailedPrecondition.");
+}
+
+}  // namespace
+}  // namespace hq::python
+
+PYBIND11_MODULE(_hq_fleet, m) {
+  m.doc() = "hq's fleet (include/hq/fleet.h); use it through hq.fleet.";
+  hq::python::BindFleet(m);
 }
