@@ -157,7 +157,6 @@ import os
 import pickle
 import shutil
 import tempfile
-import time
 import weakref
 from typing import Any, Optional
 
@@ -315,6 +314,7 @@ class Scheduler:
     def from_crawler(cls, crawler):
         s = crawler.settings
         if cls is Scheduler and _fleet_settings(s) is not None:
+            from hq._scrapy_fleet import FleetScheduler
             cls = FleetScheduler
         return cls(crawler, _db_dir(s), s.getfloat("HQ_LEASE", 3600.0),
                    s.getint("HQ_MAX_ATTEMPTS", 5), s.getint("HQ_PRIORITIES", 32),
@@ -645,18 +645,24 @@ class Scheduler:
         reject = id(request) in self._reject
         self._reject.discard(id(request))
         task = self._tasks.pop(request, None)
-        if task is None or self.db is None:
+        consumer = self._consumer()
+        if task is None or consumer is None:
             return
         try:
             if reject:
-                self.group.reject(task)
+                consumer.reject(task)
                 self._inc("hq/rejected")
             else:
-                self.group.complete(task)
+                consumer.complete(task)
         except hq.FailedPrecondition as e:
-            # Its lease expired and it was handed out again: that delivery
-            # completes it.
+            # Its lease expired and it was handed out again (in fleet mode,
+            # or its partition moved): that delivery completes it.
             logger.debug("hq.scrapy: %s: %s", request, e)
+
+    def _consumer(self):
+        """What completes and rejects the tasks: the group, or None once
+        closed."""
+        return self.group if self.db is not None else None
 
     def _topic(self, request) -> str:
         _, httpobj, _ = _import_scrapy()
@@ -682,11 +688,10 @@ def dead_letters(jobdir: str, max: int = 1000):
         return [(d, pickle.loads(d.payload)) for d in group.dead_letters(max)]
 
 
-# ---- Fleet mode
+# ---- Fleet mode: the settings that turn it on, read here by
+# Scheduler.from_crawler; FleetScheduler itself is in hq._scrapy_fleet.
 
 _FLEET_REQUIRED = ("HQ_FLEET_ZOOKEEPER", "HQ_FLEET_NATS", "HQ_FLEET_AGENT")
-# hq.fleet's priorities: 0..7, higher first.
-_FLEET_LEVELS = 8
 
 
 def _fleet_settings(settings) -> Optional[dict]:
@@ -718,274 +723,13 @@ def _fleet_settings(settings) -> Optional[dict]:
     )
 
 
-class FleetScheduler(Scheduler):
-    """Scheduler's fleet mode (HQ_FLEET_*, see this module's docstring):
-    requests go through an hq.fleet.Agent instead of a local queue.
-    Scheduler.from_crawler makes one when the fleet settings are set."""
+def __getattr__(name: str):
+    # FleetScheduler (fleet mode) is hq._scrapy_fleet's, loaded on first use.
+    if name == "FleetScheduler":
+        from hq._scrapy_fleet import FleetScheduler
+        return FleetScheduler
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-    def __init__(self, crawler, *args, **kwargs):
-        super().__init__(crawler, *args, **kwargs)
-        self.fleet = _fleet_settings(crawler.settings)
-        self.agent = None
-        self._claimed = []  # Claimed tasks not yet handed out, in order.
-        self._idle_since = None  # time.monotonic() the agent went idle.
-        self._pending_at = 0.0  # When _fleet_pending last asked the agent.
-        self._opened_at = 0.0  # When open joined the fleet.
 
-    # ---- BaseScheduler
-
-    def open(self, spider):
-        import hq.fleet
-        self.spider = spider
-        f = self.fleet
-        if self.host_pacing_settings:
-            raise ValueError("HQ_HOST_PACING is not supported in fleet mode: "
-                             "pacing is per site, HQ_HOST_MAX_IN_FLIGHT "
-                             "and HQ_HOST_INTERVAL for every site")
-        if self.max_attempts < 1:
-            raise ValueError(f"HQ_MAX_ATTEMPTS is {self.max_attempts}; it "
-                             "must be at least 1")
-        if not f["poll"] > 0:
-            raise ValueError(f"HQ_FLEET_POLL is {f['poll']}; it must be "
-                             "above 0")
-        if f["claim_batch"] < 1:
-            raise ValueError(f"HQ_FLEET_CLAIM_BATCH is {f['claim_batch']}; "
-                             "it must be at least 1")
-        path = self.db_dir
-        if path is None:
-            self._temp_dir = tempfile.mkdtemp(prefix="hq-scrapy-")
-            path = self._temp_dir
-            logger.warning("hq.scrapy: no JOBDIR or HQ_DIR: the fleet "
-                           "agent's Db is %s for this run only", path)
-        else:
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        pacing = None
-        if self.host_max_in_flight or self.host_interval:
-            pacing = hq.TopicPacing(max_in_flight=self.host_max_in_flight,
-                                    interval=self.host_interval)
-        self.agent = hq.fleet.Agent.open(
-            f["agent_id"], path, f["zookeeper"], f["nats"], fleet=f["fleet"],
-            partitions=f["partitions"], replicas=f["replicas"],
-            session_timeout=f["session_timeout"], grace=f["grace"],
-            ownership_lease=f["ownership_lease"], task_lease=f["task_lease"],
-            max_attempts=self.max_attempts, pacing=pacing,
-            site_of=f["site_of"])
-        self._idle_since = None
-        self._opened_at = time.monotonic()
-        self._pending_at = self._opened_at - f["poll"]
-        logger.info("hq.scrapy: fleet %s: agent %s joined (Db %s)",
-                    f["fleet"], f["agent_id"], path)
-
-    def close(self, reason):
-        if self.agent is None:
-            return
-        try:
-            if self._wake_call is not None and self._wake_call.active():
-                self._wake_call.cancel()
-            # Claimed but never handed to the engine: given back now rather
-            # than when their leases run out.
-            if self._peeked is not None:
-                task = self._tasks.pop(self._peeked, None)
-                if task is not None:
-                    self._claimed.insert(0, task)
-                self._peeked = None
-            for task in self._claimed:
-                self.agent.release(task)
-            self._claimed = []
-            if reason == "finished":
-                # Idle (HQ_FLEET_IDLE_CLOSE): the partitions go to the
-                # agents still crawling at once.
-                self.agent.leave()
-        finally:
-            self.agent.close()
-            self.agent = None
-            if self._temp_dir:
-                shutil.rmtree(self._temp_dir, ignore_errors=True)
-
-    def has_pending_requests(self) -> bool:
-        if self._peeked is not None or self._memory:
-            return True
-        self._peeked = self._claim()
-        if self._peeked is not None:
-            return True
-        return self._fleet_pending()
-
-    def __len__(self) -> int:
-        return (len(self._memory) + len(self._claimed) +
-                (self._peeked is not None))
-
-    def enqueue_request(self, request) -> bool:
-        parent = self._parent_of(request)
-        self._unwrap(request)
-        if parent is not None and parent.url == request.url:
-            # A retry (RetryMiddleware's copy of a claimed request): the
-            # URL is stored already, so the claimed task is given back, to
-            # come again as its next attempt (dead-lettered after
-            # HQ_MAX_ATTEMPTS).
-            task = self._tasks.pop(parent, None)
-            if task is not None:
-                self.agent.release(task)
-            self._inc("hq/fleet/retried")
-            return True
-        try:
-            payload = pickle.dumps(request.to_dict(spider=self.spider),
-                                   protocol=4)
-        except Exception as e:
-            self._inc("scheduler/unserializable")
-            logger.warning("hq.scrapy: cannot serialize %s (%s): kept in "
-                           "memory, lost if the process dies", request, e)
-            heapq.heappush(self._memory,
-                           (-request.priority, next(self._counter), request))
-            self._finish_parent(parent)
-            return True
-        try:
-            self.agent.put(request.url, payload,
-                           priority=self._level(request.priority))
-        except hq.InvalidArgument as e:
-            # A URL the fleet cannot take (no host, over 1024 bytes).
-            self._inc("hq/fleet/invalid_url")
-            logger.warning("hq.scrapy: dropped %s: %s", request, e)
-            self._finish_parent(parent)
-            return False
-        except (hq.Unavailable, hq.DeadlineExceeded) as e:
-            # NATS did not acknowledge it: crawled here from memory, so
-            # that the request that found it can complete.
-            self._inc("hq/fleet/unpublished")
-            logger.warning("hq.scrapy: could not put %s (%s): kept in "
-                           "memory, lost if the process dies", request, e)
-            heapq.heappush(self._memory,
-                           (-request.priority, next(self._counter), request))
-            self._finish_parent(parent)
-            return True
-        self._finish_parent(parent)
-        self._idle_since = None
-        self._inc("scheduler/enqueued/fleet")
-        self._inc("scheduler/enqueued")
-        return True
-
-    def next_request(self):
-        if self._memory:
-            self._inc("scheduler/dequeued/memory")
-            self._inc("scheduler/dequeued")
-            return heapq.heappop(self._memory)[2]
-        request = self._peeked or self._claim()
-        self._peeked = None
-        if request is not None:
-            self._inc("scheduler/dequeued/fleet")
-            self._inc("scheduler/dequeued")
-        else:
-            self._wake_engine()
-        return request
-
-    # ---- Host pacing: per site, from the settings only.
-
-    def set_host_pacing(self, host, max_in_flight=0, interval=0.0):
-        raise NotImplementedError(
-            "hq.scrapy fleet mode paces every site alike "
-            "(HQ_HOST_MAX_IN_FLIGHT, HQ_HOST_INTERVAL)")
-
-    def host_pacing(self, host):
-        return None
-
-    def clear_host_pacing(self, host):
-        raise NotImplementedError(
-            "hq.scrapy fleet mode has no per-host pacing")
-
-    # ---- Internals
-
-    def _claim(self):
-        req_util, _, _ = _import_scrapy()
-        while True:
-            if not self._claimed:
-                self._claimed = self.agent.claim(self.fleet["claim_batch"])
-                if not self._claimed:
-                    return None
-            task = self._claimed.pop(0)
-            if task.valid_until is not None and time.time() >= task.valid_until:
-                # Its fetch may no longer start: the partition may have
-                # moved.
-                self.agent.release(task)
-                continue
-            try:
-                request = req_util.request_from_dict(
-                    pickle.loads(task.payload), spider=self.spider)
-            except Exception as e:
-                logger.error("hq.scrapy: cannot load a stored request (%s)", e)
-                self.agent.release(task, 60.0)
-                continue
-            if task.attempt > 1:
-                self._inc("hq/redelivered")
-            self._idle_since = None
-            self._tasks[request] = task
-            request.callback = _Done(self, request, request.callback, False)
-            request.errback = _Done(self, request, request.errback, True)
-            return request
-
-    def _hook_downloader(self):
-        pass  # Attempts are hand-outs in fleet mode.
-
-    def _on_send(self, request):
-        pass
-
-    def _fleet_pending(self) -> bool:
-        """Whether the crawl may still get work here: a request of this
-        process in flight, or an owned partition not yet served or with
-        URLs stored, in flight or not yet stored; else, with
-        HQ_FLEET_IDLE_CLOSE, whether this process has been idle for less
-        than that (without it, always: a fleet process runs until
-        stopped). An agent that owns no partition (more processes than
-        partitions) counts as busy for its first session timeout only."""
-        now = time.monotonic()
-        if now - self._pending_at >= self.fleet["poll"]:
-            self._pending_at = now
-            busy = bool(self._tasks)
-            if not busy:
-                st = self.agent.stats()
-                joining = (now - self._opened_at <
-                           self.fleet["session_timeout"])
-                busy = (not st.owned and joining) or any(
-                    not p.serving or p.backlog or p.in_flight or
-                    p.handoff_lag for p in st.owned)
-            if busy:
-                self._idle_since = None
-            elif self._idle_since is None:
-                self._idle_since = now
-        idle_close = self.fleet["idle_close"]
-        if idle_close <= 0 or self._idle_since is None:
-            return True
-        return now - self._idle_since < idle_close
-
-    def _wake_engine(self):
-        """Asks the engine for the next request again in HQ_FLEET_POLL
-        seconds: work comes from other processes too, and the engine
-        otherwise asks only at its heartbeat (5 s)."""
-        slot = getattr(getattr(self.crawler, "engine", None), "slot", None)
-        if slot is None or (self._wake_call is not None and
-                            self._wake_call.active()):
-            return
-        from twisted.internet import reactor
-        self._wake_call = reactor.callLater(self.fleet["poll"],
-                                            slot.nextcall.schedule)
-
-    def _finish(self, request):
-        if request is None:
-            return
-        self._in_callback.discard(id(request))
-        reject = id(request) in self._reject
-        self._reject.discard(id(request))
-        task = self._tasks.pop(request, None)
-        if task is None or self.agent is None:
-            return
-        try:
-            if reject:
-                self.agent.reject(task)
-                self._inc("hq/rejected")
-            else:
-                self.agent.complete(task)
-        except hq.FailedPrecondition as e:
-            # Its lease expired, or its partition moved: another delivery
-            # completes it.
-            logger.debug("hq.scrapy: %s: %s", request, e)
-
-    def _level(self, priority: int) -> int:
-        return min(max(priority + _FLEET_LEVELS // 2, 0), _FLEET_LEVELS - 1)
+def __dir__():
+    return sorted([*globals(), "FleetScheduler"])
