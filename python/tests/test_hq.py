@@ -86,7 +86,7 @@ def test_exception_hierarchy():
 
 
 def test_every_status_code_raises_its_exception():
-    # Through the binding's own mapping (Raise in _hq.cc): each of absl's
+    # Through the binding's own mapping (Raise in bind.cc): each of absl's
     # codes, by absl's name for it, raises the class whose `code` is that
     # name, with the message.
     errors = [getattr(hq, n) for n in hq.__all__
