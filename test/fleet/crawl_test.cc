@@ -544,12 +544,13 @@ TEST_CASE("crawl rates and failover", "[.bench]") {
 }
 
 // Faults at random, every few seconds, over a long crawl
-// (HQ_FLEET_CHAOS_PAGES pages, default 30000): kill -9 and restart, kill
-// for good and a new agent, SIGSTOP for up to 10 s, a ZooKeeper node or a
-// nats-server killed for 3 s. The crawl's checks hold at the end.
+// (HQ_FLEET_CHAOS_PAGES pages, default 150000: about 5 minutes here): kill -9
+// and restart, kill for good and a new agent, SIGSTOP for up to 10 s, a
+// ZooKeeper node or a nats-server killed for 3 s. The crawl's checks hold at
+// the end.
 TEST_CASE("chaos", "[.chaos]") {
   const char* pages_env = std::getenv("HQ_FLEET_CHAOS_PAGES");
-  Crawl::Shape shape{.pages = pages_env ? std::atoi(pages_env) : 30000,
+  Crawl::Shape shape{.pages = pages_env ? std::atoi(pages_env) : 150000,
                      .sites = 128};
   Crawl crawl("chaos", shape);
   std::vector<std::string> live = {"a0", "a1", "a2", "a3"};
@@ -559,10 +560,12 @@ TEST_CASE("chaos", "[.chaos]") {
   std::mt19937_64 rng(test::Seed(39));
   std::map<std::string, int> faults;
   int next_agent = 4;
+  const absl::Time end = absl::Now() + absl::Hours(1);
   for (;;) {
     int rc;
     Report now = crawl.Check(&rc);
     if (rc != 3) break;
+    REQUIRE(absl::Now() < end);
     const std::string victim = live[rng() % live.size()];
     switch (rng() % 5) {
       case 0:
