@@ -41,7 +41,7 @@
 #include "catch2/catch.hpp"
 #include "hq/hq.h"
 #include "leveldb/db.h"
-#include "lib/admin/live_status.h"
+#include "lib/format/live_status.h"
 #include "lib/engine/queue_impl.h"
 #include "lib/format/format.h"
 #include "lib/format/layout_codec.h"

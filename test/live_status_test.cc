@@ -1,11 +1,11 @@
 // Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
 //
-// The live status file (lib/admin/live_status.h, Options::status_interval):
+// The live status file (lib/format/live_status.h, Options::status_interval):
 // its encoding, checked on every read, and what an open Db publishes: its
 // groups' tasks in flight with their leases, rates, pending tasks and
 // subscription lag, on the Db's clock, removed at a clean close.
 
-#include "lib/admin/live_status.h"
+#include "lib/format/live_status.h"
 
 #include <unistd.h>
 

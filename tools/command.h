@@ -23,7 +23,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "hq/hq.h"
-#include "lib/admin/live_status.h"
+#include "lib/format/live_status.h"
 #include "tools/output.h"
 
 namespace hq::tool {

@@ -2,7 +2,7 @@
 //
 // HQ_EXPORT marks what a shared libhq exports: the public classes and free
 // functions of include/hq/, and the decoder of the live status file
-// (lib/admin/live_status.h), which the installed hq tool links from
+// (lib/format/live_status.h), which the installed hq tool links from
 // libhq.so and which no installed header declares. The library is compiled
 // with -fvisibility=hidden (and hidden inline functions), so everything
 // else, lib/ included, stays inside libhq.so. A static libhq.a is

@@ -1,6 +1,6 @@
 // Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
 //
-// Publishing the live status file (lib/admin/live_status.h): what each
+// Publishing the live status file (lib/format/live_status.h): what each
 // queue contributes (QueueImpl::CollectLiveStatus) and the janitor's
 // publication (DbImpl::PublishStatus, DbImpl::RemoveStatusFile).
 
@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "leveldb/env.h"
-#include "lib/admin/live_status.h"
+#include "lib/format/live_status.h"
 #include "lib/consume/group_impl.h"
 #include "lib/consume/subscription_impl.h"
 #include "lib/engine/db_impl.h"

@@ -16,7 +16,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "hq/queue.h"
 #include "leveldb/iterator.h"
-#include "lib/admin/live_status.h"
+#include "lib/format/live_status.h"
 #include "lib/format/format.h"
 #include "lib/format/layout_codec.h"
 #include "lib/util/sync.h"

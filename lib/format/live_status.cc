@@ -1,6 +1,6 @@
 // Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
 
-#include "lib/admin/live_status.h"
+#include "lib/format/live_status.h"
 
 #include <cmath>
 

@@ -11,8 +11,8 @@
 // synced (it describes memory, and a crash makes it stale, which its pid and
 // time say). Decode checks its magic, version, checksum and every field.
 
-#ifndef HQ_LIB_ADMIN_LIVE_STATUS_H_
-#define HQ_LIB_ADMIN_LIVE_STATUS_H_
+#ifndef HQ_LIB_FORMAT_LIVE_STATUS_H_
+#define HQ_LIB_FORMAT_LIVE_STATUS_H_
 
 #include <cstdint>
 #include <string>
@@ -88,4 +88,4 @@ HQ_EXPORT absl::StatusOr<LiveStatus> DecodeLiveStatus(std::string_view data);
 
 }  // namespace hq
 
-#endif  // HQ_LIB_ADMIN_LIVE_STATUS_H_
+#endif  // HQ_LIB_FORMAT_LIVE_STATUS_H_
