@@ -181,6 +181,21 @@ struct GroupOptions {
   size_t max_active_lanes = 131072;
 };
 
+// Options of Queue::DeleteGroup.
+struct DeleteGroupOptions {
+  // Delete the group even while tasks it handed out in this process are in
+  // flight (under a lease): their holders' later Complete, Release,
+  // Reject and Extend fail with NotFound. false: FailedPrecondition while
+  // any is. Tasks that were in flight when an earlier process stopped are
+  // held by no one and never block a delete. Default: false.
+  bool force = false;
+  // Keep the group's dead-letter queue ("<queue>.dead.<group>") as an
+  // ordinary queue, with its messages, instead of dropping it. While it
+  // exists, creating a group of the same name fails with AlreadyExists
+  // (Queue::Group): drop or drain it first. Default: false.
+  bool keep_dead_letters = false;
+};
+
 // Options of ConsumerGroup::Claim.
 struct ClaimOptions {
   // Hand out at most this many tasks. Default: 1. Limits: 1..10000.
@@ -341,7 +356,8 @@ struct ConsumerInfo {
 
 // A durable, named consumer group of one queue. Obtained from Queue::Group;
 // owned by the Db: valid until the Db is destroyed (after the queue is
-// dropped, every call fails with NotFound).
+// dropped or the group deleted by Queue::DeleteGroup, every call fails with
+// NotFound; a group created again under the name is another object).
 //
 // Crash safety. Claim, Complete, Release and dead-lettering each write one
 // LevelDB batch (with Options::sync_writes). After a crash or a reopen,

@@ -161,6 +161,41 @@ class HQ_EXPORT Queue {
   // The names of the queue's groups, in byte order.
   virtual absl::StatusOr<std::vector<std::string>> ListGroups() = 0;
 
+  // Deletes the consumer group `name` and all its state: cursors, task
+  // records, topic pacing, its position in the lane activity index, claim
+  // and park records, its dead letters' records and (unless
+  // options.keep_dead_letters) its dead-letter queue. A later Group(name)
+  // creates a new group, which starts afresh from GroupOptions::start.
+  //
+  // It first writes, in one synced batch, a tombstone with the removal of
+  // the group's record: from then on ListGroups and InspectGroup no longer
+  // see the group, its ConsumerGroup handle fails every call with NotFound
+  // and Group(name) fails with NotFound until the delete has finished.
+  // Then it deletes the records in batches of 1000 keys (the time of a
+  // delete grows with the records, not with the queue's messages). If the
+  // process dies part-way, the next Db::Open finishes the delete before it
+  // returns.
+  //
+  // Concurrent calls. The delete takes the group's lock: a claim in
+  // progress finishes first (a Claim that began before the delete may
+  // still return the tasks it handed out before), claims waiting
+  // (ClaimOptions::wait) return NotFound, and every call that begins after
+  // the tombstone fails with NotFound. Other groups are not affected.
+  //
+  // When the queue is left with no consumer group and no subscription,
+  // its writes stop adding to the lane activity index (doc/format.md), and
+  // the next sweep trims the index.
+  //
+  // Errors: InvalidArgument (not a valid group name); NotFound (no such
+  // group, or it is being deleted, or the queue was dropped);
+  // FailedPrecondition (tasks of the group are in flight in this process
+  // and not options.force; the Db is closing or refuses writes after a
+  // failed one); Internal (storage). An error with ErrorDetail::kDropDurable
+  // (hq/status.h) means the tombstone is written (the group is gone) but
+  // deleting its records failed: the next Open finishes it.
+  virtual absl::Status DeleteGroup(std::string_view name,
+                                   const DeleteGroupOptions& options = {}) = 0;
+
   // Starts delivering the queue's messages to `listener` (not owned; it
   // must outlive the subscription: until Unsubscribe or the Db's
   // destruction) under the durable subscription options.name (see
@@ -177,11 +212,20 @@ class HQ_EXPORT Queue {
 
   // Stops the subscription `name` if it is live (waiting for a listener
   // call in progress to return) and deletes its state: a later Subscribe
-  // with the name starts anew. Errors: InvalidArgument (not a valid
-  // subscription name); NotFound (no such subscription);
-  // FailedPrecondition (called from a listener of that subscription, which
-  // would wait for itself, or while another Unsubscribe of it runs).
+  // with the name starts anew. As DeleteGroup, it writes a tombstone in
+  // place of the subscription's record (one synced write), then deletes
+  // its checkpoints and lane index position in batches of 1000 keys; a
+  // delete a crash interrupted is finished by the next Db::Open. A `topic`
+  // layout queue left with no consumer stops writing its lane activity
+  // index. Errors: InvalidArgument (not a valid subscription name);
+  // NotFound (no such subscription); FailedPrecondition (called from a
+  // listener of that subscription, which would wait for itself, or while
+  // another Unsubscribe of it runs); Internal (storage; with
+  // ErrorDetail::kDropDurable once the tombstone is written: the next Open
+  // finishes the delete).
   virtual absl::Status Unsubscribe(std::string_view name) = 0;
+  // The same as Unsubscribe (named as DeleteGroup is).
+  virtual absl::Status DeleteSubscription(std::string_view name) = 0;
 
   // The names of the queue's subscriptions (live or not), in byte order.
   virtual absl::StatusOr<std::vector<std::string>> ListSubscriptions() = 0;

@@ -26,7 +26,8 @@ enum class ErrorDetail {
   kDbLocked = 1,
   // Db::DropQueue failed after the drop itself was done and durable: the
   // queue is gone, but deleting its data (or dropping its dead-letter
-  // queues) failed; the next Open finishes it.
+  // queues) failed; the next Open finishes it. The same for
+  // Queue::DeleteGroup and Queue::DeleteSubscription after their tombstone.
   kDropDurable = 2,
 };
 

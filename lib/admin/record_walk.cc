@@ -89,8 +89,29 @@ absl::Status RecordWalker::ReadDropMarkers() {
       facts_.max_queue_id = std::max(facts_.max_queue_id, id);
     }
   }
+  if (!options_.past_damage) {
+    HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), options_.reading_drops));
+  }
+  const std::string deletes = format::DeletePrefix();
+  for (it->Seek(deletes); it->Valid() && View(it->key()).starts_with(deletes);
+       it->Next()) {
+    const std::string_view key = View(it->key());
+    if (key.size() == format::kGroupRecordPrefixSize) {
+      const uint32_t id = coding::DecodeFixed32(key.data() + 5);
+      deleting_.insert(uint64_t{coding::DecodeFixed32(key.data() + 1)} << 32 |
+                       id);
+      facts_.max_group_id = std::max(facts_.max_group_id, id);
+    }
+  }
   if (options_.past_damage) return absl::OkStatus();
   return FromLevelDb(it->status(), options_.reading_drops);
+}
+
+bool RecordWalker::OfDeletedConsumer() const {
+  if (key_.size() < format::kGroupRecordPrefixSize) return false;
+  return deleting_.contains(uint64_t{coding::DecodeFixed32(key_.data() + 1)}
+                                << 32 |
+                            coding::DecodeFixed32(key_.data() + 5));
 }
 
 // ---- Findings.
@@ -172,6 +193,8 @@ void RecordWalker::Check() {
       return CheckPark();
     case format::kClaimTag:
       return CheckClaim();
+    case format::kDeleteTag:
+      return CheckDelete();
     default:
       Reject(absl::StrFormat("unknown record tag 0x%02x",
                              static_cast<unsigned char>(key_[0])));
@@ -270,6 +293,20 @@ void RecordWalker::CheckDrop() {
         absl::StrFormat("drop marker of queue id %d at or above "
                         "next_queue_id %d",
                         id, facts_.next_queue_id));
+  }
+}
+
+void RecordWalker::CheckDelete() {
+  // ReadDropMarkers read the well-formed keys.
+  WalkQueue* q =
+      QueueOf("consumer delete tombstone", format::kGroupRecordPrefixSize);
+  if (q == nullptr) return;
+  if (key_.size() != format::kGroupRecordPrefixSize) {
+    return (void)Reject("malformed consumer delete tombstone key");
+  }
+  format::DeleteValue v;
+  if (!format::DecodeDelete(value_, &v)) {
+    Reject("malformed consumer delete tombstone value");
   }
 }
 
@@ -588,6 +625,7 @@ void RecordWalker::CheckSource() {
         "delivered again)");
   }
   if (!q->groups.contains(id) && !q->subs.contains(id)) {
+    if (OfDeletedConsumer()) return;
     return (void)Reject(absl::StrFormat(
         "lane source position of consumer id %d, which queue '%s' does not "
         "have",
@@ -727,6 +765,7 @@ WalkQueue* RecordWalker::OwnerOf(std::string_view kind, bool of_group) {
   if (q == nullptr) return nullptr;
   const uint32_t id = coding::DecodeFixed32(key_.data() + 5);
   if (!(of_group ? q->groups : q->subs).contains(id)) {
+    if (OfDeletedConsumer()) return nullptr;
     Reject(absl::StrFormat("%s of %s id %d, which queue '%s' does not have",
                            kind, of_group ? "group" : "subscription", id,
                            q->name));

@@ -152,6 +152,8 @@ class RecordWalker {
 
  private:
   leveldb::Iterator* NewIterator();
+  // Reads the drop markers and the consumer delete tombstones: the records
+  // they leave behind are leftovers, not problems.
   absl::Status ReadDropMarkers();
 
   // Hands a finding on the current record to the policy (true: it stays).
@@ -186,6 +188,11 @@ class RecordWalker {
   void CheckHint();
   void CheckSource();
   void CheckPace();
+  // A consumer delete tombstone (doc/format.md, "Consumer deletes").
+  void CheckDelete();
+  // Whether the current key (tag queue_id consumer_id ...) is a record of
+  // a consumer being deleted.
+  bool OfDeletedConsumer() const;
   void CheckMessage();
   void CheckMessageRecord(const WalkQueue& q, uint32_t partition,
                           std::string_view rest, bool head);
@@ -212,7 +219,9 @@ class RecordWalker {
   std::unique_ptr<leveldb::Iterator> lane_it_;  // For LaneEnd.
   std::string_view key_, value_;                // The current record.
   WalkFacts facts_;
-  absl::flat_hash_set<uint32_t> dropping_;   // Queues being dropped.
+  absl::flat_hash_set<uint32_t> dropping_;  // Queues being dropped.
+  // Consumers being deleted: queue_id << 32 | consumer_id.
+  absl::flat_hash_set<uint64_t> deleting_;
   absl::flat_hash_set<uint32_t> group_ids_;  // Groups and subscriptions.
   // Queues a hint of which the policy did not keep.
   absl::flat_hash_set<uint32_t> hints_lost_;

@@ -249,7 +249,7 @@ absl::StatusOr<std::vector<Task>> GroupImpl::Claim(const ClaimOptions& o) {
     const absl::Time now = db_->clock()->Now();
     if (!out.empty() || now >= deadline || left) return out;
     if (db_->IsClosing()) return db_->ClosingError();
-    if (queue_->dropped()) return queue_->DroppedError();
+    HQ_RETURN_IF_ERROR(Gone());
     // Sleep until a write notes a lane, a lease expires, a task is released,
     // the Db closes, or (timers on the Db's clock) the earliest redelivery
     // falls due or the wait ends. No polling.

@@ -228,9 +228,35 @@ const std::string& GroupImpl::ScratchCursorKey(std::string_view lane_prefix) {
   return key_scratch_;
 }
 
-absl::Status GroupImpl::Usable() {
+absl::Status GroupImpl::Gone() const {
   if (queue_->dropped()) return queue_->DroppedError();
+  if (deleted_.load()) {
+    return absl::NotFoundError(absl::StrCat("consumer group '", name_,
+                                            "' of queue '", queue_->name(),
+                                            "' was deleted"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GroupImpl::Usable() {
+  HQ_RETURN_IF_ERROR(Gone());
   return broken_;
+}
+
+absl::Status GroupImpl::BeginDelete(bool force,
+                                    absl::FunctionRef<absl::Status()> write) {
+  MutexLock l(&mu_);
+  HQ_RETURN_IF_ERROR(Gone());
+  if (in_flight_ > 0 && !force) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "consumer group '", name_, "' of queue '", queue_->name(), "' has ",
+        in_flight_,
+        " task(s) in flight: complete or release them first, or delete with "
+        "DeleteGroupOptions::force"));
+  }
+  HQ_RETURN_IF_ERROR(write());
+  deleted_.store(true);
+  return absl::OkStatus();
 }
 
 absl::Status GroupImpl::Fail(absl::Status s) {

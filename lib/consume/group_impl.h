@@ -110,9 +110,16 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   void SetOptions(const GroupOptions& options);
   // From the write path: `lane_prefix` (a message lane prefix) was written.
   void NoteLaneWritten(std::string_view lane_prefix) override;
-  // Wakes blocked claims (they return if the Db is closing or the queue
-  // was dropped).
+  // Wakes blocked claims (they return if the Db is closing, the queue
+  // was dropped or the group deleted).
   void WakeWaiters();
+  // Queue::DeleteGroup: under the group's lock (no call of the group runs),
+  // fails with FailedPrecondition if tasks are in flight and not `force`,
+  // else runs `write` (the tombstone) and, if it succeeded, marks the group
+  // deleted: every later call fails with NotFound. NotFound if the queue
+  // was dropped or the group deleted already.
+  absl::Status BeginDelete(bool force, absl::FunctionRef<absl::Status()> write)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Tasks handed out and completed since the group was loaded.
   uint64_t claimed_total() const { return claimed_total_.load(); }
   uint64_t completed_total() const { return completed_total_.load(); }
@@ -272,6 +279,8 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   absl::Status SleepUntilWoken(uint64_t seen, absl::Time wake_at)
       ABSL_LOCKS_EXCLUDED(wait_mu_, mu_);
   absl::Status Usable() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // NotFound if the queue was dropped or the group deleted; else OK.
+  absl::Status Gone() const;
   // Records `s` as the group's sticky error if it is a write failure.
   absl::Status Fail(absl::Status s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status LoadRecords() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -755,6 +764,8 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   CondVar wait_cv_;
   uint64_t wake_seq_ ABSL_GUARDED_BY(wait_mu_) = 0;
   std::atomic<int> waiters_{0};
+  // Set once, by BeginDelete, under mu_.
+  std::atomic<bool> deleted_{false};
   std::atomic<uint64_t> claimed_total_{0};
   std::atomic<uint64_t> completed_total_{0};
   const absl::Time loaded_at_;

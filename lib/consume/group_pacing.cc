@@ -116,7 +116,7 @@ absl::StatusOr<std::optional<TopicPacing>> GroupImpl::GetTopicPacing(
   HQ_RETURN_IF_ERROR(CheckPacingTopic(topic));
   DbImpl::OpScope op(db_);
   HQ_RETURN_IF_ERROR(op.status());
-  if (queue_->dropped()) return queue_->DroppedError();
+  HQ_RETURN_IF_ERROR(Gone());
   return ReadPace(topic);
 }
 
@@ -142,7 +142,7 @@ GroupImpl::ListTopicPacing(size_t max, const std::string* after) {
   }
   DbImpl::OpScope op(db_);
   HQ_RETURN_IF_ERROR(op.status());
-  if (queue_->dropped()) return queue_->DroppedError();
+  HQ_RETURN_IF_ERROR(Gone());
   const std::string prefix = format::PacePrefix(queue_->id(), record_.id);
   std::unique_ptr<leveldb::Iterator> it(
       NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));

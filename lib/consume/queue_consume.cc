@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "hq/status.h"
 #include "lib/consume/consume_options.h"
 #include "lib/consume/group_impl.h"
 #include "lib/consume/scanner_impl.h"
@@ -92,6 +93,11 @@ absl::StatusOr<ConsumerGroup*> QueueImpl::Group(std::string_view name,
     return absl::OkStatus();
   };
   MutexLock l(&groups_mu_);
+  if (deleting_groups_.contains(Av(name))) {
+    return absl::NotFoundError(absl::StrCat("consumer group '", Av(name),
+                                            "' of queue '", name_,
+                                            "' is being deleted"));
+  }
   if (auto it = groups_.find(Av(name)); it != groups_.end()) {
     HQ_RETURN_IF_ERROR(check_fixed(it->second->record()));
     it->second->SetOptions(options);
@@ -314,23 +320,32 @@ absl::Status QueueImpl::Unsubscribe(std::string_view name) {
     s = format::DecodeSubRecord(value, &record);
   }
   if (s.ok()) {
-    leveldb::WriteBatch b;
-    b.Delete(key);
-    b.Delete(format::SourceKey(record_.id, record.id));
-    const std::string prefix = format::GroupRecordPrefix(format::kCheckpointTag,
-                                                         record_.id, record.id);
-    std::unique_ptr<leveldb::Iterator> it(
-        NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
-    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
-         it->Next()) {
-      b.Delete(it->key());
+    // A tombstone in place of its record, then its checkpoints and lane
+    // source position in batches (doc/format.md, "Consumer deletes"); if
+    // it was the queue's last consumer, writes stop adding hints.
+    s = db_->BeginConsumerDelete(this, key, record.id, {});
+    if (s.ok()) {
+      s = db_->FinishConsumerDelete(record_.id, record.id, {});
+      if (!s.ok()) {
+        s = WithErrorDetail(
+            absl::Status(
+                s.code(),
+                absl::StrCat("subscription '", Av(name), "' of queue '", name_,
+                             "' is deleted, but deleting its "
+                             "records failed (the next Open "
+                             "finishes it): ",
+                             s.message())),
+            ErrorDetail::kDropDurable);
+      }
     }
-    s = FromLevelDb(it->status(), "reading checkpoints");
-    if (s.ok()) s = db_->WriteRecords(this, b, db_->default_sync());
   }
   MutexLock l(&subs_mu_);
   unsubscribing_.erase(Av(name));
   return s;
+}
+
+absl::Status QueueImpl::DeleteSubscription(std::string_view name) {
+  return Unsubscribe(name);
 }
 
 void QueueImpl::StopSubscriptions() {

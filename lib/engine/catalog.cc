@@ -187,7 +187,8 @@ absl::Status DbImpl::DeleteQueueData(uint32_t queue_id) {
         format::QueuePrefix(format::kSourceTag, queue_id),
         format::QueuePrefix(format::kPaceTag, queue_id),
         format::QueuePrefix(format::kParkTag, queue_id),
-        format::QueuePrefix(format::kClaimTag, queue_id)}) {
+        format::QueuePrefix(format::kClaimTag, queue_id),
+        format::QueuePrefix(format::kDeleteTag, queue_id)}) {
     std::unique_ptr<leveldb::Iterator> it(
         NewCheckedIterator(db_.get(), CheckedReadOptions()));
     leveldb::WriteBatch b;

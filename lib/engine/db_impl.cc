@@ -128,6 +128,7 @@ absl::Status DbImpl::Init() {
   HQ_RETURN_IF_ERROR(InitFormat());
   HQ_RETURN_IF_ERROR(LoadNextQueueId());
   HQ_RETURN_IF_ERROR(FinishPendingDrops());
+  HQ_RETURN_IF_ERROR(FinishPendingDeletes());
   MutexLock l(&write_mu_);
   opened_ = true;
   return absl::OkStatus();

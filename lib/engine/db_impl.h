@@ -151,6 +151,32 @@ class DbImpl final : public Db {
   // The Db's delivery threads (created at the first call).
   DeliveryPool* delivery_pool();
 
+  // ---- Deleting a consumer group or subscription (doc/format.md,
+  // "Consumer deletes"; lib/engine/consumer_delete.cc).
+
+  // Deletes the record at `record_key` (of consumer `consumer_id` of
+  // `queue`) and writes its tombstone with `value`, in one synced batch.
+  absl::Status BeginConsumerDelete(QueueImpl* queue,
+                                   std::string_view record_key,
+                                   uint32_t consumer_id,
+                                   const format::DeleteValue& value);
+  // Deletes every record of the consumer in batches of 1000 keys, drops
+  // its dead-letter queue if `value` names one that the catalog still has
+  // with that id, then the tombstone. The queue's next write reads again
+  // whether a consumer's source position remains (LoadHasSources).
+  absl::Status FinishConsumerDelete(uint32_t queue_id, uint32_t consumer_id,
+                                    const format::DeleteValue& value);
+  // The queue's next write reads again whether the queue has a consumer's
+  // source position (after one was deleted). Runs in the write pipeline.
+  absl::Status ForgetHasSources(uint32_t queue_id);
+  // Calls `hook` with the batch's number (from 0) before each batch of
+  // deletions FinishConsumerDelete writes; a non-OK status stops the delete
+  // there and is returned, leaving the rest as a crash would (nullptr:
+  // none). REQUIRES: no delete runs.
+  void TEST_SetDeleteBatchHook(std::function<absl::Status(int)> hook) {
+    delete_batch_hook_ = std::move(hook);
+  }
+
   // Registers a call that uses the storage, so that ~DbImpl waits for it.
   // Fails with FailedPrecondition once the Db is closing, and with
   // DamageError() once a background compaction failed, unless
@@ -372,6 +398,8 @@ class DbImpl final : public Db {
            options_.status_interval > absl::ZeroDuration();
   }
   absl::Status FinishPendingDrops();
+  // Finishes every consumer delete whose tombstone remains (at Open).
+  absl::Status FinishPendingDeletes();
   // Wakes the blocked claims of every queue's groups (closing).
   void WakeAllWaiters();
   // Stops every subscription and writes its checkpoints (a clean close).
@@ -460,7 +488,8 @@ class DbImpl final : public Db {
   // Between env_ and table_env_: defers LevelDB's file deletions while a
   // Backup runs (lib/engine/file_pin_env.h).
   std::unique_ptr<FilePinEnv> pin_env_;
-  std::function<void()> backup_hook_;  // TEST_SetBackupHook.
+  std::function<void()> backup_hook_;                   // TEST_SetBackupHook.
+  std::function<absl::Status(int)> delete_batch_hook_;  // TEST_ hook.
   std::unique_ptr<LogSyncEnv> env_;
   // LevelDB's info log (lib/engine/info_log.h); outlives db_.
   std::unique_ptr<InfoLog> info_log_;

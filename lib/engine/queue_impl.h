@@ -60,9 +60,13 @@ class QueueImpl final : public Queue {
   absl::StatusOr<ConsumerGroup*> Group(std::string_view name,
                                        const GroupOptions& options) override;
   absl::StatusOr<std::vector<std::string>> ListGroups() override;
+  // lib/consume/group_delete.cc.
+  absl::Status DeleteGroup(std::string_view name,
+                           const DeleteGroupOptions& options) override;
   absl::StatusOr<Subscription*> Subscribe(const SubscribeOptions& options,
                                           MessageListener* listener) override;
   absl::Status Unsubscribe(std::string_view name) override;
+  absl::Status DeleteSubscription(std::string_view name) override;
   absl::StatusOr<std::vector<std::string>> ListSubscriptions() override;
   // Inspection (lib/admin/inspect.cc).
   absl::StatusOr<uint64_t> ApproximateBytes() override;
@@ -187,6 +191,11 @@ class QueueImpl final : public Queue {
   // listeners_mu_ only while the write path notes lanes.
   Mutex groups_mu_ ABSL_ACQUIRED_BEFORE(listeners_mu_);
   absl::flat_hash_map<std::string, std::unique_ptr<GroupImpl>> groups_
+      ABSL_GUARDED_BY(groups_mu_);
+  // Groups being deleted (Group() fails with NotFound meanwhile), and the
+  // deleted ones that were loaded: kept so that their handles stay valid.
+  absl::flat_hash_set<std::string> deleting_groups_ ABSL_GUARDED_BY(groups_mu_);
+  std::vector<std::unique_ptr<GroupImpl>> deleted_groups_
       ABSL_GUARDED_BY(groups_mu_);
   // Subscriptions live in this process. subs_mu_ is held while one is
   // created or loaded, not while one stops.

@@ -60,6 +60,27 @@ std::string DropKey(uint32_t queue_id) {
 }
 std::string DropPrefix() { return std::string(1, kDropTag); }
 
+std::string DeleteKey(uint32_t queue_id, uint32_t consumer_id) {
+  return GroupRecordPrefix(kDeleteTag, queue_id, consumer_id);
+}
+std::string DeletePrefix() { return std::string(1, kDeleteTag); }
+std::string EncodeDelete(const DeleteValue& v) {
+  std::string s;
+  coding::PutFixed8(&s, 1);
+  coding::PutFixed32(&s, v.dead_queue_id);
+  s.append(v.dead_queue);
+  return s;
+}
+bool DecodeDelete(std::string_view in, DeleteValue* v) {
+  uint8_t version;
+  if (!coding::GetFixed8(&in, &version) || version != 1 ||
+      !coding::GetFixed32(&in, &v->dead_queue_id)) {
+    return false;
+  }
+  v->dead_queue.assign(in);
+  return (v->dead_queue_id == 0) == v->dead_queue.empty();
+}
+
 std::string MessagePrefix(uint32_t queue_id) {
   return TaggedQueue(kMessageTag, queue_id);
 }

@@ -44,6 +44,7 @@ inline constexpr char kPaceTag = 0x0f;
 inline constexpr char kMessageTag = 0x10;
 inline constexpr char kParkTag = 0x11;
 inline constexpr char kClaimTag = 0x12;
+inline constexpr char kDeleteTag = 0x13;
 
 // Bumped when a change makes old code unable to read new data.
 inline constexpr uint32_t kFormatVersion = 10;
@@ -195,6 +196,25 @@ void AppendClaimEntry(std::string* value, std::string_view lane_prefix,
 // The entries of a claim record's value; false if malformed (or empty).
 bool DecodeClaimEntries(std::string_view value,
                         std::vector<ClaimEntry>* entries);
+
+// doc/format.md, "Consumer deletes": the tombstone of a consumer group
+// (or subscription) being deleted; its value says which dead-letter queue
+// goes with it.
+std::string DeleteKey(uint32_t queue_id, uint32_t consumer_id);
+std::string DeletePrefix();
+struct DeleteValue {
+  // The dead-letter queue to drop (0: none, or kept), as its catalog
+  // record had it, and its name.
+  uint32_t dead_queue_id = 0;
+  std::string dead_queue;
+};
+std::string EncodeDelete(const DeleteValue& v);
+bool DecodeDelete(std::string_view in, DeleteValue* v);
+// Every tag of the records keyed `tag queue_id consumer_id ...` that a
+// consumer group or subscription owns (doc/format.md, "Consumer deletes").
+inline constexpr char kConsumerRecordTags[] = {
+    kCursorTag, kTaskTag, kDeadTag, kCheckpointTag,
+    kSourceTag, kPaceTag, kParkTag, kClaimTag};
 
 struct PaceValue {
   uint32_t max_in_flight = 0;
