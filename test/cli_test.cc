@@ -273,6 +273,81 @@ TEST_CASE("hq stat shows partitions, groups and subscriptions") {
   CHECK(r.out == "no consumer groups\n");
 }
 
+TEST_CASE("hq groups delete deletes a group, its dead letters by option") {
+  Sample s;
+  // Usage errors: exit 2, nothing deleted.
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{
+           {"groups", "delete", "q"},
+           {"groups", "delete", "q", "g", "x"},
+           {"groups", "q", "--force"},
+           {"groups", "--keep_dead_letters"},
+           {"groups", "delete", "q", "g", "--consumers"}}) {
+    std::vector<std::string> a = args;
+    a.insert(a.begin(), s.db_flag());
+    const Result r = Run(a);
+    INFO(absl::StrJoin(a, " ") << ": " << r.err);
+    CHECK(r.code == 2);
+  }
+  Result r = Run({s.db_flag(), "groups", "delete", "q", "nope"});
+  CHECK(r.code == 1);
+  CHECK(absl::StrContains(r.err, "has no consumer group 'nope'"));
+  r = Run({s.db_flag(), "groups", "delete", "nope", "g"});
+  CHECK(r.code == 1);
+  // Another process holds the Db: exit 4, nothing deleted.
+  s.fixture().Reopen();
+  r = Run({s.db_flag(), "groups", "delete", "q", "g"});
+  CHECK(r.code == 4);
+  s.fixture().Close();
+
+  r = Run({s.db_flag(), "groups", "delete", "q", "g", "--keep_dead_letters",
+           "--json"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out ==
+        "{\"deleted\":{\"queue\":\"q\",\"group\":\"g\","
+        "\"dead_letter_queue\":\"q.dead.g\",\"dead_letters_kept\":true}}\n");
+  r = Run({s.db_flag(), "groups", "q"});
+  REQUIRE(r.code == 0);
+  CHECK(r.out == "no consumer groups\n");
+  r = Run({s.db_flag(), "ls"});
+  CHECK(absl::StrContains(r.out, "q.dead.g"));  // Kept.
+  r = Run({s.db_flag(), "groups", "delete", "q", "g"});
+  CHECK(r.code == 1);
+  CHECK(absl::StrContains(r.err, "has no consumer group 'g'"));
+
+  // A group made again under the name starts afresh; deleted without the
+  // option, its dead-letter queue goes with it.
+  {
+    DbFixture& f = s.fixture();
+    f.Reopen();
+    HQ_REQUIRE_OK(f.db()->DropQueue("q.dead.g"));
+    Queue* q = ValueOrDie(f.db()->OpenQueue("q"));
+    ConsumerGroup* g = ValueOrDie(q->Group("g"));
+    const std::vector<Task> t = ValueOrDie(g->Claim({.max = 1}));
+    REQUIRE(t.size() == 1);
+    HQ_REQUIRE_OK(g->Reject(t[0]));
+    f.Close();
+  }
+  r = Run({s.db_flag(), "ls"});
+  CHECK(absl::StrContains(r.out, "q.dead.g"));
+  r = Run({s.db_flag(), "groups", "delete", "q", "g", "--force"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out == "deleted group g of q\n");
+  r = Run({s.db_flag(), "ls"});
+  CHECK_FALSE(absl::StrContains(r.out, "q.dead.g"));
+  r = Run({s.db_flag(), "verify"});
+  CHECK(r.code == 0);
+
+  r = Run({"help", "groups"});
+  CHECK(absl::StrContains(r.out, "groups delete QUEUE GROUP"));
+  CHECK(absl::StrContains(r.out, "--keep_dead_letters"));
+  CHECK(absl::StrContains(r.out, "--force"));
+  r = Run({"help"});
+  CHECK(absl::StrContains(r.out, "groups delete QUEUE GROUP"));
+}
+
 TEST_CASE("hq scan filters by partition, topic, id and time") {
   Sample s;
   auto payloads = [&](std::vector<std::string> args) {

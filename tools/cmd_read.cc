@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "tools/command.h"
@@ -311,8 +312,58 @@ ExitCode GroupConsumers(Db* db, const std::vector<std::string>& queues) {
 
 }  // namespace
 
+bool IsGroupsDelete(const Args& args) {
+  return args.size() > 1 && args[0] == "delete";
+}
+
+namespace {
+
+// hq groups delete QUEUE GROUP.
+ExitCode GroupsDelete(const Args& args) {
+  if (args.size() != 3) {
+    return Usage("hq groups delete QUEUE GROUP takes two arguments");
+  }
+  if (absl::GetFlag(FLAGS_consumers)) {
+    return Usage("--consumers does not go with hq groups delete");
+  }
+  const DeleteGroupOptions o{
+      .force = absl::GetFlag(FLAGS_force),
+      .keep_dead_letters = absl::GetFlag(FLAGS_keep_dead_letters)};
+  HQ_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, OpenDb());
+  HQ_ASSIGN_OR_RETURN(Queue * q, OpenQueue(db.get(), args[1]));
+  const std::string dead = absl::StrCat(q->name(), ".dead.", args[2]);
+  HQ_TRY(q->DeleteGroup(args[2], o));
+  if (absl::GetFlag(FLAGS_json)) {
+    Json j;
+    j.BeginObject().Key("deleted").BeginObject();
+    j.Key("queue").String(q->name()).Key("group").String(args[2]);
+    j.Key("dead_letter_queue").String(dead);
+    j.Key("dead_letters_kept").Bool(o.keep_dead_letters);
+    j.EndObject().EndObject();
+    PrintJson(j);
+  } else {
+    std::printf(
+        "deleted group %s of %s%s\n", args[2].c_str(), q->name().c_str(),
+        o.keep_dead_letters
+            ? absl::StrCat(" (its dead letters stay in ", dead, ")").c_str()
+            : "");
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
 ExitCode Groups(const Args& args) {
-  if (args.size() > 1) return Usage("too many arguments: hq groups [QUEUE]");
+  if (IsGroupsDelete(args)) return GroupsDelete(args);
+  if (absl::GetFlag(FLAGS_force) || absl::GetFlag(FLAGS_keep_dead_letters)) {
+    return Usage(
+        "--force and --keep_dead_letters go with hq groups delete QUEUE GROUP");
+  }
+  if (args.size() > 1) {
+    return Usage(
+        "too many arguments: hq groups [QUEUE] or hq groups delete QUEUE "
+        "GROUP");
+  }
   HQ_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, OpenDb());
   std::vector<std::string> queues = args;
   if (args.empty()) {

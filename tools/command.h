@@ -219,6 +219,10 @@ using Args = std::vector<std::string>;
 ExitCode Ls(const Args& args);
 ExitCode Stat(const Args& args);
 ExitCode Groups(const Args& args);
+// Whether `args` (after "groups") ask for hq groups delete: the word
+// "delete" and more arguments (hq groups delete, alone, lists the groups of
+// a queue named "delete").
+bool IsGroupsDelete(const Args& args);
 // tools/cmd_scan.cc
 ExitCode Scan(const Args& args);
 // tools/cmd_write.cc

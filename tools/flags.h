@@ -56,6 +56,8 @@ ABSL_DECLARE_FLAG(absl::Duration, interval);
 ABSL_DECLARE_FLAG(bool, clear);
 // groups
 ABSL_DECLARE_FLAG(bool, consumers);
+ABSL_DECLARE_FLAG(bool, force);
+ABSL_DECLARE_FLAG(bool, keep_dead_letters);
 // fleet
 ABSL_DECLARE_FLAG(std::string, zookeeper);
 ABSL_DECLARE_FLAG(std::string, fleet);

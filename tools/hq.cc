@@ -17,6 +17,8 @@
 //                        --since, --until, --limit, --follow)
 //   groups [QUEUE]       consumer groups and their figures (--consumers:
 //                        each group's consumers)
+//   groups delete QUEUE GROUP
+//                        deletes a group (--force, --keep_dead_letters)
 //   dead QUEUE GROUP     dead letters of a group (--requeue puts them back)
 //   pending QUEUE GROUP  a group's pending tasks one by one (--limit,
 //                        --after)
@@ -151,6 +153,12 @@ ABSL_FLAG(bool, clear, false,
 ABSL_FLAG(bool, consumers, false,
           "groups: list each group's consumers (tasks in flight, idle time, "
           "partitions) instead of the groups.");
+ABSL_FLAG(bool, force, false,
+          "groups delete: delete the group even while tasks it handed out "
+          "are in flight.");
+ABSL_FLAG(bool, keep_dead_letters, false,
+          "groups delete: keep the group's dead-letter queue "
+          "(QUEUE.dead.GROUP) as an ordinary queue instead of dropping it.");
 // fleet
 ABSL_FLAG(std::string, zookeeper, "",
           "fleet: ZooKeeper's connect string (host:port,host:port), as the "
@@ -185,7 +193,10 @@ constexpr char kUsage[] =
     "                       --lane_order --follow --follow_for=DURATION]\n"
     "  groups [QUEUE]       consumer groups: backlog, in flight, dead "
     "letters,\n"
-    "                       rates [--consumers]\n"
+    "                       rates [--consumers]; groups delete QUEUE "
+    "GROUP\n"
+    "                       deletes a group and all its state [--force\n"
+    "                       --keep_dead_letters]\n"
     "  dead QUEUE GROUP     dead letters of a group [--requeue --limit=N]\n"
     "  pending QUEUE GROUP  a group's pending tasks one by one [--limit=N\n"
     "                       --after=CURSOR]\n"
@@ -267,7 +278,7 @@ const std::vector<Subcommand>& Subcommands() {
         "follow", "follow_for", "poll", "lane_order"},
        Scan},
       {"groups",
-       "groups [QUEUE]",
+       "groups delete QUEUE GROUP | groups [QUEUE]",
        "Lists consumer groups: backlog, in flight, redelivery, dead letters, "
        "cursor lag, and on a live view the owner's claim and completion "
        "rates. --consumers lists each group's consumers instead: tasks in "
@@ -276,8 +287,13 @@ const std::vector<Subcommand>& Subcommands() {
        "if another process holds the database and has the group loaded, "
        "else from the stored state (where no consumer is live: the "
        "consumers of the tasks a restart would redeliver); the SOURCE "
-       "column (\"source\" in JSON) says which.",
-       {"consumers"},
+       "column (\"source\" in JSON) says which. "
+       "groups delete QUEUE GROUP deletes the group (Queue::DeleteGroup): "
+       "its cursors, tasks, pacing, dead letters and dead-letter queue "
+       "(--keep_dead_letters keeps that queue). It needs the database to "
+       "itself (exit 4 if another process holds it), so no task of the "
+       "group is in flight then; --force is DeleteGroupOptions::force.",
+       {"consumers", "force", "keep_dead_letters"},
        Groups},
       {"dead",
        "dead QUEUE GROUP",
@@ -571,8 +587,9 @@ Result<void> PrintHelp(const CommandLine& cl, bool help_cmd, bool json) {
 
 // Whether subcommand `cmd` only reads, so that a database another process
 // holds can be read from a live copy.
-bool ReadsOnly(const std::string& cmd) {
-  return cmd == "ls" || cmd == "stat" || cmd == "groups" || cmd == "verify" ||
+bool ReadsOnly(const std::string& cmd, const std::vector<std::string>& args) {
+  return cmd == "ls" || cmd == "stat" ||
+         (cmd == "groups" && !IsGroupsDelete(args)) || cmd == "verify" ||
          (cmd == "scan" && !absl::GetFlag(FLAGS_follow)) || cmd == "pending" ||
          (cmd == "dead" && !absl::GetFlag(FLAGS_requeue)) ||
          (cmd == "pacing" && !absl::GetFlag(FLAGS_clear) &&
@@ -601,7 +618,7 @@ ExitCode Main(int argc, char** argv) {
     return Usage(absl::StrCat("unknown subcommand '", cmd, "'"));
   }
   HQ_TRY(ValidateFlags(*c, cl.flags));
-  SetReadOnly(ReadsOnly(cmd));
+  SetReadOnly(ReadsOnly(cmd, args));
   // scan --follow stops cleanly on SIGINT or SIGTERM (exit 0); every other
   // subcommand ends at once, by the signal's default action.
   if (!(cmd == "scan" && absl::GetFlag(FLAGS_follow))) UnblockStopSignals();

@@ -39,6 +39,9 @@ expect "hq pacing q g t --max" --max_in_flight=
 expect "hq pacing q g t --inter" --interval=
 expect "hq pacing q g t --cle" --clear
 expect "hq groups --cons" --consumers
+expect "hq groups del" delete
+expect "hq groups delete q g --for" --force
+expect "hq groups delete q g --keep" --keep_dead_letters
 expect "hq fle" fleet
 expect "hq fleet st" status
 expect "hq --json fleet st" status
