@@ -188,6 +188,10 @@ class Group:
     def consumers(self) -> List[ConsumerInfo]:
         """Ordered groups: live consumers and their partitions."""
     def leave(self, consumer: str) -> None: ...
+    def delete(self, force: bool = False,
+               keep_dead_letters: bool = False) -> None:
+        """Deletes the group and all its state (Queue.delete_group): every
+        later call of this Group raises NotFoundError."""
     def dead_letters(self, max: int = 1000, *,
                      after: Optional[DeadLetter] = None) -> List[DeadLetter]: ...
     def pending(self, max: int = 1000, *,
@@ -242,6 +246,15 @@ class Queue:
         (seconds) pace every topic: at most that many tasks of a topic in
         flight, at least that long between two hand-outs (0: none)."""
     def list_groups(self) -> List[str]: ...
+    def delete_group(self, name: str, force: bool = False,
+                     keep_dead_letters: bool = False) -> None:
+        """Deletes the consumer group `name`: its cursors, tasks, pacing
+        and dead letters, and its dead-letter queue unless
+        keep_dead_letters (kept as an ordinary queue; a group of the name
+        cannot be created again while it exists). A group created later
+        under the name starts afresh. FailedPreconditionError while tasks
+        it handed out are in flight, unless force (their holders then get
+        NotFoundError); NotFoundError if there is no such group."""
     def inspect_group(self, name: str) -> GroupInfo: ...
     def subscribe(self, name: str,
                   listener: Callable[[ReceivedMessage], Any], *,

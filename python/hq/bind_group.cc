@@ -277,6 +277,24 @@ void BindGroup(py::module_& m) {
           "Ordered groups: `consumer` leaves now; its partitions go to the "
           "others.")
       .def(
+          "delete",
+          [](PyGroup& g, bool force, bool keep_dead_letters) {
+            Call(*g.h, [&]() -> absl::Status {
+              // dead_letter_queue() is "<queue>.dead.<group>".
+              const std::string dead = g.g->dead_letter_queue();
+              const std::string queue =
+                  dead.substr(0, dead.size() - g.g->name().size() - 6);
+              absl::StatusOr<hq::Queue*> q = g.h->db()->OpenQueue(queue);
+              if (!q.ok()) return q.status();
+              return (*q)->DeleteGroup(
+                  g.g->name(),
+                  {.force = force, .keep_dead_letters = keep_dead_letters});
+            });
+          },
+          py::arg("force") = false, py::arg("keep_dead_letters") = false,
+          "Deletes the group and all its state (Queue.delete_group); every "
+          "later call of this Group raises NotFoundError.")
+      .def(
           "dead_letters",
           [](PyGroup& g, size_t max, const hq::DeadLetter* after) {
             return Call(*g.h, [&] { return g.g->ListDeadLetters(max, after); });

@@ -213,6 +213,22 @@ void BindQueue(py::module_& m) {
           },
           "The names of the queue's consumer groups.")
       .def(
+          "delete_group",
+          [](PyQueue& q, const std::string& name, bool force,
+             bool keep_dead_letters) {
+            Call(*q.h, [&] {
+              return q.q->DeleteGroup(
+                  name,
+                  {.force = force, .keep_dead_letters = keep_dead_letters});
+            });
+          },
+          py::arg("name"), py::arg("force") = false,
+          py::arg("keep_dead_letters") = false,
+          "Deletes the consumer group `name` and all its state "
+          "(Queue::DeleteGroup): its dead-letter queue too unless "
+          "keep_dead_letters. FailedPreconditionError while its tasks are in "
+          "flight, unless force.")
+      .def(
           "subscribe",
           [](PyQueue& q, const std::string& name, py::function listener,
              std::vector<uint32_t> partitions, const py::iterable& topics,

@@ -421,6 +421,48 @@ def test_reject_dead_letters_at_once(db):
     assert t.payload == b"good"
 
 
+def test_delete_group(db):
+    q = db.create_queue("q")
+    for i in range(3):
+        q.put(b"m%d" % i, topic="t")
+    g = q.group("g")
+    [t] = g.claim()
+    g.reject(t)
+    [t] = g.claim()
+    g.set_topic_pacing("t", max_in_flight=1)
+    # A task in flight: refused unless forced.
+    with pytest.raises(hq.FailedPrecondition):
+        g.delete()
+    assert q.list_groups() == ["g"]
+    g.delete(force=True)
+    assert q.list_groups() == []
+    assert "q.dead.g" not in db.list_queues()
+    with pytest.raises(hq.NotFound):
+        g.claim()
+    with pytest.raises(hq.NotFound):
+        g.complete(t)
+    with pytest.raises(hq.NotFound):
+        q.delete_group("g")
+    # The name starts afresh: every message, no pacing, no dead letter.
+    g = q.group("g")
+    assert g.get_topic_pacing("t") is None
+    tasks = g.claim(10)
+    assert sorted(x.payload for x in tasks) == [b"m0", b"m1", b"m2"]
+    g.complete(tasks)
+    # Dead letters kept by option, as an ordinary queue.
+    q.put(b"bad", topic="t")
+    [t] = g.claim()
+    g.reject(t)
+    q.delete_group("g", keep_dead_letters=True)
+    assert q.list_groups() == []
+    dead = db.open_queue("q.dead.g")
+    assert [m.payload for m in dead.scan()] == [b"bad"]
+    with pytest.raises(hq.AlreadyExists):
+        q.group("g")
+    with pytest.raises(hq.InvalidArgument):
+        q.delete_group("bad name")
+
+
 def test_live_status_is_published_for_the_hq_tool(tmp_path):
     path = tmp_path / "db"
     with hq.Db.open(str(path), status_interval=0.1) as db:
