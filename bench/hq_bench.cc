@@ -185,7 +185,11 @@
 //                    many_topics_put[topic_with_group], the topic layout's
 //                    put into a queue with a consumer group from the start
 //                    (its batches write lane index records; a queue
-//                    without consumers writes none). Then, for each
+//                    without consumers writes none), and
+//                    many_topics_put[topic_group_deleted], the same put
+//                    into a queue whose only group claimed once and was
+//                    deleted (Queue::DeleteGroup) before it (it writes no
+//                    lane index records again). Then, for each
 //                    layout in a fresh Db, many_topics_put[L_while_claiming],
 //                    the same put while one consumer of a group created
 //                    first claims (--claim_batch, waiting up to 20 ms) and

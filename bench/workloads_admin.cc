@@ -352,14 +352,17 @@ absl::Status ClaimUntilDrained(ConsumerGroup* group, uint32_t batch,
 // thread meanwhile, as a crawler runs: `put` is the producer's time to its
 // last acknowledged write, `through` the time until the consumer has
 // completed every message (it fails unless the consumer completed --num).
-// Without, the group stays idle and `through` is empty.
+// Without, the group stays idle and `through` is empty. With `deleted`
+// (and not `claim`), the group claims once (writing its lane index
+// position) and is deleted before the put: the queue has no consumer left.
 struct PutWithGroup {
   Result put;
   Result through;
 };
 
 absl::StatusOr<PutWithGroup> ManyTopicsPutWithGroup(Context& c, Layout layout,
-                                                    bool claim) {
+                                                    bool claim,
+                                                    bool deleted = false) {
   const std::string path = absl::StrCat(c.root, "/many-with-group-",
                                         std::string(LayoutName(layout)));
   HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DestroyDB(path, {}), path));
@@ -368,6 +371,10 @@ absl::StatusOr<PutWithGroup> ManyTopicsPutWithGroup(Context& c, Layout layout,
   HQ_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, Db::Open(path, c.hq_options));
   HQ_ASSIGN_OR_RETURN(Queue * q, db->CreateQueue("many", qo));
   HQ_ASSIGN_OR_RETURN(ConsumerGroup * group, q->Group("g"));
+  if (deleted) {
+    HQ_RETURN_IF_ERROR(group->Claim({.max = 1}).status());
+    HQ_RETURN_IF_ERROR(q->DeleteGroup("g"));
+  }
   std::atomic<bool> put_done{false};
   absl::Status consumer_status;
   int64_t consumed = 0;
@@ -738,6 +745,9 @@ ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ManyTopics(Context& c,
                       ManyTopicsPutWithGroup(c, Layout::kTopic, false));
   const Result put_grouped = idle.put;
   PrintLine("many_topics_put[topic_with_group]", put_grouped);
+  HQ_ASSIGN_OR_RETURN(const PutWithGroup gone,
+                      ManyTopicsPutWithGroup(c, Layout::kTopic, false, true));
+  PrintLine("many_topics_put[topic_group_deleted]", gone.put);
   absl::flat_hash_map<Layout, PutWithGroup> claiming;
   for (const Layout layout : {Layout::kTopic, Layout::kTime}) {
     HQ_ASSIGN_OR_RETURN(claiming[layout],
@@ -787,6 +797,10 @@ ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ManyTopics(Context& c,
   }
   PrintRatio("many_topics_put[topic_with_group]/[time]", put_grouped,
              results["puttime"]);
+  PrintRatio("many_topics_put[topic_group_deleted]/[time]", gone.put,
+             results["puttime"]);
+  PrintRatio("many_topics_put[topic_group_deleted]/[topic]", gone.put,
+             results["puttopic"]);
   PrintRatio("many_topics_put[topic_while_claiming]/[time_while_claiming]",
              claiming[Layout::kTopic].put, claiming[Layout::kTime].put);
   PrintRatio("many_topics_through[topic_while_claiming]/[time_while_claiming]",
