@@ -6,7 +6,12 @@
 // letters kept by option, and puts stop writing the lane activity index
 // once the queue has no consumer.
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdlib>
 #include <set>
 #include <string>
 #include <thread>
@@ -342,6 +347,65 @@ TEST_CASE("a delete a crash interrupted is finished by the next Open") {
   ConsumerGroup* fresh = ValueOrDie(q->Group("g"));
   CHECK_FALSE(ValueOrDie(fresh->GetTopicPacing("site7")).has_value());
   CHECK(ValueOrDie(fresh->Stats()).dead_letters == 0);
+  CHECK(test::Drain(fresh).size() == 20);
+}
+
+// Kills (SIGKILL) and reaps a forked child that was not reaped.
+struct Reaper {
+  pid_t pid;
+  ~Reaper() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  }
+};
+
+TEST_CASE("a delete killed with SIGKILL midway is finished by the next Open") {
+  const Layout layout = GENERATE(Layout::kTime, Layout::kTopic);
+  DbFixture f(Storage::kDisk, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.layout = layout}));
+  Put(q, 20, 4);
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  for (int i = 0; i < 2500; ++i) {
+    HQ_REQUIRE_OK(
+        g->SetTopicPacing(absl::StrCat("site", i), {.max_in_flight = 2}));
+  }
+  const std::vector<Task> t = ValueOrDie(g->Claim({.max = 1}));
+  REQUIRE(t.size() == 1);
+  HQ_REQUIRE_OK(g->Reject(t[0]));
+  const uint32_t qid = QueueId(q), gid = GroupId(g);
+  f.Close();  // No thread of a Db runs in this process at the fork.
+
+  // The child deletes the group and is killed before its fourth batch.
+  Reaper child{fork()};
+  REQUIRE(child.pid >= 0);
+  if (child.pid == 0) {
+    absl::StatusOr<std::unique_ptr<Db>> db = Db::Open(f.path(), f.options());
+    if (!db.ok()) std::_Exit(2);
+    static_cast<DbImpl*>(db->get())->TEST_SetDeleteBatchHook([](int batch) {
+      if (batch == 3) raise(SIGKILL);
+      return absl::OkStatus();
+    });
+    absl::StatusOr<Queue*> cq = (*db)->OpenQueue("q");
+    if (!cq.ok()) std::_Exit(3);
+    (void)(*cq)->DeleteGroup("g");
+    std::_Exit(4);  // Not reached: the hook kills it.
+  }
+  const int status = test::WaitForExit(child.pid, "deleting child");
+  child.pid = -1;
+  REQUIRE(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGKILL);
+
+  f.Reopen();
+  CHECK(GroupKeys(f.db(), qid, gid, "g") == 0);
+  CHECK(CountKeys(f.db(), format::DeletePrefix()) == 0);
+  CHECK_FALSE(HasQueue(f.db(), "q.dead.g"));
+  CHECK(ValueOrDie(f.db()->Verify()).ok());
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  CHECK(ValueOrDie(q->ListGroups()).empty());
+  ConsumerGroup* fresh = ValueOrDie(q->Group("g"));
+  CHECK_FALSE(ValueOrDie(fresh->GetTopicPacing("site9")).has_value());
   CHECK(test::Drain(fresh).size() == 20);
 }
 
