@@ -132,6 +132,20 @@ std::vector<bool> Reachable(const Web& web) {
   return seen;
 }
 
+std::string Describe(const Logs& logs, const Fetch& f) {
+  return absl::StrFormat(
+      "%s page %d partition %d epoch %d handout %d start %d end %d%s",
+      logs.agents[f.agent], f.page, f.partition, f.epoch, f.handout, f.start,
+      f.end, f.ok ? "" : " (failed)");
+}
+
+void NoteViolation(const Logs& logs, const char* what, const Fetch& a,
+                   const Fetch& b, CrawlReport* r) {
+  if (r->violations.size() >= 20) return;
+  r->violations.push_back(absl::StrCat(what, ": ", Describe(logs, a),
+                                       " | then ", Describe(logs, b)));
+}
+
 // Overlaps and pacing, per site, over every agent's fetches.
 void CheckSites(const Web& web, const Logs& logs, int64_t interval_us,
                 int64_t lease_us, CrawlReport* r) {
@@ -150,10 +164,16 @@ void CheckSites(const Web& web, const Logs& logs, int64_t interval_us,
       if (i > 0) {
         const int64_t gap = f.handout - fetches[i - 1]->handout;
         r->smallest_gap = std::min(r->smallest_gap, absl::Microseconds(gap));
-        if (gap < interval_us) ++r->pacing_violations;
+        if (gap < interval_us) {
+          ++r->pacing_violations;
+          NoteViolation(logs, "pacing", *fetches[i - 1], f, r);
+        }
       }
       if (busiest != nullptr && f.start < busy_until) {
-        ++(busiest->agent == f.agent ? r->same_agent_overlap : r->two_at_once);
+        const bool same = busiest->agent == f.agent;
+        ++(same ? r->same_agent_overlap : r->two_at_once);
+        NoteViolation(logs, same ? "same agent at once" : "two agents at once",
+                      *busiest, f, r);
       }
       const int64_t until = std::min(f.end, f.handout + lease_us);
       if (until > busy_until) {
@@ -165,7 +185,7 @@ void CheckSites(const Web& web, const Logs& logs, int64_t interval_us,
 }
 
 // Fetches of a partition at an epoch older than one already handed out.
-int64_t StaleEpochs(const Logs& logs) {
+int64_t StaleEpochs(const Logs& logs, CrawlReport* r) {
   std::map<uint32_t, std::vector<const Fetch*>> by_partition;
   for (const Fetch& f : logs.fetches) by_partition[f.partition].push_back(&f);
   int64_t stale = 0;
@@ -173,10 +193,13 @@ int64_t StaleEpochs(const Logs& logs) {
     std::sort(
         fetches.begin(), fetches.end(),
         [](const Fetch* a, const Fetch* b) { return a->handout < b->handout; });
-    uint64_t newest = 0;
+    const Fetch* newest = nullptr;
     for (const Fetch* f : fetches) {
-      if (f->epoch < newest) ++stale;
-      newest = std::max(newest, f->epoch);
+      if (newest != nullptr && f->epoch < newest->epoch) {
+        ++stale;
+        NoteViolation(logs, "stale epoch", *newest, *f, r);
+      }
+      if (newest == nullptr || f->epoch > newest->epoch) newest = f;
     }
   }
   return stale;
@@ -216,7 +239,7 @@ absl::StatusOr<CrawlReport> CheckCrawl(const std::string& dir, const Web& web,
   r.put_failures = logs->put_failures;
   CheckSites(web, *logs, absl::ToInt64Microseconds(site_interval),
              absl::ToInt64Microseconds(task_lease), &r);
-  r.stale_epochs = StaleEpochs(*logs);
+  r.stale_epochs = StaleEpochs(*logs, &r);
   return r;
 }
 
@@ -244,6 +267,9 @@ std::string FormatReport(const CrawlReport& r) {
                               : absl::ToInt64Microseconds(r.smallest_gap));
   for (const auto& [agent, n] : r.fetches_by_agent) {
     absl::StrAppendFormat(&out, "fetches_by:%-10s %d\n", agent, n);
+  }
+  for (const std::string& v : r.violations) {
+    absl::StrAppend(&out, "violation ", v, "\n");
   }
   for (const auto& [agent, t] : r.last_handout_by_agent) {
     absl::StrAppendFormat(&out, "last_handout_us:%-5s %d\n", agent,

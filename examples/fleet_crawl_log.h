@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -69,6 +70,9 @@ struct CrawlReport {
   std::map<std::string, int64_t> fetches_by_agent;
   // The last hand-out logged, by agent.
   std::map<std::string, absl::Time> last_handout_by_agent;
+  // The first violations found (two at once, same-agent overlaps, pacing,
+  // stale epochs), each described with both fetches: at most 20.
+  std::vector<std::string> violations;
 
   bool finished() const { return lost == 0; }
   bool clean() const {
