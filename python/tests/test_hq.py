@@ -472,15 +472,21 @@ def test_live_status_is_published_for_the_hq_tool(tmp_path):
         [t] = g.claim()
         status = path / "hq-status"
         wait_for(status.exists, "the status file")
-        # The hq tool reads it while this process holds the Db.
-        out = subprocess.run(
-            [os.environ["HQ_CLI"], "--db=" + str(path), "groups", "--json"],
-            capture_output=True, text=True, timeout=DEADLINE)
-        assert out.returncode == 0, out.stderr
-        view = json.loads(out.stdout)
-        assert view["view"]["in_flight_visible"] is True
-        [group] = view["groups"]
-        assert group["in_flight"] == 1
+        views = []
+
+        def claim_published():
+            # The hq tool reads it while this process holds the Db; a
+            # publication from before the claim shows none in flight.
+            out = subprocess.run(
+                [os.environ["HQ_CLI"], "--db=" + str(path), "groups",
+                 "--json"],
+                capture_output=True, text=True, timeout=DEADLINE)
+            assert out.returncode == 0, out.stderr
+            views.append(json.loads(out.stdout))
+            return [x["in_flight"] for x in views[-1]["groups"]] == [1]
+
+        wait_for(claim_published, "the claim in the published status")
+        assert views[-1]["view"]["in_flight_visible"] is True
         g.complete(t)
     assert not status.exists()  # Removed at close.
     with pytest.raises(hq.InvalidArgument):
