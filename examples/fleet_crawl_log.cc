@@ -39,6 +39,7 @@ struct Logs {
   std::vector<PageLog> pages;
   int64_t expired_unfetched = 0;
   int64_t put_failures = 0;
+  int64_t complete_refused = 0;
 };
 
 absl::Status ParseLine(const std::string& line, int agent, const Web& web,
@@ -71,6 +72,8 @@ absl::Status ParseLine(const std::string& line, int agent, const Web& web,
     ++logs->expired_unfetched;
   } else if (kind == "P") {
     ++logs->put_failures;
+  } else if (kind == "X") {
+    ++logs->complete_refused;
   } else {
     return absl::DataLossError(absl::StrCat("unknown event '", kind, "'"));
   }
@@ -237,6 +240,7 @@ absl::StatusOr<CrawlReport> CheckCrawl(const std::string& dir, const Web& web,
   }
   r.expired_unfetched = logs->expired_unfetched;
   r.put_failures = logs->put_failures;
+  r.complete_refused = logs->complete_refused;
   CheckSites(web, *logs, absl::ToInt64Microseconds(site_interval),
              absl::ToInt64Microseconds(task_lease), &r);
   r.stale_epochs = StaleEpochs(*logs, &r);
@@ -262,6 +266,7 @@ std::string FormatReport(const CrawlReport& r) {
   line("completed_failing", r.completed_failing);
   line("expired_unfetched", r.expired_unfetched);
   line("put_failures", r.put_failures);
+  line("complete_refused", r.complete_refused);
   line("smallest_gap_us", r.smallest_gap == absl::InfiniteDuration()
                               ? -1
                               : absl::ToInt64Microseconds(r.smallest_gap));

@@ -15,7 +15,9 @@
 //   R page    Reject returned OK;
 //   V page    handed out but not fetched: its FleetTask::valid_until had
 //             passed when the fetch was to start (released);
-//   P page    the page's links could not be Put (released, not completed).
+//   P page    the page's links could not be Put (released, not completed);
+//   X page    its Complete failed (its lease had run out: it is handed out
+//             again).
 //
 // The checks (CheckCrawl) read every agent's log of DIR and the web:
 //   - lost: pages reachable from page 0 (through pages that can be
@@ -65,6 +67,7 @@ struct CrawlReport {
   int64_t completed_failing = 0;
   int64_t expired_unfetched = 0;  // V lines.
   int64_t put_failures = 0;       // P lines.
+  int64_t complete_refused = 0;   // X lines.
   absl::Duration smallest_gap = absl::InfiniteDuration();
   // Fetches by agent (the log's name less ".log").
   std::map<std::string, int64_t> fetches_by_agent;

@@ -121,7 +121,9 @@ class Fetcher {
       return;
     }
     if (absl::Status s = agent_->Complete({&t, 1}); !s.ok()) {
+      // Its lease ran out (the page is handed out again) or worse.
       Complain("complete", s);
+      Log(absl::StrCat("X ", page, "\n"));
       return;
     }
     Log(absl::StrCat("C ", page, "\n"));
