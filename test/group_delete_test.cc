@@ -236,10 +236,14 @@ TEST_CASE("DeleteGroup while other threads claim") {
   Queue* q =
       ValueOrDie(f.db()->CreateQueue("q", {.partitions = 4, .layout = layout}));
   constexpr int kMessages = 2000;
+  // Message holds views: the strings live in `text` for the PutBatch.
+  std::vector<std::string> text;
+  text.reserve(2 * kMessages);
   std::vector<Message> batch;
   for (int i = 0; i < kMessages; ++i) {
-    batch.push_back(
-        {.topic = absl::StrCat("t", i % 50), .payload = absl::StrCat("m", i)});
+    text.push_back(absl::StrCat("t", i % 50));
+    text.push_back(absl::StrCat("m", i));
+    batch.push_back({.topic = text[2 * i], .payload = text[2 * i + 1]});
   }
   HQ_REQUIRE_OK(q->PutBatch(batch, nullptr));
   ConsumerGroup* g = ValueOrDie(q->Group("g"));
