@@ -74,6 +74,25 @@ std::string CrawlerPath() {
 
 using Report = std::map<std::string, int64_t>;
 
+// Runs `fleet_crawler MODE` with `flags` (and `extra`, shell words);
+// returns its output (stderr too if `with_stderr`) and *status, its wait
+// status.
+std::string RunCrawler(const std::string& mode,
+                       const std::vector<std::string>& flags, bool with_stderr,
+                       int* status) {
+  std::string cmd = CrawlerPath() + " " + mode;
+  for (const std::string& f : flags) cmd += " '" + f + "'";
+  if (with_stderr) cmd += " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string text;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
+  *status = pclose(p);
+  return text;
+}
+
 // A crawl by agent processes of examples/fleet_crawler; every agent still
 // running is killed and reaped with it.
 class Crawl {
@@ -200,15 +219,22 @@ class Crawl {
     return first;
   }
 
-  // Puts page 0 as a producer outside the fleet does: straight to its
-  // partition's stream.
-  void Seed() {
+  // The fleet's streams, as a producer or reader outside the fleet sees
+  // them.
+  std::unique_ptr<Handoff> ConnectHandoff() const {
     HandoffOptions o;
     o.urls = SplitNatsUrls(Cluster().nats_urls());
     o.fleet = name_;
     o.partitions = kPartitions;
     auto h = Handoff::Connect(o);
     HQ_REQUIRE_OK(h.status());
+    return std::move(*h);
+  }
+
+  // Puts page 0 as a producer outside the fleet does: straight to its
+  // partition's stream.
+  void Seed() {
+    std::unique_ptr<Handoff> h = ConnectHandoff();
     const std::string url = "https://site00.example/page/0";
     auto site = SiteOf(url);
     HQ_REQUIRE_OK(site.status());
@@ -216,21 +242,14 @@ class Crawl {
                         .url = url,
                         .priority = 2};
     PublishResult result;
-    HQ_REQUIRE_OK((*h)->Publish({&seed, 1}, &result));
+    HQ_REQUIRE_OK(h->Publish({&seed, 1}, &result));
     REQUIRE(result.acknowledged == 1);
   }
 
   // Runs `fleet_crawler check` on the logs.
   Report Check(int* exit_code) {
-    std::string cmd = CrawlerPath() + " check";
-    for (const std::string& f : Flags()) cmd += " '" + f + "'";
-    FILE* p = popen(cmd.c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::string text;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
-    const int status = pclose(p);
+    int status;
+    const std::string text = RunCrawler("check", Flags(), false, &status);
     REQUIRE(WIFEXITED(status));
     *exit_code = WEXITSTATUS(status);
     Report r;
@@ -308,12 +327,7 @@ class Crawl {
   // Of `pages`, those not published as completed in their partition's
   // stream (yet).
   std::vector<int> Unpublished(const std::vector<int>& pages) {
-    HandoffOptions o;
-    o.urls = SplitNatsUrls(Cluster().nats_urls());
-    o.fleet = name_;
-    o.partitions = kPartitions;
-    auto h = Handoff::Connect(o);
-    HQ_REQUIRE_OK(h.status());
+    std::unique_ptr<Handoff> h = ConnectHandoff();
     const hq_example::Web web(shape_.pages, shape_.sites);
     std::map<uint32_t, absl::flat_hash_set<uint64_t>> published;
     std::vector<int> out;
@@ -323,7 +337,7 @@ class Crawl {
       HQ_REQUIRE_OK(site.status());
       const uint32_t p = PartitionOf(*site, kPartitions);
       if (!published.count(p)) {
-        auto read = (*h)->ReadCompletions(p);
+        auto read = h->ReadCompletions(p);
         HQ_REQUIRE_OK(read.status());
         published[p] = std::move(*read);
       }
@@ -391,15 +405,9 @@ TEST_CASE("a clean crawl by three agents") {
 
 TEST_CASE("fleet_crawler run: the example as its README shows it") {
   Crawl crawl("run", 500);
-  std::string cmd = CrawlerPath() + " run --agents=2 --timeout=3m";
-  for (const std::string& f : crawl.Flags()) cmd += " '" + f + "'";
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string text;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
-  const int status = pclose(p);
+  int status;
+  const std::string text =
+      RunCrawler("run --agents=2 --timeout=3m", crawl.Flags(), true, &status);
   INFO(text);
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
@@ -574,6 +582,14 @@ TEST_CASE("chaos", "[.chaos]") {
   std::mt19937_64 rng(test::Seed(39));
   std::map<std::string, int> faults;
   int next_agent = 4;
+  // A random node of one service killed, and started again 3 s later.
+  auto down_3s = [&rng](absl::Status (FleetCluster::*kill)(int),
+                        absl::Status (FleetCluster::*start)(int)) {
+    const int node = static_cast<int>(rng() % 3);
+    HQ_REQUIRE_OK((Cluster().*kill)(node));
+    absl::SleepFor(absl::Seconds(3));
+    HQ_REQUIRE_OK((Cluster().*start)(node));
+  };
   const absl::Time end = absl::Now() + absl::Hours(1);
   for (;;) {
     int rc;
@@ -601,22 +617,14 @@ TEST_CASE("chaos", "[.chaos]") {
         crawl.Signal(victim, SIGCONT);
         ++faults["agent SIGSTOP 0.5-10 s"];
         break;
-      case 3: {
-        const int node = static_cast<int>(rng() % 3);
-        HQ_REQUIRE_OK(Cluster().KillZooKeeper(node));
-        absl::SleepFor(absl::Seconds(3));
-        HQ_REQUIRE_OK(Cluster().StartZooKeeper(node));
+      case 3:
+        down_3s(&FleetCluster::KillZooKeeper, &FleetCluster::StartZooKeeper);
         ++faults["ZooKeeper node killed 3 s"];
         break;
-      }
-      case 4: {
-        const int node = static_cast<int>(rng() % 3);
-        HQ_REQUIRE_OK(Cluster().KillNats(node));
-        absl::SleepFor(absl::Seconds(3));
-        HQ_REQUIRE_OK(Cluster().StartNats(node));
+      case 4:
+        down_3s(&FleetCluster::KillNats, &FleetCluster::StartNats);
         ++faults["nats-server killed 3 s"];
         break;
-      }
     }
     absl::SleepFor(absl::Seconds(3));
   }
