@@ -115,7 +115,7 @@ class ScannerImpl final : public Scanner {
     snapshot_ = db_->leveldb()->GetSnapshot();
     leveldb::ReadOptions ro = CheckedReadOptions();
     ro.snapshot = snapshot_;
-    iter_.reset(NewCheckedIterator(db_->leveldb(), ro));
+    iter_ = MakeCheckedIterator(db_->leveldb(), ro);
 
     if (merged_) {
       while (true) {
@@ -161,7 +161,10 @@ class ScannerImpl final : public Scanner {
   bool Next() override {
     // Each call counts as a renewal (OnLeaseDeadline looks at calls_), and
     // holds the scanner busy so that an expiry cannot free what it uses.
-    calls_.fetch_add(1, std::memory_order_relaxed);
+    // calls_ is written by the calling thread only (a Scanner is not for
+    // concurrent calls), so a plain store: no locked instruction.
+    calls_.store(calls_.load(std::memory_order_relaxed) + 1,
+                 std::memory_order_relaxed);
     int idle = kIdle;
     if (!state_.compare_exchange_strong(idle, kBusy)) {
       return Fail(absl::FailedPreconditionError(absl::StrCat(
@@ -536,8 +539,8 @@ class ScannerImpl final : public Scanner {
   bool filter_rows_ = false;
 
   const leveldb::Snapshot* snapshot_ = nullptr;
-  std::unique_ptr<leveldb::Iterator> iter_;
-  Lane* iter_owner_ = nullptr;  // Lane whose resume key iter_ is at.
+  std::unique_ptr<CheckedIterator> iter_;  // Concrete: calls inlined.
+  Lane* iter_owner_ = nullptr;             // Lane whose resume key iter_ is at.
   size_t max_chunk_ = kMaxChunk;
 
   // Lane discovery state.

@@ -2,6 +2,7 @@
 
 #include "lib/engine/checked_read.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -31,103 +32,6 @@ uint32_t DecodeLittle32(const char* p) {
 constexpr size_t kBlockTrailerBytes = 5;
 constexpr size_t kFooterBytes = 48;
 constexpr uint64_t kTableMagicNumber = 0xdb4775248b80fb57ull;
-
-class CheckedIterator final : public leveldb::Iterator {
- public:
-  explicit CheckedIterator(leveldb::Iterator* it) : it_(it) {}
-
-  bool Valid() const override { return valid_; }
-  void SeekToFirst() override {
-    it_->SeekToFirst();
-    floor_.clear();
-    floor_kind_ = kInclusive;
-    After();
-  }
-  void SeekToLast() override {
-    it_->SeekToLast();
-    floor_kind_ = kUnknown;
-    After();
-  }
-  void Seek(const leveldb::Slice& target) override {
-    if (AtSeekOf(Abs(target))) return;
-    it_->Seek(target);
-    floor_.assign(target.data(), target.size());
-    floor_kind_ = kInclusive;
-    After();
-  }
-  void Next() override {
-    // The key left behind bounds the keys not yet seen.
-    floor_.swap(last_key_);
-    floor_kind_ = kExclusive;
-    it_->Next();
-    // At the end or an error, last_key_ stays the last key yielded.
-    if (!it_->Valid() || !it_->status().ok()) last_key_ = floor_;
-    After();
-  }
-  void Prev() override {
-    it_->Prev();
-    floor_kind_ = kUnknown;
-    After();
-  }
-  leveldb::Slice key() const override { return it_->key(); }
-  leveldb::Slice value() const override { return it_->value(); }
-  leveldb::Status status() const override { return status_; }
-
- private:
-  // What the position says of the keys before it: every key from floor_
-  // (or after it) up to the current key, exclusive, is absent.
-  enum FloorKind { kUnknown, kInclusive, kExclusive };
-
-  // Whether Seek(target) would stay where the iterator is: the target lies
-  // in the gap below the current key (or below the end, once the iterator
-  // ran past the last key). An iterator reads one snapshot, so the gap
-  // stays empty. Saves a seek of every level's table for a reader that
-  // seeks from one lane to the next, as claims and walks do.
-  bool AtSeekOf(absl::string_view target) const {
-    if (!status_.ok() || floor_kind_ == kUnknown) return false;
-    const absl::string_view floor(floor_);
-    if (floor_kind_ == kInclusive ? target < floor : target <= floor) {
-      return false;
-    }
-    return !valid_ || target <= absl::string_view(last_key_);
-  }
-
-  // After every move: an error ends the iteration.
-  void After() {
-    if (!status_.ok()) {
-      valid_ = false;
-      return;
-    }
-    leveldb::Status s = it_->status();
-    if (s.ok()) {
-      valid_ = it_->Valid();
-      if (valid_) last_key_.assign(it_->key().data(), it_->key().size());
-      return;
-    }
-    std::string where =
-        last_key_.empty()
-            ? std::string("before any key read")
-            : absl::StrCat("after key ", absl::BytesToHexString(last_key_));
-    if (it_->Valid()) {
-      absl::StrAppend(&where, " and before key ",
-                      absl::BytesToHexString(Abs(it_->key())));
-    }
-    const std::string what =
-        s.IsNotFound()
-            ? absl::StrCat("a table file is missing: ", StatusMessage(s))
-            : StatusMessage(s);
-    status_ = s.IsIOError() ? leveldb::Status::IOError(what, where)
-                            : leveldb::Status::Corruption(what, where);
-    valid_ = false;
-  }
-
-  const std::unique_ptr<leveldb::Iterator> it_;
-  bool valid_ = false;
-  leveldb::Status status_;
-  std::string last_key_;  // The current key (the last one yielded).
-  std::string floor_;
-  FloorKind floor_kind_ = kUnknown;
-};
 
 class CheckedTableFile final : public leveldb::RandomAccessFile {
  public:
@@ -187,6 +91,25 @@ bool IsTableFile(const std::string& name) {
 
 }  // namespace
 
+void CheckedIterator::Fail(const leveldb::Status& s) {
+  std::string where =
+      last_key_.empty()
+          ? std::string("before any key read")
+          : absl::StrCat("after key ",
+                         absl::BytesToHexString(last_key_.view()));
+  if (it_->Valid()) {
+    absl::StrAppend(&where, " and before key ",
+                    absl::BytesToHexString(Abs(it_->key())));
+  }
+  const std::string what =
+      s.IsNotFound()
+          ? absl::StrCat("a table file is missing: ", StatusMessage(s))
+          : StatusMessage(s);
+  status_ = s.IsIOError() ? leveldb::Status::IOError(what, where)
+                          : leveldb::Status::Corruption(what, where);
+  valid_ = false;
+}
+
 std::string StatusMessage(const leveldb::Status& s) {
   std::string text = s.ToString();
   for (const char* prefix : {"Corruption: ", "IO error: ", "NotFound: ",
@@ -203,6 +126,11 @@ leveldb::Iterator* NewCheckedIterator(leveldb::DB* db,
 
 leveldb::Iterator* WrapCheckedIterator(leveldb::Iterator* it) {
   return new CheckedIterator(it);
+}
+
+std::unique_ptr<CheckedIterator> MakeCheckedIterator(
+    leveldb::DB* db, const leveldb::ReadOptions& ro) {
+  return std::make_unique<CheckedIterator>(db->NewIterator(ro));
 }
 
 leveldb::Status CheckedGet(leveldb::DB* db, const leveldb::ReadOptions& ro,

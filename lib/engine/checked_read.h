@@ -20,8 +20,14 @@
 #ifndef HQ_LIB_ENGINE_CHECKED_READ_H_
 #define HQ_LIB_ENGINE_CHECKED_READ_H_
 
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <memory>
 #include <string>
+#include <utility>
 
+#include "absl/strings/string_view.h"
 #include "leveldb/db.h"
 #include "leveldb/env.h"
 #include "leveldb/iterator.h"
@@ -53,6 +59,140 @@ inline leveldb::ReadOptions CheckedReadOptions() { return {}; }
 // from one lane to the next pays one seek for a run of adjacent lanes.
 leveldb::Iterator* NewCheckedIterator(leveldb::DB* db,
                                       const leveldb::ReadOptions& ro);
+
+// A copy of a key that reuses its buffer: keys of one queue have nearly
+// one size, so a scan copies each in place without a call into the string
+// library.
+class KeyCopy {
+ public:
+  void Assign(const char* p, size_t n) {
+    if (n > capacity_) Grow(n);
+    if (n > 0) std::memcpy(data_.get(), p, n);
+    size_ = n;
+  }
+  void Clear() { size_ = 0; }
+  bool empty() const { return size_ == 0; }
+  absl::string_view view() const {
+    return absl::string_view(data_.get(), size_);
+  }
+  void Swap(KeyCopy& other) {
+    std::swap(data_, other.data_);
+    std::swap(size_, other.size_);
+    std::swap(capacity_, other.capacity_);
+  }
+
+ private:
+  void Grow(size_t n) {
+    capacity_ = std::max(n, 2 * capacity_);
+    data_ = std::make_unique_for_overwrite<char[]>(capacity_);
+  }
+
+  std::unique_ptr<char[]> data_;
+  size_t size_ = 0;
+  size_t capacity_ = 0;
+};
+
+// The iterator NewCheckedIterator returns, for a reader that calls it in a
+// loop and wants its calls inlined (the class is final). Owns `it`.
+class CheckedIterator final : public leveldb::Iterator {
+ public:
+  explicit CheckedIterator(leveldb::Iterator* it) : it_(it) {}
+
+  bool Valid() const override { return valid_; }
+  void SeekToFirst() override {
+    it_->SeekToFirst();
+    floor_.Clear();
+    floor_kind_ = kInclusive;
+    After();
+  }
+  void SeekToLast() override {
+    it_->SeekToLast();
+    floor_kind_ = kUnknown;
+    After();
+  }
+  void Seek(const leveldb::Slice& target) override {
+    if (AtSeekOf(absl::string_view(target.data(), target.size()))) return;
+    it_->Seek(target);
+    floor_.Assign(target.data(), target.size());
+    floor_kind_ = kInclusive;
+    After();
+  }
+  void Next() override {
+    // The key left behind bounds the keys not yet seen; at the end or an
+    // error it stays the last key yielded (After restores it).
+    floor_.Swap(last_key_);
+    floor_kind_ = kExclusive;
+    it_->Next();
+    After(/*restore_last=*/true);
+  }
+  void Prev() override {
+    it_->Prev();
+    floor_kind_ = kUnknown;
+    After();
+  }
+  leveldb::Slice key() const override { return it_->key(); }
+  leveldb::Slice value() const override { return it_->value(); }
+  leveldb::Status status() const override { return status_; }
+
+ private:
+  // What the position says of the keys before it: every key from floor_
+  // (or after it) up to the current key, exclusive, is absent.
+  enum FloorKind { kUnknown, kInclusive, kExclusive };
+
+  // Whether Seek(target) would stay where the iterator is: the target lies
+  // in the gap below the current key (or below the end, once the iterator
+  // ran past the last key). An iterator reads one snapshot, so the gap
+  // stays empty. Saves a seek of every level's table for a reader that
+  // seeks from one lane to the next, as claims and walks do.
+  bool AtSeekOf(absl::string_view target) const {
+    if (!status_.ok() || floor_kind_ == kUnknown) return false;
+    const absl::string_view floor = floor_.view();
+    if (floor_kind_ == kInclusive ? target < floor : target <= floor) {
+      return false;
+    }
+    return !valid_ || target <= last_key_.view();
+  }
+
+  // After every move: an error ends the iteration. The inner status() is
+  // read once per move (on LevelDB's iterator it asks every level).
+  // `restore_last`: a Next, whose floor_ holds the key it left; at the end
+  // or an error that key stays the last one yielded.
+  void After(bool restore_last = false) {
+    if (!status_.ok()) {
+      valid_ = false;
+      return;
+    }
+    leveldb::Status s = it_->status();
+    if (s.ok()) {
+      valid_ = it_->Valid();
+      if (valid_) {
+        const leveldb::Slice k = it_->key();
+        last_key_.Assign(k.data(), k.size());
+      } else if (restore_last) {
+        last_key_.Assign(floor_.view().data(), floor_.view().size());
+      }
+      return;
+    }
+    if (restore_last) {
+      last_key_.Assign(floor_.view().data(), floor_.view().size());
+    }
+    Fail(s);
+  }
+
+  // Ends the iteration with `s`, naming where it stopped.
+  void Fail(const leveldb::Status& s);
+
+  const std::unique_ptr<leveldb::Iterator> it_;
+  bool valid_ = false;
+  leveldb::Status status_;
+  KeyCopy last_key_;  // The current key (the last one yielded).
+  KeyCopy floor_;
+  FloorKind floor_kind_ = kUnknown;
+};
+
+// As NewCheckedIterator, with the concrete type.
+std::unique_ptr<CheckedIterator> MakeCheckedIterator(
+    leveldb::DB* db, const leveldb::ReadOptions& ro);
 
 // As NewCheckedIterator, over `it` (owned by the result), which must read
 // one snapshot in bytewise key order, as LevelDB's iterators do.

@@ -22,34 +22,6 @@ void PutLengthPrefixed(std::string* dst, std::string_view v) {
   dst->append(v);
 }
 
-bool GetFixed8(std::string_view* in, uint8_t* v) {
-  if (in->empty()) return false;
-  *v = static_cast<uint8_t>((*in)[0]);
-  in->remove_prefix(1);
-  return true;
-}
-
-bool GetFixed16(std::string_view* in, uint16_t* v) {
-  if (in->size() < 2) return false;
-  *v = DecodeFixed16(in->data());
-  in->remove_prefix(2);
-  return true;
-}
-
-bool GetFixed32(std::string_view* in, uint32_t* v) {
-  if (in->size() < 4) return false;
-  *v = DecodeFixed32(in->data());
-  in->remove_prefix(4);
-  return true;
-}
-
-bool GetFixed64(std::string_view* in, uint64_t* v) {
-  if (in->size() < 8) return false;
-  *v = DecodeFixed64(in->data());
-  in->remove_prefix(8);
-  return true;
-}
-
 bool GetVarint64(std::string_view* in, uint64_t* v) {
   uint64_t result = 0;
   for (size_t i = 0; i < in->size() && i < 10; ++i) {

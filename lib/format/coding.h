@@ -60,10 +60,6 @@ HQ_EXPORT void PutVarint64(std::string* dst, uint64_t v);
 // varint32 length, then the bytes.
 HQ_EXPORT void PutLengthPrefixed(std::string* dst, std::string_view v);
 
-HQ_EXPORT bool GetFixed8(std::string_view* in, uint8_t* v);
-HQ_EXPORT bool GetFixed16(std::string_view* in, uint16_t* v);
-HQ_EXPORT bool GetFixed32(std::string_view* in, uint32_t* v);
-HQ_EXPORT bool GetFixed64(std::string_view* in, uint64_t* v);
 HQ_EXPORT bool GetVarint32(std::string_view* in, uint32_t* v);
 HQ_EXPORT bool GetVarint64(std::string_view* in, uint64_t* v);
 HQ_EXPORT bool GetLengthPrefixed(std::string_view* in, std::string_view* v);
@@ -80,6 +76,31 @@ inline uint32_t DecodeFixed32(const char* p) {
 }
 inline uint64_t DecodeFixed64(const char* p) {
   return (uint64_t{DecodeFixed32(p)} << 32) | DecodeFixed32(p + 4);
+}
+
+inline bool GetFixed8(std::string_view* in, uint8_t* v) {
+  if (in->empty()) return false;
+  *v = static_cast<uint8_t>((*in)[0]);
+  in->remove_prefix(1);
+  return true;
+}
+inline bool GetFixed16(std::string_view* in, uint16_t* v) {
+  if (in->size() < 2) return false;
+  *v = DecodeFixed16(in->data());
+  in->remove_prefix(2);
+  return true;
+}
+inline bool GetFixed32(std::string_view* in, uint32_t* v) {
+  if (in->size() < 4) return false;
+  *v = DecodeFixed32(in->data());
+  in->remove_prefix(4);
+  return true;
+}
+inline bool GetFixed64(std::string_view* in, uint64_t* v) {
+  if (in->size() < 8) return false;
+  *v = DecodeFixed64(in->data());
+  in->remove_prefix(8);
+  return true;
 }
 
 // The smallest string greater than every string that starts with `prefix`,
