@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "hq/fleet.h"
 
 namespace hq_example {
 namespace {
@@ -211,6 +212,7 @@ int64_t StaleEpochs(const Logs& logs, CrawlReport* r) {
 }  // namespace
 
 absl::StatusOr<CrawlReport> CheckCrawl(const std::string& dir, const Web& web,
+                                       uint32_t partitions,
                                        absl::Duration site_interval,
                                        absl::Duration task_lease) {
   absl::StatusOr<Logs> logs = ReadLogs(dir, web);
@@ -232,7 +234,15 @@ absl::StatusOr<CrawlReport> CheckCrawl(const std::string& dir, const Web& web,
     if (!log.completed && !(failing && log.rejecting)) ++r.lost;
   }
   r.fetches = static_cast<int64_t>(logs->fetches.size());
+  std::vector<uint32_t> site_partition(web.sites());
+  for (int i = 0; i < web.sites(); ++i) {
+    site_partition[i] = hq::fleet::PartitionOf(web.SiteName(i), partitions);
+  }
   for (const Fetch& f : logs->fetches) {
+    if (f.partition != site_partition[f.page % web.sites()]) {
+      ++r.misrouted;
+      NoteViolation(*logs, "misrouted", f, f, &r);
+    }
     const std::string& agent = logs->agents[f.agent];
     ++r.fetches_by_agent[agent];
     absl::Time& last = r.last_handout_by_agent[agent];
@@ -263,6 +273,7 @@ std::string FormatReport(const CrawlReport& r) {
   line("same_agent_overlap", r.same_agent_overlap);
   line("pacing_violations", r.pacing_violations);
   line("stale_epochs", r.stale_epochs);
+  line("misrouted", r.misrouted);
   line("completed_failing", r.completed_failing);
   line("expired_unfetched", r.expired_unfetched);
   line("put_failures", r.put_failures);

@@ -34,6 +34,8 @@
 //     than the site interval;
 //   - stale epochs: a fetch of a partition at an epoch older than one
 //     already handed out (an agent serving a partition it lost);
+//   - misrouted: a fetch handed out by a partition that is not its site's
+//     (hq::fleet::PartitionOf of the site's name);
 //   - completed failing: a page that fails every fetch, completed.
 // Times come from each agent's clock: the checks assume one machine (or
 // clocks in step well within the site interval).
@@ -64,6 +66,7 @@ struct CrawlReport {
   int64_t same_agent_overlap = 0;
   int64_t pacing_violations = 0;
   int64_t stale_epochs = 0;
+  int64_t misrouted = 0;
   int64_t completed_failing = 0;
   int64_t expired_unfetched = 0;  // V lines.
   int64_t put_failures = 0;       // P lines.
@@ -85,11 +88,12 @@ struct CrawlReport {
   }
 };
 
-// Reads DIR/*.log against `web`. `site_interval` and `task_lease` are the
-// crawl's. Errors: NotFound (no DIR), DataLoss (a line that does not
-// parse, naming file and line; a last line without its newline is not
-// one: the agent may be writing it).
+// Reads DIR/*.log against `web`. `partitions`, `site_interval` and
+// `task_lease` are the crawl's. Errors: NotFound (no DIR), DataLoss (a line
+// that does not parse, naming file and line; a last line without its newline is
+// not one: the agent may be writing it).
 absl::StatusOr<CrawlReport> CheckCrawl(const std::string& dir, const Web& web,
+                                       uint32_t partitions,
                                        absl::Duration site_interval,
                                        absl::Duration task_lease);
 

@@ -215,7 +215,8 @@ int Run(const char* self, const hq_example::FleetCrawlFlags& f,
         rc = 2;
       }
     }
-    r = CheckCrawl(f.dir, web, f.site_interval, f.task_lease);
+    r = CheckCrawl(f.dir, web, static_cast<uint32_t>(f.partitions),
+                   f.site_interval, f.task_lease);
     if (!r.ok() || rc == 2) break;
     const double secs = absl::ToDoubleSeconds(absl::Now() - start);
     std::printf("%6.1fs %7" PRId64 " of %" PRId64 " pages done, %.0f/s\n", secs,
@@ -242,7 +243,8 @@ int Run(const char* self, const hq_example::FleetCrawlFlags& f,
     std::fprintf(stderr, "fleet_crawler: %s\n", r.status().ToString().c_str());
     return 2;
   }
-  r = CheckCrawl(f.dir, web, f.site_interval, f.task_lease);  // Final.
+  r = CheckCrawl(f.dir, web, static_cast<uint32_t>(f.partitions),
+                 f.site_interval, f.task_lease);  // Final.
   if (!r.ok()) return 2;
   std::printf("%s", hq_example::FormatReport(*r).c_str());
   if (rc == 0 && !r->clean()) rc = 1;
@@ -255,7 +257,8 @@ int Run(const char* self, const hq_example::FleetCrawlFlags& f,
 int Check(const hq_example::FleetCrawlFlags& f) {
   const Web web(f.pages, f.sites);
   absl::StatusOr<CrawlReport> r =
-      CheckCrawl(f.dir, web, f.site_interval, f.task_lease);
+      CheckCrawl(f.dir, web, static_cast<uint32_t>(f.partitions),
+                 f.site_interval, f.task_lease);
   if (!r.ok()) {
     std::fprintf(stderr, "fleet_crawler: %s\n", r.status().ToString().c_str());
     return 2;

@@ -85,7 +85,14 @@ class TempDir {
     REQUIRE(mkdtemp(buf.data()) != nullptr);
     path_ = buf.data();
   }
+  // Removed with what it holds, unless HQ_TEST_KEEP_DIRS is set (to keep a
+  // failed run's files for reading): then its path is printed instead.
   ~TempDir() {
+    const char* keep = std::getenv("HQ_TEST_KEEP_DIRS");
+    if (keep != nullptr && *keep != '\0') {
+      std::fprintf(stderr, "kept %s (HQ_TEST_KEEP_DIRS)\n", path_.c_str());
+      return;
+    }
     std::error_code ec;
     std::filesystem::remove_all(path_, ec);
   }

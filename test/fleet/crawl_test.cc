@@ -386,6 +386,7 @@ void Verify(const std::string& fault, Report& r, const std::string& text) {
   CHECK(r["same_agent_overlap"] == 0);
   CHECK(r["pacing_violations"] == 0);
   CHECK(r["stale_epochs"] == 0);
+  CHECK(r["misrouted"] == 0);
   CHECK(r["completed_failing"] == 0);
 }
 
