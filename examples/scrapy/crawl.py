@@ -13,7 +13,12 @@ Everything lives in DIR: the site's seed and ports (site.json, so a
 resumed run serves the same URLs), Scrapy's JOBDIR (DIR/job, the hq Db in
 DIR/job/hq), a log of every page the spider's callback got (fetched.log)
 and a log of every request the servers answered (served.log), one line
-each, appended as it happens.
+each, appended as it happens, and flight.log: "RUN EVENT URL" lines, RUN
+naming the process, EVENT one of "reached" (the request reached Scrapy's
+downloader), "served" (the server answered it) and "done" (its callback's
+output was all taken in, so hq.scrapy completed it), from which
+test_scrapy_crash.py tells, for each kill, which requests were in flight
+(reached, not done) and which pages were fetched again after it.
 
 The start URL is given as Scrapy's start_urls, so Scrapy requests it with
 dont_filter on every run; hq.scrapy stores it once for the whole crawl.
@@ -71,6 +76,10 @@ class Site:
         site = self
         served = os.open(os.path.join(directory, "served.log"),
                          os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.flight = os.open(os.path.join(directory, "flight.log"),
+                              os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        # This process, in flight.log.
+        self.run = f"{os.getpid()}-{time.time_ns()}"
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
@@ -82,6 +91,7 @@ class Site:
                     self.send_error(404)
                     return
                 os.write(served, (site.url(i) + "\n").encode())
+                site.note("served", site.url(i))
                 links = "".join(
                     f'<a href="{site.url(j)}">page {j}</a>\n'
                     for j in page_links(conf["seed"], conf["pages"],
@@ -114,6 +124,10 @@ class Site:
             os.rename(tmp, path)
         site.root = self.url(0)
 
+    def note(self, event, url):
+        """Appends "RUN EVENT URL" to flight.log."""
+        os.write(self.flight, f"{self.run} {event} {url}\n".encode())
+
     @staticmethod
     def host(h):
         """The h-th host: 127.0.0.(h+1), a loopback address."""
@@ -129,6 +143,7 @@ class Site:
 
 def run_crawl(directory, site, scheduler, concurrency, delay, per_host):
     import scrapy
+    from scrapy import signals
     from scrapy.crawler import CrawlerProcess
 
     log = os.open(os.path.join(directory, "fetched.log"),
@@ -140,12 +155,34 @@ def run_crawl(directory, site, scheduler, concurrency, delay, per_host):
         # Scrapy requests these with dont_filter at every start.
         start_urls = [site.root]
 
+        @classmethod
+        def from_crawler(cls, crawler, *args, **kwargs):
+            spider = super().from_crawler(crawler, *args, **kwargs)
+            # Scrapy holds a receiver weakly: the spider's method lives as
+            # long as the crawl.
+            crawler.signals.connect(spider.reached,
+                                    signal=signals.request_reached_downloader)
+            return spider
+
+        def reached(self, request, spider):
+            site.note("reached", request.url)
+
         def parse(self, response):
             os.write(log, (response.url + "\n").encode())
             for href in response.css("a::attr(href)").getall():
                 yield response.follow(href, self.parse)
 
+    class NoteDone:
+        """Notes "done" once a callback's output was all taken in: the
+        callback's own output (which hq.scrapy completes the request after)
+        is exhausted before this middleware's."""
+
+        def process_spider_output(self, response, result, spider):
+            yield from result
+            site.note("done", response.request.url)
+
     settings = {
+        "SPIDER_MIDDLEWARES": {NoteDone: 1000},
         "CONCURRENT_REQUESTS": concurrency,
         "CONCURRENT_REQUESTS_PER_DOMAIN": per_host,
         "DOWNLOAD_DELAY": delay,
