@@ -1,33 +1,31 @@
 # Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
-"""hq.scrapy's fleet mode: FleetScheduler, the Scheduler that
-Scheduler.from_crawler makes when the HQ_FLEET_* settings are set, and
-hq.scrapy.FleetScheduler names. hq.scrapy's docstring ("Fleet mode") has
-its settings and behaviour. This module is imported only then, and hq.fleet
-only when the scheduler opens, so that hq.scrapy works where hq was built
-without the fleet.
+"""hq.scrapy's fleet mode: FleetScheduler, which
+hq.scrapy.Scheduler.from_crawler makes when the HQ_FLEET_* settings are
+set (hq.scrapy.FleetScheduler names it). hq.scrapy's docstring ("Fleet
+mode") has its settings and behaviour. It shares hq._scrapy_common's
+machinery with the local Scheduler, and imports hq.fleet only when it
+opens, so that hq.scrapy works where hq was built without the fleet.
 """
 
 from __future__ import annotations
 
-import heapq
-import os
-import pickle
-import shutil
-import tempfile
 import time
 
 import hq
-from hq.scrapy import (Scheduler, _Done, _fleet_settings, _import_scrapy,
-                       logger)
+from hq._scrapy_common import (SchedulerBase, _fleet_settings, logger,
+                               request_payload)
 
 # hq.fleet's priorities: 0..7, higher first.
 _FLEET_LEVELS = 8
 
 
-class FleetScheduler(Scheduler):
-    """Scheduler's fleet mode (HQ_FLEET_*, see hq.scrapy's docstring):
+class FleetScheduler(SchedulerBase):
+    """The Scheduler's fleet mode (HQ_FLEET_*, see hq.scrapy's docstring):
     requests go through an hq.fleet.Agent instead of a local queue.
-    Scheduler.from_crawler makes one when the fleet settings are set."""
+    hq.scrapy.Scheduler.from_crawler makes one when the fleet settings are
+    set."""
+
+    SOURCE = "fleet"
 
     def __init__(self, crawler, *args, **kwargs):
         super().__init__(crawler, *args, **kwargs)
@@ -57,14 +55,7 @@ class FleetScheduler(Scheduler):
         if f["claim_batch"] < 1:
             raise ValueError(f"HQ_FLEET_CLAIM_BATCH is {f['claim_batch']}; "
                              "it must be at least 1")
-        path = self.db_dir
-        if path is None:
-            self._temp_dir = tempfile.mkdtemp(prefix="hq-scrapy-")
-            path = self._temp_dir
-            logger.warning("hq.scrapy: no JOBDIR or HQ_DIR: the fleet "
-                           "agent's Db is %s for this run only", path)
-        else:
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        path = self._store_path("the fleet agent's Db is")
         pacing = None
         if self.host_max_in_flight or self.host_interval:
             pacing = hq.TopicPacing(max_in_flight=self.host_max_in_flight,
@@ -82,38 +73,27 @@ class FleetScheduler(Scheduler):
         logger.info("hq.scrapy: fleet %s: agent %s joined (Db %s)",
                     f["fleet"], f["agent_id"], path)
 
-    def close(self, reason):
-        if self.agent is None:
-            return
-        try:
-            if self._wake_call is not None and self._wake_call.active():
-                self._wake_call.cancel()
-            # Claimed but never handed to the engine: given back now rather
-            # than when their leases run out.
-            if self._peeked is not None:
-                task = self._tasks.pop(self._peeked, None)
-                if task is not None:
-                    self._claimed.insert(0, task)
-                self._peeked = None
-            for task in self._claimed:
-                self.agent.release(task)
-            self._claimed = []
-            if reason == "finished":
-                # Idle (HQ_FLEET_IDLE_CLOSE): the partitions go to the
-                # agents still crawling at once.
-                self.agent.leave()
-        finally:
-            self.agent.close()
-            self.agent = None
-            if self._temp_dir:
-                shutil.rmtree(self._temp_dir, ignore_errors=True)
-
-    def has_pending_requests(self) -> bool:
-        if self._peeked is not None or self._memory:
-            return True
-        self._peeked = self._claim()
+    def _close(self, reason):
+        # Claimed but never handed to the engine: given back now rather
+        # than when their leases run out.
         if self._peeked is not None:
-            return True
+            task = self._tasks.pop(self._peeked, None)
+            if task is not None:
+                self._claimed.insert(0, task)
+            self._peeked = None
+        for task in self._claimed:
+            self.agent.release(task)
+        self._claimed = []
+        if reason == "finished":
+            # Idle (HQ_FLEET_IDLE_CLOSE): the partitions go to the agents
+            # still crawling at once.
+            self.agent.leave()
+
+    def _shut(self):
+        self.agent.close()
+        self.agent = None
+
+    def _more_pending(self) -> bool:
         return self._fleet_pending()
 
     def __len__(self) -> int:
@@ -134,16 +114,11 @@ class FleetScheduler(Scheduler):
             self._inc("hq/fleet/retried")
             return True
         try:
-            payload = pickle.dumps(request.to_dict(spider=self.spider),
-                                   protocol=4)
+            payload = request_payload(request, self.spider)
         except Exception as e:
             self._inc("scheduler/unserializable")
-            logger.warning("hq.scrapy: cannot serialize %s (%s): kept in "
-                           "memory, lost if the process dies", request, e)
-            heapq.heappush(self._memory,
-                           (-request.priority, next(self._counter), request))
-            self._finish_parent(parent)
-            return True
+            return self._keep_in_memory(request, f"cannot serialize ({e})",
+                                        parent)
         try:
             self.agent.put(request.url, payload,
                            priority=self._level(request.priority))
@@ -157,31 +132,13 @@ class FleetScheduler(Scheduler):
             # NATS did not acknowledge it: crawled here from memory, so
             # that the request that found it can complete.
             self._inc("hq/fleet/unpublished")
-            logger.warning("hq.scrapy: could not put %s (%s): kept in "
-                           "memory, lost if the process dies", request, e)
-            heapq.heappush(self._memory,
-                           (-request.priority, next(self._counter), request))
-            self._finish_parent(parent)
-            return True
+            return self._keep_in_memory(request, f"could not put ({e})",
+                                        parent)
         self._finish_parent(parent)
         self._idle_since = None
         self._inc("scheduler/enqueued/fleet")
         self._inc("scheduler/enqueued")
         return True
-
-    def next_request(self):
-        if self._memory:
-            self._inc("scheduler/dequeued/memory")
-            self._inc("scheduler/dequeued")
-            return heapq.heappop(self._memory)[2]
-        request = self._peeked or self._claim()
-        self._peeked = None
-        if request is not None:
-            self._inc("scheduler/dequeued/fleet")
-            self._inc("scheduler/dequeued")
-        else:
-            self._wake_engine()
-        return request
 
     # ---- Host pacing: per site, from the settings only.
 
@@ -200,7 +157,6 @@ class FleetScheduler(Scheduler):
     # ---- Internals
 
     def _claim(self):
-        req_util, _, _ = _import_scrapy()
         while True:
             if not self._claimed:
                 self._claimed = self.agent.claim(self.fleet["claim_batch"])
@@ -213,25 +169,18 @@ class FleetScheduler(Scheduler):
                 self.agent.release(task)
                 continue
             try:
-                request = req_util.request_from_dict(
-                    pickle.loads(task.payload), spider=self.spider)
+                request = self._load(task)
             except Exception as e:
                 logger.error("hq.scrapy: cannot load a stored request (%s)", e)
                 self.agent.release(task, 60.0)
                 continue
-            if task.attempt > 1:
-                self._inc("hq/redelivered")
             self._idle_since = None
-            self._tasks[request] = task
-            request.callback = _Done(self, request, request.callback, False)
-            request.errback = _Done(self, request, request.errback, True)
-            return request
+            return self._hand_out(task, request)
 
-    def _hook_downloader(self):
-        pass  # Attempts are hand-outs in fleet mode.
-
-    def _on_send(self, request):
-        pass
+    def _nothing_claimable(self):
+        # Work comes from other processes too: the engine asks again in
+        # HQ_FLEET_POLL seconds.
+        self._wake_in(self.fleet["poll"])
 
     def _fleet_pending(self) -> bool:
         """Whether the crawl may still get work here: a request of this
@@ -260,18 +209,6 @@ class FleetScheduler(Scheduler):
         if idle_close <= 0 or self._idle_since is None:
             return True
         return now - self._idle_since < idle_close
-
-    def _wake_engine(self):
-        """Asks the engine for the next request again in HQ_FLEET_POLL
-        seconds: work comes from other processes too, and the engine
-        otherwise asks only at its heartbeat (5 s)."""
-        slot = getattr(getattr(self.crawler, "engine", None), "slot", None)
-        if slot is None or (self._wake_call is not None and
-                            self._wake_call.active()):
-            return
-        from twisted.internet import reactor
-        self._wake_call = reactor.callLater(self.fleet["poll"],
-                                            slot.nextcall.schedule)
 
     def _consumer(self):
         return self.agent

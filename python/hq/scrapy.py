@@ -23,8 +23,16 @@ with HQ_SYNC = True):
   it failed with no errback, or a downloader middleware replaced it (a retry
   or a redirect: the new request is enqueued first). So every request not
   completed when the process dies is delivered again on the next run: none
-  is lost, each is fetched at least once (some twice: those in flight at
-  the kill).
+  is lost, each is fetched at least once.
+- Fetched again after a kill: only requests in flight at the kill, those
+  that had reached Scrapy's downloader and were not yet done with (as
+  above): downloading, waiting for their callback (Scrapy's scraper calls
+  it 0.1 s after the download at the earliest, and keeps up to
+  SCRAPER_SLOT_MAX_ACTIVE_SIZE of responses waiting), or inside it. A
+  request done with is never handed out again, so a kill costs at most
+  CONCURRENT_REQUESTS plus the responses waiting in the scraper
+  (python/tests/test_scrapy_crash.py checks it, kill by kill). Requests
+  handed out but still waiting in a download slot come back too, unsent.
 - An attempt is a sending: a request counts an attempt when Scrapy's
   downloader sends it (leaves its per-host slot for the download handler),
   not when it is handed out. Before the request goes to the download
@@ -142,27 +150,37 @@ the requests it found are put first). What differs from the local mode:
   not apply (HQ_FLEET_TASK_LEASE, the fleet's 8 levels, its own writes,
   URL dedup and HQ_FLEET_POLL take their places).
 
+Memory: the scheduler remembers the fingerprints it stored (up to 2^20;
+then it starts over), so that a duplicate is filtered without a Db read,
+as Scrapy's RFPDupeFilter keeps every fingerprint; and keeps the requests
+it stored (up to 10,000) until they are claimed, so that a claim in the
+same run hands out the request enqueued instead of loading a copy. Neither
+changes what is stored, when, or what a crash keeps.
+
 Not kept from Scrapy's scheduler: DUPEFILTER_CLASS is not used (hq's dedup
-is the filter), and a request that cannot be serialized (a lambda callback,
-unpicklable meta) is kept in memory, as Scrapy's disk queues do, and is lost
-on a crash (stat scheduler/unserializable).
+is the filter; duplicates are logged as its RFPDupeFilter logs them: the
+first at DEBUG, every one with DUPEFILTER_DEBUG), and a request that cannot
+be serialized (a lambda callback, unpicklable meta) is kept in memory, as
+Scrapy's disk queues do, and is lost on a crash (stat
+scheduler/unserializable).
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import logging
 import os
 import pickle
-import shutil
-import tempfile
 import weakref
-from typing import Any, Optional
 
 import hq
+from hq._scrapy_common import (SchedulerBase, _fleet_settings,
+                               _import_scrapy, request_payload)
+from hq._scrapy_fleet import FleetScheduler
 
 logger = logging.getLogger(__name__)
+
+__all__ = ["Scheduler", "FleetScheduler", "dead_letters", "task_key",
+           "request_payload", "QUEUE", "GROUP", "SEEN_QUEUE", "SENT_QUEUE"]
 
 QUEUE = "requests"
 GROUP = "crawl"
@@ -174,169 +192,49 @@ SENT_QUEUE = "sent"
 # The group's own max_attempts: hq never dead-letters a request by its
 # hand-outs; the scheduler does by its sendings.
 _GROUP_MAX_ATTEMPTS = 1000000
+# Fingerprints of stored requests remembered in memory, to filter a
+# duplicate without a Db read (forgotten all at once when full: the Db's
+# dedup still filters them).
+SEEN_FINGERPRINTS = 1 << 20
+# Requests stored by this process and kept in memory until claimed, so that
+# a claim need not load them (beyond it they are loaded from the Db).
+KEEP_REQUESTS = 10000
 
 
-def _import_scrapy():
-    # Deferred so that `import hq.scrapy` names this module, not Scrapy.
-    import importlib
-    return (importlib.import_module("scrapy.utils.request"),
-            importlib.import_module("scrapy.utils.httpobj"),
-            importlib.import_module("scrapy.http"))
+class Scheduler(SchedulerBase):
+    """SCHEDULER = "hq.scrapy.Scheduler": see this module's docstring.
+    from_crawler makes a FleetScheduler instead when the HQ_FLEET_*
+    settings are set."""
 
-
-def _db_dir(settings) -> Optional[str]:
-    if settings.get("HQ_DIR"):
-        return settings.get("HQ_DIR")
-    if settings.get("JOBDIR"):
-        return os.path.join(settings.get("JOBDIR"), "hq")
-    return None
-
-
-class _Done:
-    """Completes a claimed request's task; wraps its callback or errback.
-
-    The callback runs in Scrapy's scraper; its output goes through the
-    spider middlewares to the engine, which enqueues each request at once
-    (synchronously). So when the output this wrapper returns is exhausted,
-    every request it yielded has been enqueued, and the task completes.
-    """
-
-    def __init__(self, scheduler, request, original, is_errback):
-        self.scheduler = weakref.proxy(scheduler)
-        self.request = weakref.ref(request)
-        self.original = original
-        self.is_errback = is_errback
-
-    def __call__(self, *args, **kwargs):
-        request = self.request()
-        sched = self.scheduler
-        sched._in_callback.add(id(request))
-        if self.is_errback and sched._gave_up_on(request):
-            sched._reject.add(id(request))
-        if self.original is None:
-            if self.is_errback:
-                # No errback: Scrapy logs the failure; the request is done.
-                sched._finish(request)
-                return args[0]
-            fn = sched.spider._parse
-        else:
-            fn = self.original
-        try:
-            out = fn(*args, **kwargs)
-        except BaseException:
-            sched._finish(request)
-            raise
-        import inspect
-        if inspect.isasyncgen(out):
-            return self._async_iter(out, request)
-        if inspect.iscoroutine(out):
-            return self._await(out, request)
-        return self._output(out, request)
-
-    def _output(self, out, request):
-        """The callback's result `out`, as Scrapy takes it in, completing
-        the request once exhausted. A single request or item is wrapped
-        too: completed before being returned, a request could be lost if
-        the process died before the engine enqueued it."""
-        if out is None:
-            self.scheduler._finish(request)
-            return out
-        if _is_single(out) or not hasattr(out, "__iter__"):
-            out = [out]
-        return self._iter(out, request)
-
-    def _iter(self, out, request):
-        try:
-            yield from out
-        finally:
-            self.scheduler._finish(request)
-
-    async def _async_iter(self, out, request):
-        try:
-            async for x in out:
-                yield x
-        finally:
-            self.scheduler._finish(request)
-
-    async def _await(self, coro, request):
-        try:
-            result = await coro
-        except BaseException:
-            self.scheduler._finish(request)
-            raise
-        # Not exhausted here: the engine takes the output in after the
-        # coroutine returns.
-        return self._output(result, request)
-
-
-def _is_single(out) -> bool:
-    _, _, http = _import_scrapy()
-    return isinstance(out, http.Request) or (
-        hasattr(out, "keys") and not hasattr(out, "__next__"))
-
-
-class Scheduler:
-    """SCHEDULER = "hq.scrapy.Scheduler": see this module's docstring."""
-
-    def __init__(self, crawler, db_dir, lease, max_attempts, priorities,
-                 sync, stats, start_once=True, host_max_in_flight=0,
-                 host_interval=0.0, host_pacing=None, pacing_poll=0.1):
-        self.crawler = crawler
-        self.db_dir = db_dir
-        self.lease = lease
-        self.max_attempts = max_attempts
-        self.levels = priorities
-        self.sync = sync
-        self.stats = stats
-        self.start_once = start_once
-        self.host_max_in_flight = host_max_in_flight
-        self.host_interval = host_interval
-        self.host_pacing_settings = dict(host_pacing or {})
-        self.pacing_poll = pacing_poll
-        self.spider = None
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
         self.db = None
         self.queue = None
         self.group = None
         self.sent = None  # The queue SENT_QUEUE.
         self._sent_marked = weakref.WeakSet()  # Requests with a mark written.
         self._starts = weakref.WeakSet()  # The spider's start requests.
-        self._wake_call = None  # The pending engine wake-up (pacing).
-        self._temp_dir = None
-        self._tasks = weakref.WeakKeyDictionary()  # Request -> hq.Task.
-        self._in_callback = set()  # id() of requests inside their callback.
-        # id() of requests RetryMiddleware gave up on, inside their errback.
-        self._reject = set()
-        self._peeked = None  # A claimed request not yet handed out.
-        self._memory = []  # Unserializable requests: (-priority, n, request).
-        self._counter = itertools.count()
+        # Fingerprints known to be stored (see _remember).
+        self._seen = set()
+        # Requests this process stored, by (partition, id.ms, id.seq) of
+        # their message: the first claim of one hands out this object
+        # rather than loading its payload (KEEP_REQUESTS at most).
+        self._kept = {}
+        self._dupes_debug = False  # DUPEFILTER_DEBUG: log every duplicate.
+        self._dupes_logged = False  # The first duplicate was logged.
 
     @classmethod
     def from_crawler(cls, crawler):
-        s = crawler.settings
-        if cls is Scheduler and _fleet_settings(s) is not None:
-            from hq._scrapy_fleet import FleetScheduler
-            cls = FleetScheduler
-        return cls(crawler, _db_dir(s), s.getfloat("HQ_LEASE", 3600.0),
-                   s.getint("HQ_MAX_ATTEMPTS", 5), s.getint("HQ_PRIORITIES", 32),
-                   s.getbool("HQ_SYNC", False), crawler.stats,
-                   start_once=s.getbool("HQ_START_ONCE", True),
-                   host_max_in_flight=s.getint("HQ_HOST_MAX_IN_FLIGHT", 0),
-                   host_interval=s.getfloat("HQ_HOST_INTERVAL", 0.0),
-                   host_pacing=s.getdict("HQ_HOST_PACING", {}),
-                   pacing_poll=s.getfloat("HQ_PACING_POLL", 0.1))
+        if cls is Scheduler and _fleet_settings(crawler.settings) is not None:
+            return FleetScheduler.from_crawler(crawler)
+        return super().from_crawler(crawler)
 
     # ---- BaseScheduler
 
     def open(self, spider):
         self.spider = spider
-        path = self.db_dir
-        if path is None:
-            self._temp_dir = tempfile.mkdtemp(prefix="hq-scrapy-")
-            path = self._temp_dir
-            logger.warning("hq.scrapy: no JOBDIR or HQ_DIR: requests are "
-                           "kept in %s for this run only", path)
-        else:
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        self._dupes_debug = self.crawler.settings.getbool("DUPEFILTER_DEBUG")
+        path = self._store_path("requests are kept in")
         self.db = hq.Db.open(path, sync_writes=self.sync)
         try:
             self.queue = self.db.open_queue(QUEUE)
@@ -372,32 +270,21 @@ class Scheduler:
             logger.info("hq.scrapy: resuming %s: %d requests waiting, %d to "
                         "deliver again", path, st.backlog, st.redelivery)
 
-    def close(self, reason):
-        if self.db is None:
-            return
-        try:
-            if self._wake_call is not None and self._wake_call.active():
-                self._wake_call.cancel()
-            dead = self.group.stats().dead_letters
-            self.stats.set_value("hq/dead_letters", dead, spider=self.spider)
-            if dead:
-                logger.error("hq.scrapy: %d requests are dead letters (in "
-                             "queue %s), not crawled; hq.scrapy."
-                             "dead_letters() lists them, `hq dead --requeue` "
-                             "puts them back", dead,
-                             self.group.dead_letter_queue)
-        finally:
-            self.db.close()
-            self.db = None
-            if self._temp_dir:
-                shutil.rmtree(self._temp_dir, ignore_errors=True)
+    def _close(self, reason):
+        dead = self.group.stats().dead_letters
+        self.stats.set_value("hq/dead_letters", dead, spider=self.spider)
+        if dead:
+            logger.error("hq.scrapy: %d requests are dead letters (in "
+                         "queue %s), not crawled; hq.scrapy."
+                         "dead_letters() lists them, `hq dead --requeue` "
+                         "puts them back", dead,
+                         self.group.dead_letter_queue)
 
-    def has_pending_requests(self) -> bool:
-        if self._peeked is not None or self._memory:
-            return True
-        self._peeked = self._claim()
-        if self._peeked is not None:
-            return True
+    def _shut(self):
+        self.db.close()
+        self.db = None
+
+    def _more_pending(self) -> bool:
         # Requests waiting for a redelivery time are pending too.
         st = self.group.stats()
         return bool(st.redelivery or st.delayed or st.backlog)
@@ -415,52 +302,35 @@ class Scheduler:
                                        request in self._starts):
             dedup = self.crawler.request_fingerprinter.fingerprint(
                 request).hex()
+            if dedup in self._seen:
+                self._finish_parent(parent)
+                return self._filtered(request)
         try:
-            payload = pickle.dumps(request.to_dict(spider=self.spider),
-                                   protocol=4)
+            payload = request_payload(request, self.spider)
         except Exception as e:
             # Filtered like the others, through a queue that only
             # remembers dedup keys.
             if dedup and self._seen_queue().put(
                     b"", dedup_key=dedup).duplicate:
+                self._remember(dedup)
                 self._finish_parent(parent)
                 return self._filtered(request)
+            self._remember(dedup)
             self._inc("scheduler/unserializable")
-            logger.warning("hq.scrapy: cannot serialize %s (%s): kept in "
-                           "memory, lost if the process dies", request, e)
-            heapq.heappush(self._memory,
-                           (-request.priority, next(self._counter), request))
-            self._finish_parent(parent)
-            return True
+            return self._keep_in_memory(request, f"cannot serialize ({e})",
+                                        parent)
         r = self.queue.put(payload, topic=self._topic(request),
                            priority=self._level(request.priority),
                            dedup_key=dedup)
+        self._remember(dedup)
         self._finish_parent(parent)
         if r.duplicate:
             return self._filtered(request)
+        if len(self._kept) < KEEP_REQUESTS:
+            self._kept[(r.partition, r.id.ms, r.id.seq)] = request
         self._inc("scheduler/enqueued/hq")
         self._inc("scheduler/enqueued")
         return True
-
-    def _filtered(self, request) -> bool:
-        self._inc("dupefilter/filtered")
-        logger.debug("Filtered duplicate request: %(request)s",
-                     {"request": request}, extra={"spider": self.spider})
-        return False
-
-    def next_request(self):
-        if self._memory:
-            self._inc("scheduler/dequeued/memory")
-            self._inc("scheduler/dequeued")
-            return heapq.heappop(self._memory)[2]
-        request = self._peeked or self._claim()
-        self._peeked = None
-        if request is not None:
-            self._inc("scheduler/dequeued/hq")
-            self._inc("scheduler/dequeued")
-        elif self._paced():
-            self._wake_engine()
-        return request
 
     # ---- Host pacing
 
@@ -489,13 +359,43 @@ class Scheduler:
 
     # ---- Internals
 
+    def _remember(self, dedup):
+        """`dedup` is a stored request's fingerprint (in the queue, or in
+        SEEN_QUEUE): later requests with it are filtered without asking
+        the Db. At most SEEN_FINGERPRINTS are remembered."""
+        if dedup is None:
+            return
+        if len(self._seen) >= SEEN_FINGERPRINTS:
+            self._seen.clear()
+        self._seen.add(dedup)
+
+    def _filtered(self, request) -> bool:
+        """Counts a duplicate; logs it as Scrapy's RFPDupeFilter does: the
+        first only, or every one with DUPEFILTER_DEBUG."""
+        self._inc("dupefilter/filtered")
+        if self._dupes_debug:
+            logger.debug("Filtered duplicate request: %(request)s",
+                         {"request": request}, extra={"spider": self.spider})
+        elif not self._dupes_logged:
+            self._dupes_logged = True
+            logger.debug("Filtered duplicate request: %(request)s - no more "
+                         "duplicates will be shown (see DUPEFILTER_DEBUG to "
+                         "show all duplicates)", {"request": request},
+                         extra={"spider": self.spider})
+        return False
+
+    def _nothing_claimable(self):
+        if self._paced():
+            self._wake_engine()
+
     def _claim(self):
-        req_util, _, _ = _import_scrapy()
         while True:
             tasks = self.group.claim(1)
             if not tasks:
                 return None
             task = tasks[0]
+            kept = self._kept.pop((task.partition, task.id.ms, task.id.seq),
+                                  None)
             # Handed out before: it counts the sendings it had.
             sent = self._sendings(task) if task.attempt > 1 else 0
             if sent >= self.max_attempts:
@@ -507,8 +407,7 @@ class Scheduler:
                              self.group.dead_letter_queue)
                 continue
             try:
-                request = req_util.request_from_dict(
-                    pickle.loads(task.payload), spider=self.spider)
+                request = kept if kept is not None else self._load(task)
             except Exception as e:
                 # A request this spider can no longer load (its callback was
                 # renamed): given back, an attempt used, until it is
@@ -517,12 +416,7 @@ class Scheduler:
                 self._mark_sent(task)
                 self.group.release(task, 60.0)
                 continue
-            if task.attempt > 1:
-                self._inc("hq/redelivered")
-            self._tasks[request] = task
-            request.callback = _Done(self, request, request.callback, False)
-            request.errback = _Done(self, request, request.errback, True)
-            return request
+            return self._hand_out(task, request)
 
     def _hook_downloader(self):
         """Has the downloader call _on_send for each request it sends: its
@@ -584,80 +478,16 @@ class Scheduler:
 
     def _wake_engine(self):
         """Pacing holds requests back: asks the engine for the next request
-        again in HQ_PACING_POLL seconds, rather than at its next heartbeat
-        (5 s)."""
-        slot = getattr(getattr(self.crawler, "engine", None), "slot", None)
-        if slot is None or (self._wake_call is not None and
-                            self._wake_call.active()):
-            return
+        again in HQ_PACING_POLL seconds, if any is waiting."""
         st = self.group.stats()
-        if not (st.backlog or st.redelivery or st.delayed):
-            return
-        from twisted.internet import reactor
-        self._wake_call = reactor.callLater(self.pacing_poll,
-                                            slot.nextcall.schedule)
+        if st.backlog or st.redelivery or st.delayed:
+            self._wake_in(self.pacing_poll)
 
     def _seen_queue(self):
         try:
             return self.db.open_queue(SEEN_QUEUE)
         except hq.NotFound:
             return self.db.create_queue(SEEN_QUEUE)
-
-    def _parent_of(self, request):
-        """The claimed request this one was copied from by a downloader
-        middleware (a retry or a redirect carries our wrappers), if that
-        one is not inside its own callback (then it completes when the
-        callback's output is exhausted)."""
-        for fn in (request.callback, request.errback):
-            if isinstance(fn, _Done):
-                parent = fn.request()
-                if (parent is not None and parent is not request and
-                        id(parent) not in self._in_callback):
-                    return parent
-        return None
-
-    def _finish_parent(self, parent):
-        if parent is not None:
-            self._finish(parent)
-
-    @staticmethod
-    def _unwrap(request):
-        if isinstance(request.callback, _Done):
-            request.callback = request.callback.original
-        if isinstance(request.errback, _Done):
-            request.errback = request.errback.original
-
-    def _gave_up_on(self, request) -> bool:
-        """Whether RetryMiddleware retried `request` as often as it may (so
-        this failure is its last): Scrapy 2.8's rule, retry_times of the
-        request's meta against max_retry_times or RETRY_TIMES."""
-        settings = self.crawler.settings
-        if not settings.getbool("RETRY_ENABLED", True):
-            return False
-        most = request.meta.get("max_retry_times",
-                                settings.getint("RETRY_TIMES", 2))
-        return most > 0 and request.meta.get("retry_times", 0) >= most
-
-    def _finish(self, request):
-        if request is None:
-            return
-        self._in_callback.discard(id(request))
-        reject = id(request) in self._reject
-        self._reject.discard(id(request))
-        task = self._tasks.pop(request, None)
-        consumer = self._consumer()
-        if task is None or consumer is None:
-            return
-        try:
-            if reject:
-                consumer.reject(task)
-                self._inc("hq/rejected")
-            else:
-                consumer.complete(task)
-        except hq.FailedPrecondition as e:
-            # Its lease expired and it was handed out again (in fleet mode,
-            # or its partition moved): that delivery completes it.
-            logger.debug("hq.scrapy: %s: %s", request, e)
 
     def _consumer(self):
         """What completes and rejects the tasks: the group, or None once
@@ -671,9 +501,6 @@ class Scheduler:
     def _level(self, priority: int) -> int:
         return min(max(priority + self.levels // 2, 0), self.levels - 1)
 
-    def _inc(self, key):
-        self.stats.inc_value(key, spider=self.spider)
-
 
 def task_key(task) -> str:
     """The topic of a task's sending marks in SENT_QUEUE."""
@@ -686,50 +513,3 @@ def dead_letters(jobdir: str, max: int = 1000):
     with hq.Db.open(os.path.join(jobdir, "hq"), create_if_missing=False) as db:
         group = db.open_queue(QUEUE).group(GROUP)
         return [(d, pickle.loads(d.payload)) for d in group.dead_letters(max)]
-
-
-# ---- Fleet mode: the settings that turn it on, read here by
-# Scheduler.from_crawler; FleetScheduler itself is in hq._scrapy_fleet.
-
-_FLEET_REQUIRED = ("HQ_FLEET_ZOOKEEPER", "HQ_FLEET_NATS", "HQ_FLEET_AGENT")
-
-
-def _fleet_settings(settings) -> Optional[dict]:
-    """The fleet settings, or None when none of HQ_FLEET_ZOOKEEPER,
-    HQ_FLEET_NATS and HQ_FLEET_AGENT is set. ValueError when only some
-    are."""
-    given = [k for k in _FLEET_REQUIRED if settings.get(k)]
-    if not given:
-        return None
-    if len(given) != len(_FLEET_REQUIRED):
-        missing = [k for k in _FLEET_REQUIRED if k not in given]
-        raise ValueError(f"hq.scrapy fleet mode needs {', '.join(missing)} "
-                         f"too ({', '.join(given)} set)")
-    return dict(
-        zookeeper=settings.get("HQ_FLEET_ZOOKEEPER"),
-        nats=settings.get("HQ_FLEET_NATS"),
-        agent_id=settings.get("HQ_FLEET_AGENT"),
-        fleet=settings.get("HQ_FLEET_NAME", "default"),
-        partitions=settings.getint("HQ_FLEET_PARTITIONS", 1024),
-        replicas=settings.getint("HQ_FLEET_REPLICAS", 3),
-        session_timeout=settings.getfloat("HQ_FLEET_SESSION_TIMEOUT", 10.0),
-        grace=settings.getfloat("HQ_FLEET_GRACE", 30.0),
-        ownership_lease=settings.getfloat("HQ_FLEET_OWNERSHIP_LEASE", 5.0),
-        task_lease=settings.getfloat("HQ_FLEET_TASK_LEASE", 60.0),
-        idle_close=settings.getfloat("HQ_FLEET_IDLE_CLOSE", 0.0),
-        poll=settings.getfloat("HQ_FLEET_POLL", 0.2),
-        claim_batch=settings.getint("HQ_FLEET_CLAIM_BATCH", 8),
-        site_of=settings.get("HQ_FLEET_SITE", "site"),
-    )
-
-
-def __getattr__(name: str):
-    # FleetScheduler (fleet mode) is hq._scrapy_fleet's, loaded on first use.
-    if name == "FleetScheduler":
-        from hq._scrapy_fleet import FleetScheduler
-        return FleetScheduler
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted([*globals(), "FleetScheduler"])
