@@ -602,3 +602,68 @@ def test_an_unserializable_request_is_kept_in_memory(scheduler):
                            callback=lambda response: None)
     assert not s.enqueue_request(again)
     assert s.next_request() is None
+
+
+class Other:
+    def parse_elsewhere(self, response):
+        pass
+
+
+def test_issue41_a_request_is_stored_as_request_to_dict_gives_it(scheduler):
+    # request_payload finds a callback by its name, without Scrapy's search
+    # of every member of the spider; what it stores is what to_dict gives.
+    import scrapy
+    from scrapy.http import FormRequest
+    from scrapy.utils.request import request_from_dict
+
+    s = scheduler()
+    spider = s.spider
+    requests = [
+        scrapy.Request("http://127.0.0.1:1/a"),
+        scrapy.Request("http://127.0.0.1:1/b", callback=spider.parse_item,
+                       errback=spider.failed, meta={"k": [1]}, priority=-2,
+                       cb_kwargs={"n": 1}, dont_filter=True),
+        scrapy.Request("http://127.0.0.1:1/c", errback=spider.failed),
+        FormRequest("http://127.0.0.1:1/d", formdata={"q": "x"},
+                    callback=spider.parse_item),
+    ]
+    for request in requests:
+        payload = hq.scrapy.request_payload(request, spider)
+        assert pickle.loads(payload) == request.to_dict(spider=spider)
+        back = request_from_dict(pickle.loads(payload), spider=spider)
+        assert type(back) is type(request) and back.body == request.body
+    # Not a method of the spider: Scrapy's own error.
+    other = scrapy.Request("http://127.0.0.1:1/e",
+                           callback=Other().parse_elsewhere)
+    with pytest.raises(ValueError):
+        hq.scrapy.request_payload(other, spider)
+    with pytest.raises(ValueError):
+        other.to_dict(spider=spider)
+
+
+def test_issue41_duplicates_are_filtered_in_memory_and_by_the_db_after_a_reopen(
+        scheduler):
+    import scrapy
+
+    url = "http://127.0.0.1:1/page"
+    s = scheduler()
+    first = scrapy.Request(url)
+    assert s.enqueue_request(first)
+    assert not s.enqueue_request(scrapy.Request(url))
+    assert s.enqueue_request(scrapy.Request(url, dont_filter=True))
+    assert s.stats.get_value("dupefilter/filtered") == 1
+    assert s.stats.get_value("scheduler/enqueued") == 2
+    # Claimed in the run that stored it: the request enqueued, not a copy.
+    got = s.next_request()
+    assert got is first
+    s.close("shutdown")
+
+    # A new process remembers nothing: the Db filters.
+    s = scheduler()
+    assert not s.enqueue_request(scrapy.Request(url))
+    assert s.stats.get_value("dupefilter/filtered") == 1
+    # Both stored requests are delivered again (handed out or not, none
+    # was done with), loaded from the Db.
+    again = [s.next_request(), s.next_request()]
+    assert [r.url for r in again] == [url, url] and first not in again
+    assert s.next_request() is None
