@@ -406,6 +406,12 @@ class Scheduler(SchedulerBase):
                              "letter, in queue %s", sent,
                              self.group.dead_letter_queue)
                 continue
+            if kept is not None and kept in self._tasks:
+                # Enqueued twice (dont_filter), the other still out: a
+                # copy, so that each task completes on its own.
+                kept = None
+            elif kept is not None:
+                self._unwrap(kept)  # Handed out before, by another task.
             try:
                 request = kept if kept is not None else self._load(task)
             except Exception as e:

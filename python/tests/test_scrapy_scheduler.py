@@ -667,3 +667,20 @@ def test_issue41_duplicates_are_filtered_in_memory_and_by_the_db_after_a_reopen(
     again = [s.next_request(), s.next_request()]
     assert [r.url for r in again] == [url, url] and first not in again
     assert s.next_request() is None
+
+
+def test_issue41_one_request_enqueued_twice_completes_each_task(scheduler):
+    # The same object enqueued twice (dont_filter) is two tasks: handed out
+    # together, each is its own request, and each completes.
+    import scrapy
+
+    s = scheduler()
+    request = scrapy.Request("http://127.0.0.1:1/twice", dont_filter=True,
+                             callback=s.spider.parse_item)
+    assert s.enqueue_request(request) and s.enqueue_request(request)
+    a, b = s.next_request(), s.next_request()
+    assert a is not b and a.url == b.url
+    for r in (a, b):
+        list(r.callback(None) or [])  # The callback ran; output taken in.
+    assert s.group.stats().in_flight == 0
+    assert_all_done(s.group.stats())
