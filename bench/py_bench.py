@@ -5,15 +5,18 @@ default test suite:
 
   PYTHONPATH=build/python /usr/bin/python3 bench/py_bench.py build [--num N]
       [--pages 5000] [--crash_pages 2000] [--kills 10] [--seed 1]
-      [--benchmarks=put,put_batch,claim_complete,crawl,crash]
+      [--rounds R] [--benchmarks=put,put_batch,put_many,claim_complete,crawl,
+      crash]
 
   put             hq.Queue.put of --num 100-byte messages, one thread, next to
                   hq_bench's C++ `put` of the same messages in the same run
                   (ratio python/C++).
-  put_batch       put_batch of 100 messages per call, against hq_bench
+  put_batch       put_batch of 100 payloads per call, against hq_bench
                   --batch=100.
-  claim_complete  claim(max=--claim_batch) + complete of a filled queue until
-                  drained, against hq_bench's claim_complete.
+  put_many        put_many of 100 (payload, topic, priority) tuples per call,
+                  against hq_bench --batch=100.
+  claim_complete  claim(max=--claim_batch) + complete(list) of a filled queue
+                  until drained, against hq_bench's claim_complete.
   crawl           examples/scrapy/crawl.py on --pages pages (5000; no
                   delay, CONCURRENT_REQUESTS 8) with hq.scrapy, Scrapy's
                   memory scheduler and its JOBDIR disk scheduler: pages/s of
@@ -28,12 +31,20 @@ default test suite:
                   JOBDIR scheduler: pages lost by each, pages fetched more
                   than once, and (hq) the most fetched again after one kill
                   against the requests in flight at it.
+
+The ratio lines (put, put_batch, put_many, claim_complete) run --rounds
+rounds of the Python and the C++ side, in alternating order (a loaded
+machine drifts), and print each round's ratio and their median. Both sides
+run with Abseil's Mutex deadlock detection off, as hq_bench does by default
+(--mutex_deadlock_detection turns it on in both), and hq_bench runs no
+peer.
 """
 
 import argparse
 import importlib.util
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,21 +56,36 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CRAWL = os.path.join(HERE, "..", "examples", "scrapy", "crawl.py")
 
 
-def cxx(build, name, num, extra=()):
+def cxx(args, name, extra=()):
     out = subprocess.run(
-        [os.path.join(build, "bench", "hq_bench"), f"--benchmarks={name}",
-         f"--num={num}", "--value_size=100", *extra],
+        [os.path.join(args.build, "bench", "hq_bench"), f"--benchmarks={name}",
+         f"--num={args.num}", "--value_size=100", "--peers=none",
+         f"--mutex_deadlock_detection={str(args.mutex_deadlock_detection).lower()}",
+         *extra],
         check=True, stdout=subprocess.PIPE, text=True).stdout
     m = re.search(rf"^{name}\s*:.*?([\d.]+) msgs/s", out, re.M)
     return float(m.group(1))
 
 
-def line(name, rate, cxx_rate):
-    print(f"{name:16}: {rate:12.0f} msgs/s  C++ {cxx_rate:12.0f} msgs/s  "
-          f"python/C++ {rate / cxx_rate:.2f}", flush=True)
+def line(args, name, python, cxx_rate):
+    """Runs python() and cxx_rate() --rounds times, alternating which goes
+    first; prints the medians and the median of the rounds' ratios."""
+    rates, cxx_rates, ratios = [], [], []
+    for r in range(args.rounds):
+        if r % 2 == 0:
+            rates.append(python())
+            cxx_rates.append(cxx_rate())
+        else:
+            cxx_rates.append(cxx_rate())
+            rates.append(python())
+        ratios.append(rates[-1] / cxx_rates[-1])
+    print(f"{name:16}: {statistics.median(rates):12.0f} msgs/s  "
+          f"C++ {statistics.median(cxx_rates):12.0f} msgs/s  "
+          f"python/C++ {statistics.median(ratios):.2f} "
+          f"({', '.join(f'{x:.2f}' for x in ratios)})", flush=True)
 
 
-def bench_put(args, batch):
+def bench_put(args, batch, rows=False):
     with tempfile.TemporaryDirectory() as d, hq.Db.open(d) as db:
         q = db.create_queue("q")
         payload = b"x" * 100
@@ -67,10 +93,14 @@ def bench_put(args, batch):
         if batch == 1:
             for _ in range(args.num):
                 q.put(payload)
-        else:
+        elif not rows:
             msgs = [payload] * batch
             for _ in range(args.num // batch):
                 q.put_batch(msgs)
+        else:
+            msgs = [(payload, "t", 0)] * batch
+            for _ in range(args.num // batch):
+                q.put_many(msgs, fields=("payload", "topic", "priority"))
         return args.num / (time.perf_counter() - start)
 
 
@@ -124,19 +154,31 @@ def main():
     p.add_argument("--crash_pages", type=int, default=2000)
     p.add_argument("--kills", type=int, default=10)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--benchmarks",
-                   default="put,put_batch,claim_complete,crawl,crash")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--mutex_deadlock_detection", action="store_true")
+    p.add_argument(
+        "--benchmarks",
+        default="put,put_batch,put_many,claim_complete,crawl,crash")
     args = p.parse_args()
+    if hasattr(hq, "set_mutex_deadlock_detection"):
+        hq.set_mutex_deadlock_detection(args.mutex_deadlock_detection)
+    elif not args.mutex_deadlock_detection:
+        sys.exit("this hq keeps Abseil's deadlock detection on: pass "
+                 "--mutex_deadlock_detection to measure both sides with it")
     for b in args.benchmarks.split(","):
         if b == "put":
-            line("put", bench_put(args, 1), cxx(args.build, "put", args.num))
+            line(args, "put", lambda: bench_put(args, 1),
+                 lambda: cxx(args, "put"))
         elif b == "put_batch":
-            line("put_batch", bench_put(args, 100),
-                 cxx(args.build, "put", args.num, ["--batch=100"]))
+            line(args, "put_batch", lambda: bench_put(args, 100),
+                 lambda: cxx(args, "put", ["--batch=100"]))
+        elif b == "put_many":
+            line(args, "put_many", lambda: bench_put(args, 100, rows=True),
+                 lambda: cxx(args, "put", ["--batch=100"]))
         elif b == "claim_complete":
-            line("claim_complete", bench_claim(args),
-                 cxx(args.build, "claim_complete", args.num,
-                     [f"--claim_batch={args.claim_batch}"]))
+            line(args, "claim_complete", lambda: bench_claim(args),
+                 lambda: cxx(args, "claim_complete",
+                             [f"--claim_batch={args.claim_batch}"]))
         elif b == "crawl":
             times = {}
             for sched in ("memory", "hq", "jobdir"):

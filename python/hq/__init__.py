@@ -26,7 +26,8 @@ from hq._types import (  # noqa: F401
     Unavailable, Unimplemented, Unknown, VerifyProblem, VerifyReport)
 from hq._hq import (  # noqa: F401
     Db, DeadLetter, Group, MessageId, PendingTask, PutResult, Queue,
-    ReceivedMessage, Scanner, Subscription, Task)
+    ReceivedMessage, Scanner, Subscription, Task,
+    set_mutex_deadlock_detection)
 
 __all__ = [
     # Handles and values.
@@ -42,4 +43,6 @@ __all__ = [
     "NotFound", "AlreadyExists", "PermissionDenied", "ResourceExhausted",
     "FailedPrecondition", "Aborted", "OutOfRange", "Unimplemented",
     "Internal", "Unavailable", "DataLoss", "Unauthenticated",
+    # Process-wide settings.
+    "set_mutex_deadlock_detection",
 ]

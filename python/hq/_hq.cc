@@ -11,6 +11,8 @@
 
 #include <pybind11/pybind11.h>
 
+#include "absl/synchronization/mutex.h"
+
 PYBIND11_MODULE(_hq, m) {
   m.doc() = "hq's C++ API (include/hq/); use it through the package hq.";
   hq::python::BindErrors(m);
@@ -20,4 +22,16 @@ PYBIND11_MODULE(_hq, m) {
   hq::python::BindSubscription(m);
   hq::python::BindQueue(m);
   hq::python::BindDb(m);
+  m.def(
+      "set_mutex_deadlock_detection",
+      [](bool on) {
+        absl::SetMutexDeadlockDetectionMode(
+            on ? absl::OnDeadlockCycle::kAbort
+               : absl::OnDeadlockCycle::kIgnore);
+      },
+      pybind11::arg("on"),
+      "Process-wide: Abseil's Mutex deadlock detection, on in Debian's "
+      "libabsl (every lock of hq then also updates one graph for the whole "
+      "process). False gives Abseil's release behaviour; call it at "
+      "start-up, before opening a Db (doc/guide.md, Threads).");
 }

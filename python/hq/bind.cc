@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <memory>
 
 #include "hq/hq.h"
 
@@ -80,7 +81,33 @@ std::string_view Bytes(py::handle h, std::string& store, const char* what) {
     return store;
   }
   throw py::type_error(std::string(what) + " must be bytes or str, not " +
-                       std::string(py::str(py::type::of(h).attr("__name__"))));
+                       TypeName(h));
+}
+
+std::string_view BytesView(py::handle h, ByteStore& store, const char* what) {
+  if (PyByteArray_Check(h.ptr())) {
+    store.push_back(std::make_unique<std::string>(
+        PyByteArray_AS_STRING(h.ptr()),
+        static_cast<size_t>(PyByteArray_GET_SIZE(h.ptr()))));
+    return *store.back();
+  }
+  std::string unused;
+  return Bytes(h, unused, what);
+}
+
+std::string TypeName(py::handle h) {
+  return py::str(py::type::handle_of(h).attr("__name__"));
+}
+
+double Float(py::handle h, const char* what) {
+  if (PyFloat_Check(h.ptr())) return PyFloat_AS_DOUBLE(h.ptr());
+  if (PyLong_Check(h.ptr())) {
+    const double d = PyLong_AsDouble(h.ptr());
+    if (d == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+    return d;
+  }
+  throw py::type_error(std::string(what) + " must be a number, not " +
+                       TypeName(h));
 }
 
 std::string Bytes(py::handle h, const char* what) {
@@ -90,9 +117,12 @@ std::string Bytes(py::handle h, const char* what) {
   return std::string(s);
 }
 
-std::vector<std::string> TextList(const py::iterable& items, const char* what) {
+std::vector<std::string> TextList(py::handle items, const char* what) {
   std::vector<std::string> out;
-  for (py::handle h : items) out.push_back(Bytes(h, what));
+  if (PyTuple_Check(items.ptr()) && PyTuple_GET_SIZE(items.ptr()) == 0) {
+    return out;  // The usual default, without an iterator.
+  }
+  for (py::handle h : py::iter(items)) out.push_back(Bytes(h, what));
   return out;
 }
 
@@ -106,34 +136,29 @@ py::str PyText(std::string_view s) {
 // ---- Calls.
 
 void CallGate::Enter() {
-  {
-    absl::MutexLock l(&mu_);
-    if (!closing_.load()) {
-      ++active_;
-      return;
-    }
-  }
+  active_.fetch_add(1);
+  if (!closing_.load()) return;
+  Leave();
   RaiseClosed();
 }
 
 void CallGate::Leave() {
-  absl::MutexLock l(&mu_);
-  --active_;
+  if (active_.fetch_sub(1) == 1 && closing_.load()) {
+    // The close may be waiting in Await: releasing mu_ makes it look again.
+    absl::MutexLock l(&mu_);
+  }
 }
 
 void CallGate::RaiseClosed() const {
   Raise(absl::FailedPreconditionError(closed_message_));
 }
 
-bool CallGate::BeginClose() {
-  absl::MutexLock l(&mu_);
-  return !closing_.exchange(true);
-}
+bool CallGate::BeginClose() { return !closing_.exchange(true); }
 
 void CallGate::AwaitIdle() {
   absl::MutexLock l(&mu_);
   mu_.Await(absl::Condition(
-      +[](int* active) { return *active == 0; }, &active_));
+      +[](std::atomic<int>* active) { return active->load() == 0; }, &active_));
 }
 
 }  // namespace hq::python

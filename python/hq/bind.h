@@ -22,6 +22,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -67,6 +69,9 @@ py::object Make(const char* name, Args&&... args) {
 
 // ---- Conversions.
 
+// The name of h's type, for messages.
+std::string TypeName(py::handle h);
+
 // Seconds as an absl::Duration; InvalidArgument ("<what> must be a finite
 // number of seconds") for NaN or an infinity.
 absl::Duration ToDuration(double seconds, const char* what);
@@ -85,12 +90,94 @@ absl::Time ToTime(double unix_seconds);
 std::string_view Bytes(py::handle h, std::string& store, const char* what);
 // The same, copied.
 std::string Bytes(py::handle h, const char* what);
-// Bytes of every item of `items`, copied.
-std::vector<std::string> TextList(const py::iterable& items, const char* what);
+// Copies of the bytes of the (rare) bytearrays among many views, each at a
+// stable address.
+using ByteStore = std::vector<std::unique_ptr<std::string>>;
+// Bytes(h, ..., what) for many views: a bytearray's bytes are copied into a
+// new string of `store`.
+std::string_view BytesView(py::handle h, ByteStore& store, const char* what);
+// Bytes of every item of the iterable `items`, copied.
+std::vector<std::string> TextList(py::handle items, const char* what);
+// Python's int as the integer type T; TypeError ("<what> must be an int, not
+// <type>") for anything else, InvalidArgument ("<what> out of range") if
+// it does not fit.
+template <typename T>
+T Int(py::handle h, const char* what) {
+  if (!PyLong_Check(h.ptr())) {
+    throw py::type_error(std::string(what) + " must be an int, not " +
+                         TypeName(h));
+  }
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
+  if (overflow != 0 || std::cmp_less(v, std::numeric_limits<T>::min()) ||
+      std::cmp_greater(v, std::numeric_limits<T>::max())) {
+    Raise(absl::InvalidArgumentError(std::string(what) + " out of range"));
+  }
+  return static_cast<T>(v);
+}
+// A float or int as a double; TypeError ("<what> must be a number, not
+// <type>") for anything else.
+double Float(py::handle h, const char* what);
 
 py::bytes PyBytes(std::string_view s);
 // UTF-8 as str; undecodable bytes are kept as surrogate escapes.
 py::str PyText(std::string_view s);
+
+// ---- Objects of bound classes, made and read without pybind11's lookup of
+// the class by C++ type on every conversion (a hash of the type's name): a
+// claim returns a list of 100 Tasks, a complete reads them back.
+
+// pybind11's record of the bound class T, looked up once. REQUIRES: T is
+// bound.
+template <typename T>
+const py::detail::type_info* TypeRecord() {
+  static const py::detail::type_info* const record =
+      py::detail::get_type_info(typeid(T), /*throw_if_missing=*/true);
+  return record;
+}
+
+// A new Python object of the bound class T holding v (moved).
+template <typename T>
+py::object NewObject(T&& v) {
+  using U = std::remove_cvref_t<T>;
+  py::handle h = py::detail::type_caster_generic::cast(
+      &v, py::return_value_policy::move, py::handle(), TypeRecord<U>(), nullptr,
+      [](const void* p) -> void* {
+        return new U(std::move(*const_cast<U*>(static_cast<const U*>(p))));
+      });
+  if (!h) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(h);
+}
+
+// A list of new objects of T, one per element of `values` (moved).
+template <typename T>
+py::list NewObjects(std::vector<T>&& values) {
+  py::list out(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i),
+                    NewObject(std::move(values[i])).release().ptr());
+  }
+  return out;
+}
+
+// The C++ value of `h` if it is an object of the bound class T (or of a
+// Python subclass of it), else nullptr. Valid while `h` lives. TypeError
+// for an object of T that was never initialized (made by T.__new__).
+template <typename T>
+T* ValueOf(py::handle h) {
+  const py::detail::type_info* record = TypeRecord<T>();
+  if (Py_TYPE(h.ptr()) != record->type) {
+    if (!PyObject_TypeCheck(h.ptr(), record->type)) return nullptr;
+    return &h.cast<T&>();  // A subclass: pybind11's own path.
+  }
+  void* v = reinterpret_cast<py::detail::instance*>(h.ptr())
+                ->get_value_and_holder(record)
+                .value_ptr();
+  if (v == nullptr) {
+    throw py::type_error("an uninitialized " + TypeName(h) + " object");
+  }
+  return static_cast<T*>(v);
+}
 
 // ---- Calls.
 
@@ -128,9 +215,9 @@ class CallGate {
   CallGate& operator=(const CallGate&) = delete;
 
   // Starts a call, or raises FailedPrecondition once closing. Pair with
-  // Leave (Use does).
+  // Leave (Use does). Lock-free unless closing.
   void Enter();
-  // Ends a call. Needs no GIL.
+  // Ends a call. Needs no GIL. Lock-free unless closing.
   void Leave();
 
   // Whether BeginClose has run. Needs no GIL.
@@ -148,9 +235,13 @@ class CallGate {
 
  private:
   const std::string closed_message_;
-  absl::Mutex mu_;
-  int active_ ABSL_GUARDED_BY(mu_) = 0;
+  // A call increments active_, then reads closing_; a close sets closing_,
+  // then waits for active_ to reach 0 (both sequentially consistent: a call
+  // that missed the close is counted by it). A call that ends after the
+  // close started takes mu_ to wake the close's Await.
+  std::atomic<int> active_{0};
   std::atomic<bool> closing_{false};
+  absl::Mutex mu_;
 };
 
 // A call in progress on a CallGate, from construction (which raises

@@ -18,14 +18,33 @@
 namespace hq::python {
 namespace {
 
-// A task, or an iterable of tasks, as a list.
+// A task, or an iterable of tasks, as a list (copies); TypeError for
+// anything else.
 std::vector<hq::Task> TaskList(py::handle tasks) {
   std::vector<hq::Task> out;
-  if (py::isinstance<hq::Task>(tasks)) {
-    out.push_back(tasks.cast<hq::Task>());
+  if (const hq::Task* t = ValueOf<hq::Task>(tasks)) {
+    out.push_back(*t);
     return out;
   }
-  for (py::handle t : tasks) out.push_back(t.cast<hq::Task>());
+  if (!PyList_Check(tasks.ptr()) && !PyTuple_Check(tasks.ptr()) &&
+      !py::isinstance<py::iterable>(tasks)) {
+    throw py::type_error("tasks must be a Task or an iterable of Tasks, not " +
+                         TypeName(tasks));
+  }
+  PyObject* seq = PySequence_Fast(tasks.ptr(), "tasks must be iterable");
+  if (seq == nullptr) throw py::error_already_set();
+  const py::object keep = py::reinterpret_steal<py::object>(seq);
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  out.reserve(static_cast<size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    const py::handle item = PySequence_Fast_GET_ITEM(seq, i);
+    const hq::Task* t = ValueOf<hq::Task>(item);
+    if (t == nullptr) {
+      throw py::type_error("tasks[" + std::to_string(i) +
+                           "] must be a Task, not " + TypeName(item));
+    }
+    out.push_back(*t);
+  }
   return out;
 }
 
@@ -139,7 +158,7 @@ void BindGroup(py::module_& m) {
       .def(
           "claim",
           [](PyGroup& g, uint32_t max, std::optional<double> lease, double wait,
-             const py::iterable& topics, std::vector<uint32_t> partitions,
+             py::handle topics, std::vector<uint32_t> partitions,
              std::string consumer) {
             hq::ClaimOptions o;
             o.max = max;
@@ -147,11 +166,11 @@ void BindGroup(py::module_& m) {
             o.topics = TextList(topics, "topic");
             o.partitions = std::move(partitions);
             o.consumer = std::move(consumer);
-            return ClaimWaiting(*g.h, ToDuration(wait, "wait"),
-                                [&](absl::Duration slice) {
-                                  o.wait = slice;
-                                  return g.g->Claim(o);
-                                });
+            return NewObjects(ClaimWaiting(*g.h, ToDuration(wait, "wait"),
+                                           [&](absl::Duration slice) {
+                                             o.wait = slice;
+                                             return g.g->Claim(o);
+                                           }));
           },
           py::arg("max") = 1, py::kw_only(), py::arg("lease") = py::none(),
           py::arg("wait") = 0.0, py::arg("topics") = py::tuple(),

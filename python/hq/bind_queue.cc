@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,53 +32,199 @@ py::object QueueOptionsToPy(const hq::QueueOptions& o) {
       py::arg("max_payload_bytes") = o.max_payload_bytes);
 }
 
-// One message of put / put_batch, from bytes/str (a payload), a dict, or an
-// object with the attributes of hq.Message. `store` keeps copies alive.
-hq::Message ToMessage(py::handle item, std::vector<std::string>& store) {
+// The fields of a message as put takes them, in put's order. DO NOT
+// REORDER without kFieldNames.
+enum class Field {
+  kPayload,
+  kTopic,
+  kKey,
+  kPartition,
+  kPriority,
+  kDelay,
+  kNotBefore,
+  kDedupKey
+};
+constexpr const char* kFieldNames[] = {"payload",    "topic",    "key",
+                                       "partition",  "priority", "delay",
+                                       "not_before", "dedup_key"};
+constexpr size_t kNumFields = std::size(kFieldNames);
+
+// One message's fields as Python gave them (borrowed; null or None: put's
+// default).
+struct Fields {
+  py::handle v[kNumFields] = {};
+  py::handle& operator[](Field f) { return v[static_cast<size_t>(f)]; }
+};
+
+bool Given(py::handle h) { return h && !h.is_none(); }
+
+// The message of `f`. Its views point into f's objects (which must outlive
+// it) and `store`.
+hq::Message ToMessage(Fields& f, ByteStore& store) {
   hq::Message m;
-  auto field = [&](const char* name) -> py::object {
-    if (PyDict_Check(item.ptr())) {
-      return py::reinterpret_borrow<py::dict>(item).attr("get")(name);
-    }
-    return py::getattr(item, name, py::none());
-  };
-  auto text = [&](py::object v, const char* what) -> std::string_view {
-    if (v.is_none()) return {};
-    store.emplace_back();
-    std::string_view s = Bytes(v, store.back(), what);
-    if (s.data() != store.back().data()) store.back().assign(s);
-    return store.back();
-  };
-  if (PyBytes_Check(item.ptr()) || PyUnicode_Check(item.ptr()) ||
-      PyByteArray_Check(item.ptr())) {
-    m.payload = text(py::reinterpret_borrow<py::object>(item), "payload");
-    return m;
+  if (!Given(f[Field::kPayload])) {
+    throw py::type_error("a message needs a payload");
   }
-  py::object payload = field("payload");
-  if (payload.is_none()) throw py::type_error("a message needs a payload");
-  m.payload = text(payload, "payload");
-  m.topic = text(field("topic"), "topic");
-  m.key = text(field("key"), "key");
-  m.dedup_key = text(field("dedup_key"), "dedup_key");
-  if (py::object p = field("partition"); !p.is_none()) {
-    m.partition = p.cast<uint32_t>();
+  m.payload = BytesView(f[Field::kPayload], store, "payload");
+  if (Given(f[Field::kTopic])) {
+    m.topic = BytesView(f[Field::kTopic], store, "topic");
   }
-  if (py::object p = field("priority"); !p.is_none()) {
-    m.priority = p.cast<int>();
+  if (Given(f[Field::kKey])) m.key = BytesView(f[Field::kKey], store, "key");
+  if (Given(f[Field::kDedupKey])) {
+    m.dedup_key = BytesView(f[Field::kDedupKey], store, "dedup_key");
   }
-  if (py::object d = field("delay"); !d.is_none()) {
-    m.delay = ToDuration(d.cast<double>(), "delay");
+  if (Given(f[Field::kPartition])) {
+    m.partition = Int<uint32_t>(f[Field::kPartition], "partition");
   }
-  if (py::object t = field("not_before"); !t.is_none()) {
-    m.not_before = ToTime(t.cast<double>());
+  if (Given(f[Field::kPriority])) {
+    m.priority = Int<int>(f[Field::kPriority], "priority");
+  }
+  if (Given(f[Field::kDelay])) {
+    m.delay = ToDuration(Float(f[Field::kDelay], "delay"), "delay");
+  }
+  if (Given(f[Field::kNotBefore])) {
+    m.not_before = ToTime(Float(f[Field::kNotBefore], "not_before"));
   }
   return m;
 }
 
-hq::PutOptions ToPutOptions(std::optional<bool> sync) {
+bool IsPayload(py::handle h) {
+  return PyBytes_Check(h.ptr()) || PyUnicode_Check(h.ptr()) ||
+         PyByteArray_Check(h.ptr());
+}
+
+// Messages built from Python items for one PutBatch, and what keeps their
+// views valid while the GIL is released (another thread may then change a
+// list or dict they came from).
+struct Batch {
+  std::vector<hq::Message> messages;
+  std::vector<py::object> keep;
+  ByteStore store;
+
+  // Adds the message of `f`, whose objects `keep` must hold.
+  void Add(Fields& f) { messages.push_back(ToMessage(f, store)); }
+};
+
+// The items of an iterable, as a list or tuple (the object itself when it
+// is one).
+py::object Sequence(py::handle items) {
+  PyObject* seq = PySequence_Fast(items.ptr(), "the messages must be iterable");
+  if (seq == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(seq);
+}
+
+// One item of put_batch: a payload (bytes or str), a dict of Message's
+// fields, or an object with Message's attributes (hq.Message).
+void AddBatchItem(py::handle item, Batch& b) {
+  Fields f;
+  if (IsPayload(item)) {
+    b.keep.push_back(py::reinterpret_borrow<py::object>(item));
+    f[Field::kPayload] = item;
+  } else if (PyDict_Check(item.ptr())) {
+    for (size_t i = 0; i < kNumFields; ++i) {
+      PyObject* v = PyDict_GetItemString(item.ptr(), kFieldNames[i]);
+      if (v == nullptr) continue;
+      b.keep.push_back(py::reinterpret_borrow<py::object>(v));
+      f.v[i] = v;
+    }
+  } else {
+    for (size_t i = 0; i < kNumFields; ++i) {
+      b.keep.push_back(py::getattr(item, kFieldNames[i], py::none()));
+      f.v[i] = b.keep.back();
+    }
+  }
+  b.Add(f);
+}
+
+// put_many's `fields`: the field of each position of its tuples.
+std::vector<Field> FieldOrder(py::handle names) {
+  std::vector<Field> order;
+  bool seen[kNumFields] = {};
+  for (const std::string& name : TextList(names, "a field name")) {
+    size_t i = 0;
+    while (i < kNumFields && name != kFieldNames[i]) ++i;
+    if (i == kNumFields) {
+      Raise(absl::InvalidArgumentError(
+          "fields: '" + name +
+          "' is not one of payload, topic, key, partition, priority, delay, "
+          "not_before, dedup_key"));
+    }
+    if (seen[i]) {
+      Raise(absl::InvalidArgumentError("fields: '" + name + "' twice"));
+    }
+    seen[i] = true;
+    order.push_back(static_cast<Field>(i));
+  }
+  if (!seen[static_cast<size_t>(Field::kPayload)]) {
+    Raise(absl::InvalidArgumentError("fields must name 'payload'"));
+  }
+  return order;
+}
+
+// One item of put_many: a tuple of the values `order` names (a shorter one
+// leaves the rest at put's defaults), or a payload.
+void AddRow(py::handle item, const std::vector<Field>& order, Batch& b) {
+  Fields f;
+  b.keep.push_back(py::reinterpret_borrow<py::object>(item));
+  if (IsPayload(item)) {
+    f[Field::kPayload] = item;
+  } else if (PyTuple_Check(item.ptr())) {
+    const size_t n = static_cast<size_t>(PyTuple_GET_SIZE(item.ptr()));
+    if (n > order.size()) {
+      Raise(absl::InvalidArgumentError(
+          "a tuple of " + std::to_string(n) + " values for " +
+          std::to_string(order.size()) + " fields"));
+    }
+    for (size_t i = 0; i < n; ++i) {
+      f[order[i]] = PyTuple_GET_ITEM(item.ptr(), static_cast<Py_ssize_t>(i));
+    }
+  } else {
+    throw py::type_error("an item must be a tuple or a payload, not " +
+                         TypeName(item));
+  }
+  b.Add(f);
+}
+
+// Runs add(item, batch) on every item of `items`; an error names the
+// item's index.
+template <typename Add>
+Batch ToBatch(py::handle items, Add&& add) {
+  py::object seq = Sequence(items);
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
+  Batch b;
+  b.messages.reserve(static_cast<size_t>(n));
+  b.keep.reserve(static_cast<size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    try {
+      add(PySequence_Fast_GET_ITEM(seq.ptr(), i), b);
+    } catch (py::type_error& e) {
+      throw py::type_error("item " + std::to_string(i) + ": " + e.what());
+    }
+  }
+  return b;
+}
+
+std::optional<bool> ToSync(py::handle sync) {
+  if (sync.is_none()) return std::nullopt;
+  if (!PyBool_Check(sync.ptr())) {
+    throw py::type_error("sync must be None, True or False, not " +
+                         TypeName(sync));
+  }
+  return sync.ptr() == Py_True;
+}
+
+hq::PutOptions ToPutOptions(py::handle sync) {
   hq::PutOptions o;
-  o.sync = sync;
+  o.sync = ToSync(sync);
   return o;
+}
+
+// Writes b's messages in one PutBatch; their PutResults.
+py::list PutBatch(PyQueue& q, const Batch& b, py::handle sync) {
+  const hq::PutOptions o = ToPutOptions(sync);
+  std::vector<hq::PutResult> results;
+  Call(*q.h, [&] { return q.q->PutBatch(b.messages, &results, o); });
+  return NewObjects(std::move(results));
 }
 
 }  // namespace
@@ -92,23 +239,22 @@ void BindQueue(py::module_& m) {
           [](const PyQueue& q) { return QueueOptionsToPy(q.q->options()); })
       .def(
           "put",
-          [](PyQueue& q, py::object payload, py::object topic, py::object key,
-             std::optional<uint32_t> partition, int priority, double delay,
-             std::optional<double> not_before, py::object dedup_key,
-             std::optional<bool> sync) {
-            py::dict d;
-            d["payload"] = payload;
-            d["topic"] = topic;
-            d["key"] = key;
-            d["dedup_key"] = dedup_key;
-            std::vector<std::string> store;
-            store.reserve(4);
-            hq::Message m = ToMessage(d, store);
-            m.partition = partition;
-            m.priority = priority;
-            m.delay = ToDuration(delay, "delay");
-            if (not_before) m.not_before = ToTime(*not_before);
-            return Call(*q.h, [&] { return q.q->Put(m, ToPutOptions(sync)); });
+          [](PyQueue& q, py::handle payload, py::handle topic, py::handle key,
+             py::handle partition, py::handle priority, py::handle delay,
+             py::handle not_before, py::handle dedup_key, py::handle sync) {
+            Fields f;
+            f[Field::kPayload] = payload;
+            f[Field::kTopic] = topic;
+            f[Field::kKey] = key;
+            f[Field::kPartition] = partition;
+            f[Field::kPriority] = priority;
+            f[Field::kDelay] = delay;
+            f[Field::kNotBefore] = not_before;
+            f[Field::kDedupKey] = dedup_key;
+            ByteStore store;
+            const hq::Message m = ToMessage(f, store);
+            const hq::PutOptions o = ToPutOptions(sync);
+            return NewObject(Call(*q.h, [&] { return q.q->Put(m, o); }));
           },
           py::arg("payload"), py::kw_only(), py::arg("topic") = py::none(),
           py::arg("key") = py::none(), py::arg("partition") = py::none(),
@@ -119,28 +265,30 @@ void BindQueue(py::module_& m) {
           "duplicate). sync=None: the Db's sync_writes.")
       .def(
           "put_batch",
-          [](PyQueue& q, const py::iterable& messages,
-             std::optional<bool> sync) {
-            std::vector<py::object> items;
-            for (py::handle h : messages) {
-              items.push_back(py::reinterpret_borrow<py::object>(h));
-            }
-            std::vector<std::string> store;
-            store.reserve(items.size() * 4);  // No reallocation: views stay.
-            std::vector<hq::Message> batch;
-            batch.reserve(items.size());
-            for (const py::object& item : items) {
-              batch.push_back(ToMessage(item, store));
-            }
-            std::vector<hq::PutResult> results;
-            Call(*q.h, [&] {
-              return q.q->PutBatch(batch, &results, ToPutOptions(sync));
-            });
-            return results;
+          [](PyQueue& q, py::handle messages, py::handle sync) {
+            return PutBatch(q, ToBatch(messages, AddBatchItem), sync);
           },
           py::arg("messages"), py::kw_only(), py::arg("sync") = py::none(),
           "Writes all messages or none, in one write. An item is a payload, an "
           "hq.Message or a dict of Message's fields.")
+      .def(
+          "put_many",
+          [](PyQueue& q, py::handle items, py::handle fields, py::handle sync) {
+            const std::vector<Field> order = FieldOrder(fields);
+            return PutBatch(
+                q,
+                ToBatch(items, [&](py::handle item,
+                                   Batch& b) { AddRow(item, order, b); }),
+                sync);
+          },
+          py::arg("items"), py::kw_only(),
+          py::arg("fields") =
+              py::make_tuple("payload", "topic", "priority", "dedup_key"),
+          py::arg("sync") = py::none(),
+          "put_batch of tuples: each item holds the values of put's "
+          "arguments named by `fields`, in that order (a shorter tuple "
+          "leaves the rest at put's defaults; None is the default), or is a "
+          "payload. All or none, one write; returns the PutResults.")
       .def(
           "scan",
           [](PyQueue& q, std::vector<uint32_t> partitions,
@@ -279,6 +427,17 @@ void BindQueue(py::module_& m) {
           },
           py::arg("name"),
           "Stops the subscription `name` and deletes its checkpoints.")
+      .def(
+          "delete_subscription",
+          [](PyQueue& q, const std::string& name) {
+            Call(*q.h, [&] { return q.q->DeleteSubscription(name); });
+            q.h->Unsubscribed(q.q, name);
+          },
+          py::arg("name"),
+          "Deletes the subscription `name` and all its state "
+          "(Queue::DeleteSubscription, the same as unsubscribe): stops it if "
+          "it is live; a later subscribe of the name starts afresh. "
+          "NotFoundError if there is no such subscription.")
       .def(
           "list_subscriptions",
           [](PyQueue& q) {

@@ -260,6 +260,134 @@ def test_put_batch(db):
         q.put_batch([{"topic": "no payload"}])
 
 
+def test_put_many_writes_tuples_in_put_order(db):
+    q = db.create_queue("q", partitions=2, priorities=2)
+    rs = q.put_many([
+        (b"a", "t1", 1, "https://a/"),
+        (b"b", b"t2"),                      # The rest at put's defaults.
+        (b"c", None, None, None),           # None is the default too.
+        b"d",                               # A bare payload.
+        (bytearray(b"e"), "t1", 0, "https://a/"),  # A duplicate.
+    ])
+    assert len(rs) == 5
+    assert [r.duplicate for r in rs] == [False, False, False, False, True]
+    assert (rs[4].partition, rs[4].id) == (rs[0].partition, rs[0].id)
+    got = {m.payload: (m.topic, m.priority, m.dedup_key) for m in q.scan()}
+    assert got == {b"a": ("t1", 1, b"https://a/"), b"b": ("t2", 0, None),
+                   b"c": ("", 0, None), b"d": ("", 0, None)}
+    # Any order of put's arguments, named once per call.
+    rs = q.put_many([(1, "k", b"f", 0.0, None)],
+                    fields=("partition", "key", "payload", "delay",
+                            "not_before"))
+    assert rs[0].partition == 1
+    assert [m.key for m in q.scan() if m.payload == b"f"] == [b"k"]
+    assert len(q.put_many([])) == 0
+    # A generator works as well as a list.
+    assert len(q.put_many((b"g%d" % i, "t") for i in range(3))) == 3
+
+
+def test_put_many_bad_input_writes_nothing(db):
+    q = db.create_queue("q", partitions=2, priorities=2)
+    q.put(b"before")
+
+    def payloads():
+        return sorted(m.payload for m in q.scan())
+
+    with pytest.raises(TypeError, match="item 1: payload must be bytes"):
+        q.put_many([(b"ok",), (42,)])
+    with pytest.raises(TypeError, match="item 1: a message needs a payload"):
+        q.put_many([(b"ok",), (None, "t")])
+    with pytest.raises(TypeError, match="item 0: an item must be a tuple"):
+        q.put_many([[b"x", "t"]])
+    with pytest.raises(TypeError, match="item 0: priority must be an int"):
+        q.put_many([(b"x", "t", "high")])
+    with pytest.raises(hq.InvalidArgument, match="a tuple of 5 values"):
+        q.put_many([(b"x", "t", 0, None, "extra")])
+    with pytest.raises(hq.InvalidArgument):  # Partition out of range.
+        q.put_many([(b"x", 5)], fields=("payload", "partition"))
+    with pytest.raises(hq.InvalidArgument):  # Negative partition.
+        q.put_many([(b"x", -1)], fields=("payload", "partition"))
+    with pytest.raises(hq.InvalidArgument):  # Priority out of range.
+        q.put_many([(b"ok", "t", 0), (b"x", "t", 2)])
+    with pytest.raises(hq.InvalidArgument, match="not one of"):
+        q.put_many([(b"x",)], fields=("payload", "colour"))
+    with pytest.raises(hq.InvalidArgument, match="twice"):
+        q.put_many([(b"x",)], fields=("payload", "payload"))
+    with pytest.raises(hq.InvalidArgument, match="must name 'payload'"):
+        q.put_many([("t",)], fields=("topic",))
+    with pytest.raises(TypeError):
+        q.put_many(42)
+    with pytest.raises(TypeError):
+        q.put_many([b"x"], sync="yes")
+    assert payloads() == [b"before"]  # All or nothing: nothing was written.
+
+
+def test_put_batch_keeps_its_items_while_writing(db):
+    # The items' bytes are read in place, not copied: they must stay valid
+    # while the write runs without the GIL, whatever another thread does to
+    # the caller's list (here: replaces every item, freeing the old ones).
+    q = db.create_queue("q")
+
+    def item(i):
+        return bytes([65 + i % 26]) * 1000
+
+    items = [item(i) for i in range(200)]
+    rows = [(item(i), "t") for i in range(200)]
+    stop = threading.Event()
+
+    def churn():
+        k = 0
+        while not stop.is_set():
+            k += 1
+            for i in range(200):
+                items[i] = item(i + k)
+                rows[i] = (item(i + k), "t")
+
+    t = threading.Thread(target=churn)
+    t.start()
+    try:
+        for _ in range(20):
+            q.put_batch(items)
+            q.put_many(rows)
+    finally:
+        stop.set()
+        t.join()
+    got = [m.payload for m in q.scan()]
+    assert len(got) == 200 * 40
+    assert all(len(p) == 1000 and p == p[:1] * 1000 for p in got)
+
+
+def test_put_argument_errors(db):
+    q = db.create_queue("q", partitions=2)
+    with pytest.raises(TypeError, match="partition must be an int"):
+        q.put(b"x", partition="1")
+    with pytest.raises(hq.InvalidArgument, match="partition out of range"):
+        q.put(b"x", partition=-1)
+    with pytest.raises(TypeError, match="delay must be a number"):
+        q.put(b"x", delay="soon")
+    with pytest.raises(TypeError, match="topic must be bytes or str"):
+        q.put(b"x", topic=1)
+    with pytest.raises(TypeError, match="sync must be None, True or False"):
+        q.put(b"x", sync=1)
+    q.put(bytearray(b"ba"), topic=bytearray(b"t"), delay=1, not_before=0)
+    assert [(m.payload, m.topic) for m in q.scan()] == [(b"ba", "t")]
+
+
+def test_complete_takes_a_task_or_tasks_and_refuses_the_rest(db):
+    q = db.create_queue("q")
+    q.put_batch([b"a", b"b", b"c"])
+    g = q.group("g")
+    tasks = g.claim(3)
+    with pytest.raises(TypeError, match=r"tasks\[1\] must be a Task"):
+        g.complete([tasks[0], "not a task"])
+    with pytest.raises(TypeError, match="must be a Task or an iterable"):
+        g.complete(42)
+    assert g.stats().in_flight == 3  # Nothing was completed.
+    g.complete(tasks[0])
+    g.complete(t for t in tasks[1:])  # Any iterable.
+    assert g.stats().in_flight == 0 and g.claim() == []
+
+
 def test_scan_filters_and_ranges(db):
     q = db.create_queue("q", partitions=3, layout="topic")
     ids = {}
@@ -728,6 +856,28 @@ def test_subscribe_delivers_in_order_and_checkpoints(db):
         sub.stats()
     with pytest.raises(hq.NotFound):
         q.unsubscribe("printer")
+
+
+def test_delete_subscription(db):
+    q = db.create_queue("q")
+    q.put_batch([b"a", b"b"])
+    got = []
+    q.subscribe("s", got.append, checkpoint_messages=1)
+    wait_for(lambda: len(got) == 2, "two deliveries")
+    assert q.list_subscriptions() == ["s"]
+    q.delete_subscription("s")
+    assert q.list_subscriptions() == []
+    with pytest.raises(hq.NotFound):
+        q.inspect_subscription("s")
+    with pytest.raises(hq.NotFound):
+        q.delete_subscription("s")
+    with pytest.raises(hq.InvalidArgument):
+        q.delete_subscription("bad name")
+    # The name starts afresh: every message again, from the earliest.
+    again = []
+    q.subscribe("s", again.append)
+    wait_for(lambda: len(again) == 2, "two deliveries after the delete")
+    assert sorted(m.payload for m in again) == [b"a", b"b"]
 
 
 def test_subscription_resumes_after_reopen(tmp_path):
