@@ -25,14 +25,16 @@ from hq._types import (  # noqa: F401
     TopicPacing, Unauthenticated,
     Unavailable, Unimplemented, Unknown, VerifyProblem, VerifyReport)
 from hq._hq import (  # noqa: F401
-    Db, DeadLetter, Group, MessageId, PendingTask, PutResult, Queue,
+    Db, DeadLetter, Group, MessageId, PendingTask, PutResult, PutResults,
+    Queue,
     ReceivedMessage, Scanner, Subscription, Task,
     set_mutex_deadlock_detection)
 
 __all__ = [
     # Handles and values.
     "Db", "Queue", "Group", "Scanner", "Subscription", "Task", "DeadLetter",
-    "PendingTask", "MessageId", "PutResult", "ReceivedMessage", "Message",
+    "PendingTask", "MessageId", "PutResult", "PutResults", "ReceivedMessage",
+    "Message",
     # Stats and reports.
     "QueueOptions", "QueueStats", "PartitionStats", "GroupStats", "GroupInfo",
     "ConsumerInfo", "LaneCursor", "LaneCheckpoint", "SubscriptionStats",

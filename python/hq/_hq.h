@@ -119,6 +119,12 @@ struct PyMessage {
   }
 };
 
+// What put_many returns: the PutResults of one PutBatch, each made into a
+// Python object only when read.
+struct PyPutResults {
+  std::vector<hq::PutResult> results;
+};
+
 // Delivers to a Python callable, on the Db's delivery threads: takes the
 // GIL for each message. A listener that raises is reported through
 // sys.unraisablehook and counted; its message comes again after a backoff.

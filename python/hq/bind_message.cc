@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "_hq.h"
 
@@ -75,6 +76,44 @@ void BindMessage(py::module_& m) {
         return "PutResult(partition=" + std::to_string(r.partition) +
                ", id=" + r.id.ToString() +
                ", duplicate=" + (r.duplicate ? "True" : "False") + ")";
+      });
+
+  py::class_<PyPutResults>(m, "PutResults",
+                           "The PutResults of a put_many, in the order of its "
+                           "items: a read-only sequence that makes each "
+                           "PutResult when it is read.")
+      .def("__len__", [](const PyPutResults& r) { return r.results.size(); })
+      .def("__getitem__",
+           [](const PyPutResults& r, Py_ssize_t i) {
+             const auto n = static_cast<Py_ssize_t>(r.results.size());
+             if (i < 0) i += n;
+             if (i < 0 || i >= n) {
+               throw py::index_error("PutResults index out of range");
+             }
+             hq::PutResult copy = r.results[static_cast<size_t>(i)];
+             return NewObject(std::move(copy));
+           })
+      .def(
+          "__iter__",
+          [](const PyPutResults& r) {
+            return py::make_iterator(r.results.begin(), r.results.end());
+          },
+          py::keep_alive<0, 1>())
+      .def_property_readonly(
+          "duplicates",
+          [](const PyPutResults& r) {
+            py::list out(r.results.size());
+            for (size_t i = 0; i < r.results.size(); ++i) {
+              PyObject* b = r.results[i].duplicate ? Py_True : Py_False;
+              Py_INCREF(b);
+              PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), b);
+            }
+            return out;
+          },
+          "Whether each item was a duplicate (PutResult.duplicate), as a "
+          "list of bools.")
+      .def("__repr__", [](const PyPutResults& r) {
+        return "PutResults(" + std::to_string(r.results.size()) + " results)";
       });
 
   py::class_<PyMessage>(m, "ReceivedMessage")

@@ -220,11 +220,12 @@ hq::PutOptions ToPutOptions(py::handle sync) {
 }
 
 // Writes b's messages in one PutBatch; their PutResults.
-py::list PutBatch(PyQueue& q, const Batch& b, py::handle sync) {
+std::vector<hq::PutResult> PutBatch(PyQueue& q, const Batch& b,
+                                    py::handle sync) {
   const hq::PutOptions o = ToPutOptions(sync);
   std::vector<hq::PutResult> results;
   Call(*q.h, [&] { return q.q->PutBatch(b.messages, &results, o); });
-  return NewObjects(std::move(results));
+  return results;
 }
 
 }  // namespace
@@ -266,7 +267,8 @@ void BindQueue(py::module_& m) {
       .def(
           "put_batch",
           [](PyQueue& q, py::handle messages, py::handle sync) {
-            return PutBatch(q, ToBatch(messages, AddBatchItem), sync);
+            return NewObjects(
+                PutBatch(q, ToBatch(messages, AddBatchItem), sync));
           },
           py::arg("messages"), py::kw_only(), py::arg("sync") = py::none(),
           "Writes all messages or none, in one write. An item is a payload, an "
@@ -275,11 +277,10 @@ void BindQueue(py::module_& m) {
           "put_many",
           [](PyQueue& q, py::handle items, py::handle fields, py::handle sync) {
             const std::vector<Field> order = FieldOrder(fields);
-            return PutBatch(
-                q,
-                ToBatch(items, [&](py::handle item,
-                                   Batch& b) { AddRow(item, order, b); }),
-                sync);
+            auto add = [&](py::handle item, Batch& b) {
+              AddRow(item, order, b);
+            };
+            return PyPutResults{PutBatch(q, ToBatch(items, add), sync)};
           },
           py::arg("items"), py::kw_only(),
           py::arg("fields") =
@@ -288,7 +289,8 @@ void BindQueue(py::module_& m) {
           "put_batch of tuples: each item holds the values of put's "
           "arguments named by `fields`, in that order (a shorter tuple "
           "leaves the rest at put's defaults; None is the default), or is a "
-          "payload. All or none, one write; returns the PutResults.")
+          "payload. All or none, one write; returns the PutResults (a "
+          "sequence made lazily).")
       .def(
           "scan",
           [](PyQueue& q, std::vector<uint32_t> partitions,

@@ -271,7 +271,12 @@ def test_put_many_writes_tuples_in_put_order(db):
     ])
     assert len(rs) == 5
     assert [r.duplicate for r in rs] == [False, False, False, False, True]
+    assert rs.duplicates == [False, False, False, False, True]
     assert (rs[4].partition, rs[4].id) == (rs[0].partition, rs[0].id)
+    assert rs[-1].id == rs[4].id and isinstance(rs[0], hq.PutResult)
+    with pytest.raises(IndexError):
+        rs[5]
+    assert [r.id for r in list(rs)][:3] == [rs[0].id, rs[1].id, rs[2].id]
     got = {m.payload: (m.topic, m.priority, m.dedup_key) for m in q.scan()}
     assert got == {b"a": ("t1", 1, b"https://a/"), b"b": ("t2", 0, None),
                    b"c": ("", 0, None), b"d": ("", 0, None)}
