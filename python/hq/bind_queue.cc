@@ -228,42 +228,108 @@ std::vector<hq::PutResult> PutBatch(PyQueue& q, const Batch& b,
   return results;
 }
 
+// Queue.put(payload, *, topic, key, partition, priority, delay,
+// not_before, dedup_key, sync) from a vectorcall: args[0, nargs) are
+// positional, then one value per name of kwnames.
+py::object Put(py::handle self, PyObject* const* args, Py_ssize_t nargs,
+               PyObject* kwnames) {
+  PyQueue* q = ValueOf<PyQueue>(self);
+  if (q == nullptr) throw py::type_error("put needs an hq.Queue");
+  // put's parameters: the message's fields, then sync.
+  static PyObject* const* const names = [] {
+    static PyObject* n[kNumFields + 1];
+    for (size_t i = 0; i < kNumFields; ++i) {
+      n[i] = PyUnicode_InternFromString(kFieldNames[i]);
+    }
+    n[kNumFields] = PyUnicode_InternFromString("sync");
+    return n;
+  }();
+  PyObject* given[kNumFields + 1] = {};
+  if (nargs > 1) {
+    throw py::type_error("put() takes 1 positional argument (payload) but " +
+                         std::to_string(nargs) + " were given");
+  }
+  if (nargs == 1) given[0] = args[0];
+  const Py_ssize_t nkw = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
+  for (Py_ssize_t k = 0; k < nkw; ++k) {
+    PyObject* name = PyTuple_GET_ITEM(kwnames, k);
+    size_t i = 0;
+    while (i <= kNumFields && name != names[i]) ++i;
+    if (i > kNumFields) {  // Not interned: compare the text.
+      i = 0;
+      while (i <= kNumFields && PyUnicode_Compare(name, names[i]) != 0) {
+        if (PyErr_Occurred()) throw py::error_already_set();
+        ++i;
+      }
+    }
+    if (i > kNumFields) {
+      throw py::type_error("put() got an unexpected keyword argument '" +
+                           std::string(py::str(name)) + "'");
+    }
+    if (given[i] != nullptr) {
+      throw py::type_error("put() got multiple values for argument '" +
+                           std::string(py::str(name)) + "'");
+    }
+    given[i] = args[nargs + k];
+  }
+  if (given[0] == nullptr) {
+    throw py::type_error("put() missing its argument 'payload'");
+  }
+  Fields f;
+  for (size_t i = 0; i < kNumFields; ++i) f.v[i] = given[i];
+  ByteStore store;
+  const hq::Message m = ToMessage(f, store);
+  const hq::PutOptions o = ToPutOptions(given[kNumFields] == nullptr
+                                            ? py::handle(Py_None)
+                                            : py::handle(given[kNumFields]));
+  return NewObject(Call(*q->h, [&] { return q->q->Put(m, o); }));
+}
+
+// fn as a METH_FASTCALL | METH_KEYWORDS function: its exception becomes
+// the Python error it stands for.
+template <py::object (*fn)(py::handle, PyObject* const*, Py_ssize_t, PyObject*)>
+PyObject* FastCall(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                   PyObject* kwnames) {
+  try {
+    return fn(self, args, nargs, kwnames).release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (py::builtin_exception& e) {
+    e.set_error();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+template <py::object (*fn)(py::handle, PyObject* const*, Py_ssize_t, PyObject*)>
+const PyCFunction FastMethod =
+    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&FastCall<fn>));
+
 }  // namespace
 
 void BindQueue(py::module_& m) {
-  py::class_<PyQueue>(m, "Queue",
-                      "A queue of a Db. Valid while its Db is open.")
+  py::class_<PyQueue> queue(m, "Queue",
+                            "A queue of a Db. Valid while its Db is open.");
+  // Queue.put, the one-message call, is a vectorcall method
+  // (METH_FASTCALL): no argument tuple, dict or per-argument conversion.
+  static PyMethodDef put_def = {
+      "put", FastMethod<Put>, METH_FASTCALL | METH_KEYWORDS,
+      "put($self, payload, *, topic=None, key=None, partition=None, "
+      "priority=0, delay=0.0, not_before=None, dedup_key=None, sync=None)\n"
+      "--\n\n"
+      "Writes one message; returns its PutResult (partition, id, "
+      "duplicate). sync=None: the Db's sync_writes."};
+  py::object put = py::reinterpret_steal<py::object>(PyDescr_NewMethod(
+      reinterpret_cast<PyTypeObject*>(queue.ptr()), &put_def));
+  if (!put) throw py::error_already_set();
+  py::setattr(queue, "put", put);
+  queue
       .def_property_readonly("name",
                              [](const PyQueue& q) { return q.q->name(); })
       .def_property_readonly(
           "options",
           [](const PyQueue& q) { return QueueOptionsToPy(q.q->options()); })
-      .def(
-          "put",
-          [](PyQueue& q, py::handle payload, py::handle topic, py::handle key,
-             py::handle partition, py::handle priority, py::handle delay,
-             py::handle not_before, py::handle dedup_key, py::handle sync) {
-            Fields f;
-            f[Field::kPayload] = payload;
-            f[Field::kTopic] = topic;
-            f[Field::kKey] = key;
-            f[Field::kPartition] = partition;
-            f[Field::kPriority] = priority;
-            f[Field::kDelay] = delay;
-            f[Field::kNotBefore] = not_before;
-            f[Field::kDedupKey] = dedup_key;
-            ByteStore store;
-            const hq::Message m = ToMessage(f, store);
-            const hq::PutOptions o = ToPutOptions(sync);
-            return NewObject(Call(*q.h, [&] { return q.q->Put(m, o); }));
-          },
-          py::arg("payload"), py::kw_only(), py::arg("topic") = py::none(),
-          py::arg("key") = py::none(), py::arg("partition") = py::none(),
-          py::arg("priority") = 0, py::arg("delay") = 0.0,
-          py::arg("not_before") = py::none(), py::arg("dedup_key") = py::none(),
-          py::arg("sync") = py::none(),
-          "Writes one message; returns its PutResult (partition, id, "
-          "duplicate). sync=None: the Db's sync_writes.")
       .def(
           "put_batch",
           [](PyQueue& q, py::handle messages, py::handle sync) {

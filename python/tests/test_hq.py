@@ -374,8 +374,19 @@ def test_put_argument_errors(db):
         q.put(b"x", topic=1)
     with pytest.raises(TypeError, match="sync must be None, True or False"):
         q.put(b"x", sync=1)
+    with pytest.raises(TypeError, match="missing its argument 'payload'"):
+        q.put(topic="t")
+    with pytest.raises(TypeError, match="takes 1 positional argument"):
+        q.put(b"x", "t")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'tpic'"):
+        q.put(b"x", tpic="t")
+    with pytest.raises(TypeError, match="multiple values for argument"):
+        q.put(b"x", payload=b"y")
     q.put(bytearray(b"ba"), topic=bytearray(b"t"), delay=1, not_before=0)
-    assert [(m.payload, m.topic) for m in q.scan()] == [(b"ba", "t")]
+    # Keywords built at run time (not interned) and payload by keyword.
+    q.put(**{"pay" + "load": b"kw", "top" + "ic": "u", "priority": None})
+    assert sorted((m.payload, m.topic) for m in q.scan()) == \
+        [(b"ba", "t"), (b"kw", "u")]
 
 
 def test_complete_takes_a_task_or_tasks_and_refuses_the_rest(db):
