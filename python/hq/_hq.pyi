@@ -63,6 +63,20 @@ class PutResult:
     """True: nothing written; a live message with the dedup key exists and
     partition and id name it."""
 
+class PutResults:
+    """What Queue.put_many returns: the PutResults of its items, in their
+    order. A read-only sequence that makes each PutResult when it is read
+    (a batch whose results are not looked at costs no object per
+    message)."""
+    def __len__(self) -> int: ...
+    def __getitem__(self, i: int) -> PutResult:
+        """Negative indexes count from the end; IndexError past it."""
+    def __iter__(self) -> Iterator[PutResult]: ...
+    @property
+    def duplicates(self) -> List[bool]:
+        """PutResult.duplicate of every item, without making the
+        PutResults (a crawler's "was this URL new?")."""
+
 class ReceivedMessage:
     """A message read by a scanner or delivered to a listener (a copy)."""
     id: MessageId
@@ -167,7 +181,10 @@ class Group:
         `consumer`."""
     def complete(self, tasks: Union[Task, Iterable[Task]]) -> None:
         """All or nothing, one write. FailedPrecondition if any task is no
-        longer held (it was handed out again, completed or released)."""
+        longer held (it was handed out again, completed or released).
+        Completing a list (a claim's) is the batch form: one call and one
+        write for all. TypeError, completing nothing, if an item is not a
+        Task."""
     def release(self, task: Task, retry_after: float = 0.0) -> None:
         """Gives a held task back, to come again after retry_after, or be
         dead-lettered if it used max_attempts."""
@@ -210,18 +227,38 @@ class Queue:
     def options(self) -> QueueOptions: ...
     def put(self, payload: Text, *, topic: Optional[Text] = None,
             key: Optional[Text] = None, partition: Optional[int] = None,
-            priority: int = 0, delay: float = 0.0,
+            priority: Optional[int] = 0, delay: Optional[float] = 0.0,
             not_before: Optional[float] = None,
             dedup_key: Optional[Text] = None,
             sync: Optional[bool] = None) -> PutResult:
         """Writes one message. sync=None: the Db's sync_writes. False: an
         acknowledged put survives a process crash; True: a power cut too.
         dedup_key: if a live message has it, nothing is written and the
-        result has duplicate=True."""
+        result has duplicate=True. None for any argument but payload is
+        its default. TypeError for a value of the wrong type (partition
+        and priority are ints, delay and not_before numbers, sync None or
+        a bool), InvalidArgument for one out of range."""
     def put_batch(self, messages: Iterable[Union[Text, Message, dict]], *,
                   sync: Optional[bool] = None) -> List[PutResult]:
         """Writes all messages or none, in one write. An item is a payload,
-        an hq.Message, or a dict with Message's fields."""
+        an hq.Message, or a dict with Message's fields. TypeError (naming
+        the item's index) or InvalidArgument, writing nothing, for a bad
+        item."""
+    def put_many(self, items: Iterable[Union[Text, tuple]], *,
+                 fields: Sequence[str] = ("payload", "topic", "priority",
+                                          "dedup_key"),
+                 sync: Optional[bool] = None) -> PutResults:
+        """put_batch of tuples, the fast batch form (a crawler's links):
+        each item is a tuple of the values of put's arguments that
+        `fields` names, in that order, or a bare payload. A tuple shorter
+        than `fields` leaves the rest at put's defaults, and None is the
+        default too. `fields` is any order of payload (required), topic,
+        key, partition, priority, delay, not_before and dedup_key, each at
+        most once (InvalidArgument otherwise). All or none, one write.
+        Errors, writing nothing: TypeError naming the item's index (not a
+        tuple or payload, a value of the wrong type, no payload),
+        InvalidArgument (a tuple longer than `fields`, a value out of
+        range, as put). Returns the PutResults lazily (PutResults)."""
     def scan(self, *, partitions: Sequence[int] = (),
              topics: Iterable[Text] = (), start: Optional[MessageId] = None,
              end: Optional[MessageId] = None,
@@ -276,6 +313,13 @@ class Queue:
         topic layout, at most that many lanes to read are kept in memory
         (the others wait in the queue's lane index, on disk)."""
     def unsubscribe(self, name: str) -> None: ...
+    def delete_subscription(self, name: str) -> None:
+        """Deletes the subscription `name` and all its state
+        (Queue::DeleteSubscription; the same as unsubscribe, named as
+        delete_group is): stops it if it is live, deletes its checkpoints
+        and lane index position. A later subscribe of the name starts
+        afresh. NotFoundError if there is no such subscription,
+        InvalidArgumentError for a bad name."""
     def list_subscriptions(self) -> List[str]: ...
     def inspect_subscription(self, name: str) -> SubscriptionStats: ...
     def stats(self) -> QueueStats: ...
@@ -327,3 +371,10 @@ class Db:
         """What this open's recovery cut from damaged write-ahead logs
         (empty if they were intact); the bytes are kept under the Db's
         dropped/ folder."""
+
+def set_mutex_deadlock_detection(on: bool) -> None:
+    """Process-wide: Abseil's Mutex deadlock detection, which Debian's
+    libabsl leaves on (every lock hq takes then also updates one graph
+    for the whole process). False gives Abseil's release behaviour, as
+    hq_bench runs; call it at start-up, before opening a Db. hq never
+    changes it by itself."""
