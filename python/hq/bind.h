@@ -260,9 +260,8 @@ class Use {
 // The step of every bound method that calls into C++: runs fn() with the
 // GIL released (always, even for a call that is usually short: an engine
 // call may wait for a lock that a delivery thread holds while it waits for
-// the GIL to run a listener, or for the write pipeline, fsync included;
-// the release and reacquire cost about 0.1 us uncontended), raises its
-// status if it failed, and returns the value of an
+// the GIL to run a listener, or for the write pipeline, fsync included),
+// raises its status if it failed, and returns the value of an
 // absl::StatusOr (nothing for an absl::Status). fn must not touch Python
 // objects. A caller that needs a call on a gate holds a Use (or calls the
 // overload below).
