@@ -119,6 +119,11 @@ struct PyMessage {
   }
 };
 
+// A new hq.PutResult (bind_message.cc; a plain CPython type), or a list of
+// them. REQUIRES: BindMessage ran.
+py::object NewPutResult(const hq::PutResult& r);
+py::list NewPutResults(const std::vector<hq::PutResult>& results);
+
 // What put_many returns: the PutResults of one PutBatch, each made into a
 // Python object only when read.
 struct PyPutResults {

@@ -333,7 +333,7 @@ void BindGroup(py::module_& m) {
           [](PyGroup& g, std::vector<hq::DeadLetter> letters) {
             std::vector<hq::PutResult> results;
             Call(*g.h, [&] { return g.g->Requeue(letters, &results); });
-            return results;
+            return NewPutResults(results);
           },
           py::arg("letters"),
           "Puts dead letters back into the queue as new messages, atomically; "

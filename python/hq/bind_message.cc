@@ -5,14 +5,102 @@
 
 #include <pybind11/pybind11.h>
 
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "_hq.h"
 
 namespace hq::python {
+
+namespace {
+
+// hq.PutResult: a plain CPython type (not a pybind11 class), as a put of
+// 100 messages makes 100 of them: one allocation each, no registry.
+struct PutResultObject {
+  PyObject_HEAD hq::PutResult r;
+};
+static_assert(std::is_trivially_destructible_v<hq::PutResult>);
+
+PyTypeObject* put_result_type = nullptr;
+
+const hq::PutResult& Of(PyObject* self) {
+  return reinterpret_cast<PutResultObject*>(self)->r;
+}
+
+PyObject* GetPartition(PyObject* self, void*) {
+  return PyLong_FromUnsignedLong(Of(self).partition);
+}
+
+PyObject* GetId(PyObject* self, void*) {
+  try {
+    return NewObject(hq::MessageId(Of(self).id)).release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+PyObject* GetDuplicate(PyObject* self, void*) {
+  return PyBool_FromLong(Of(self).duplicate ? 1 : 0);
+}
+
+PyObject* PutResultRepr(PyObject* self) {
+  const hq::PutResult& r = Of(self);
+  const std::string s = "PutResult(partition=" + std::to_string(r.partition) +
+                        ", id=" + r.id.ToString() +
+                        ", duplicate=" + (r.duplicate ? "True" : "False") + ")";
+  return PyUnicode_FromStringAndSize(s.data(),
+                                     static_cast<Py_ssize_t>(s.size()));
+}
+
+void BindPutResult(py::module_& m) {
+  static PyGetSetDef getset[] = {
+      {"partition", GetPartition, nullptr, "The partition written.", nullptr},
+      {"id", GetId, nullptr, "The message's MessageId.", nullptr},
+      {"duplicate", GetDuplicate, nullptr,
+       "True: nothing written; a live message with the dedup key exists and "
+       "partition and id name it.",
+       nullptr},
+      {nullptr, nullptr, nullptr, nullptr, nullptr}};
+  static PyType_Slot slots[] = {
+      {Py_tp_getset, getset},
+      {Py_tp_repr, reinterpret_cast<void*>(&PutResultRepr)},
+      {Py_tp_doc, const_cast<char*>("Where a written message went: "
+                                    "partition, id, duplicate.")},
+      {0, nullptr}};
+  static PyType_Spec spec = {
+      "hq._hq.PutResult", static_cast<int>(sizeof(PutResultObject)), 0,
+      Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, slots};
+  PyObject* type = PyType_FromSpec(&spec);
+  if (type == nullptr) throw py::error_already_set();
+  put_result_type = reinterpret_cast<PyTypeObject*>(type);  // Never freed.
+  m.attr("PutResult") = py::reinterpret_borrow<py::object>(type);
+}
+
+}  // namespace
+
+py::object NewPutResult(const hq::PutResult& r) {
+  PyObject* o = put_result_type->tp_alloc(put_result_type, 0);
+  if (o == nullptr) throw py::error_already_set();
+  new (&reinterpret_cast<PutResultObject*>(o)->r) hq::PutResult(r);
+  return py::reinterpret_steal<py::object>(o);
+}
+
+py::list NewPutResults(const std::vector<hq::PutResult>& results) {
+  py::list out(results.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i),
+                    NewPutResult(results[i]).release().ptr());
+  }
+  return out;
+}
 
 void BindMessage(py::module_& m) {
   py::class_<hq::MessageId>(m, "MessageId")
@@ -68,15 +156,7 @@ void BindMessage(py::module_& m) {
         return a >= b;
       });
 
-  py::class_<hq::PutResult>(m, "PutResult")
-      .def_readonly("partition", &hq::PutResult::partition)
-      .def_readonly("id", &hq::PutResult::id)
-      .def_readonly("duplicate", &hq::PutResult::duplicate)
-      .def("__repr__", [](const hq::PutResult& r) {
-        return "PutResult(partition=" + std::to_string(r.partition) +
-               ", id=" + r.id.ToString() +
-               ", duplicate=" + (r.duplicate ? "True" : "False") + ")";
-      });
+  BindPutResult(m);
 
   py::class_<PyPutResults>(m, "PutResults",
                            "The PutResults of a put_many, in the order of its "
@@ -90,15 +170,12 @@ void BindMessage(py::module_& m) {
              if (i < 0 || i >= n) {
                throw py::index_error("PutResults index out of range");
              }
-             hq::PutResult copy = r.results[static_cast<size_t>(i)];
-             return NewObject(std::move(copy));
+             return NewPutResult(r.results[static_cast<size_t>(i)]);
            })
-      .def(
-          "__iter__",
-          [](const PyPutResults& r) {
-            return py::make_iterator(r.results.begin(), r.results.end());
-          },
-          py::keep_alive<0, 1>())
+      .def("__iter__",
+           [](const PyPutResults& r) {
+             return py::iter(NewPutResults(r.results));
+           })
       .def_property_readonly(
           "duplicates",
           [](const PyPutResults& r) {

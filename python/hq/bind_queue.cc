@@ -282,7 +282,7 @@ py::object Put(py::handle self, PyObject* const* args, Py_ssize_t nargs,
   const hq::PutOptions o = ToPutOptions(given[kNumFields] == nullptr
                                             ? py::handle(Py_None)
                                             : py::handle(given[kNumFields]));
-  return NewObject(Call(*q->h, [&] { return q->q->Put(m, o); }));
+  return NewPutResult(Call(*q->h, [&] { return q->q->Put(m, o); }));
 }
 
 // fn as a METH_FASTCALL | METH_KEYWORDS function: its exception becomes
@@ -333,7 +333,7 @@ void BindQueue(py::module_& m) {
       .def(
           "put_batch",
           [](PyQueue& q, py::handle messages, py::handle sync) {
-            return NewObjects(
+            return NewPutResults(
                 PutBatch(q, ToBatch(messages, AddBatchItem), sync));
           },
           py::arg("messages"), py::kw_only(), py::arg("sync") = py::none(),
