@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,11 +19,123 @@
 namespace hq::python {
 namespace {
 
+// hq.Task: a plain CPython type (not a pybind11 class), as a claim makes
+// up to 10000 of them: one allocation each, no registry.
+struct TaskObject {
+  PyObject_HEAD hq::Task t;
+};
+
+PyTypeObject* task_type = nullptr;
+
+const hq::Task& Of(PyObject* self) {
+  return reinterpret_cast<TaskObject*>(self)->t;
+}
+
+// The task `h` holds, or nullptr if it is not an hq.Task.
+hq::Task* TaskOf(py::handle h) {
+  if (Py_TYPE(h.ptr()) != task_type) return nullptr;
+  return &reinterpret_cast<TaskObject*>(h.ptr())->t;
+}
+
+hq::Task& TaskArg(py::handle h) {
+  hq::Task* t = TaskOf(h);
+  if (t == nullptr) {
+    throw py::type_error("task must be a Task, not " + TypeName(h));
+  }
+  return *t;
+}
+
+py::object NewTask(hq::Task&& t) {
+  PyObject* o = task_type->tp_alloc(task_type, 0);
+  if (o == nullptr) throw py::error_already_set();
+  new (&reinterpret_cast<TaskObject*>(o)->t) hq::Task(std::move(t));
+  return py::reinterpret_steal<py::object>(o);
+}
+
+py::list NewTasks(std::vector<hq::Task>&& tasks) {
+  py::list out(tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i),
+                    NewTask(std::move(tasks[i])).release().ptr());
+  }
+  return out;
+}
+
+void TaskDealloc(PyObject* self) {
+  PyTypeObject* type = Py_TYPE(self);
+  reinterpret_cast<TaskObject*>(self)->t.~Task();
+  type->tp_free(self);
+  Py_DECREF(type);  // A heap type's instances hold a reference to it.
+}
+
+// A getter of hq.Task from get(task) giving a py::object.
+template <py::object (*get)(const hq::Task&)>
+PyObject* Getter(PyObject* self, void*) {
+  try {
+    return get(Of(self)).release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+py::object TaskPartition(const hq::Task& t) { return py::int_(t.partition); }
+py::object TaskPriority(const hq::Task& t) { return py::int_(t.priority); }
+py::object TaskId(const hq::Task& t) { return NewObject(hq::MessageId(t.id)); }
+py::object TaskTopic(const hq::Task& t) { return PyText(t.topic); }
+py::object TaskKey(const hq::Task& t) { return PyBytes(t.key); }
+py::object TaskPayload(const hq::Task& t) { return PyBytes(t.payload); }
+py::object TaskAttempt(const hq::Task& t) { return py::int_(t.attempt); }
+py::object TaskLeaseDeadline(const hq::Task& t) {
+  return FromTime(t.lease_deadline);
+}
+py::object TaskNotBefore(const hq::Task& t) { return FromTime(t.not_before); }
+py::object TaskConsumer(const hq::Task& t) { return PyText(t.consumer); }
+
+PyObject* TaskRepr(PyObject* self) {
+  const hq::Task& t = Of(self);
+  const std::string s = "Task(partition=" + std::to_string(t.partition) +
+                        ", id=" + t.id.ToString() +
+                        ", attempt=" + std::to_string(t.attempt) + ")";
+  return PyUnicode_FromStringAndSize(s.data(),
+                                     static_cast<Py_ssize_t>(s.size()));
+}
+
+void BindTask(py::module_& m) {
+  static PyGetSetDef getset[] = {
+      {"partition", Getter<TaskPartition>, nullptr, nullptr, nullptr},
+      {"priority", Getter<TaskPriority>, nullptr, nullptr, nullptr},
+      {"id", Getter<TaskId>, nullptr, nullptr, nullptr},
+      {"topic", Getter<TaskTopic>, nullptr, nullptr, nullptr},
+      {"key", Getter<TaskKey>, nullptr, nullptr, nullptr},
+      {"payload", Getter<TaskPayload>, nullptr, nullptr, nullptr},
+      {"attempt", Getter<TaskAttempt>, nullptr, nullptr, nullptr},
+      {"lease_deadline", Getter<TaskLeaseDeadline>, nullptr, nullptr, nullptr},
+      {"not_before", Getter<TaskNotBefore>, nullptr, nullptr, nullptr},
+      {"consumer", Getter<TaskConsumer>, nullptr, nullptr, nullptr},
+      {nullptr, nullptr, nullptr, nullptr, nullptr}};
+  static PyType_Slot slots[] = {
+      {Py_tp_getset, getset},
+      {Py_tp_repr, reinterpret_cast<void*>(&TaskRepr)},
+      {Py_tp_dealloc, reinterpret_cast<void*>(&TaskDealloc)},
+      {Py_tp_doc, const_cast<char*>("A claimed message under a lease.")},
+      {0, nullptr}};
+  static PyType_Spec spec = {
+      "hq._hq.Task", static_cast<int>(sizeof(TaskObject)), 0,
+      Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, slots};
+  PyObject* type = PyType_FromSpec(&spec);
+  if (type == nullptr) throw py::error_already_set();
+  task_type = reinterpret_cast<PyTypeObject*>(type);  // Never freed.
+  m.attr("Task") = py::reinterpret_borrow<py::object>(type);
+}
+
 // A task, or an iterable of tasks, as a list (copies); TypeError for
 // anything else.
 std::vector<hq::Task> TaskList(py::handle tasks) {
   std::vector<hq::Task> out;
-  if (const hq::Task* t = ValueOf<hq::Task>(tasks)) {
+  if (const hq::Task* t = TaskOf(tasks)) {
     out.push_back(*t);
     return out;
   }
@@ -38,7 +151,7 @@ std::vector<hq::Task> TaskList(py::handle tasks) {
   out.reserve(static_cast<size_t>(n));
   for (Py_ssize_t i = 0; i < n; ++i) {
     const py::handle item = PySequence_Fast_GET_ITEM(seq, i);
-    const hq::Task* t = ValueOf<hq::Task>(item);
+    const hq::Task* t = TaskOf(item);
     if (t == nullptr) {
       throw py::type_error("tasks[" + std::to_string(i) +
                            "] must be a Task, not " + TypeName(item));
@@ -50,29 +163,7 @@ std::vector<hq::Task> TaskList(py::handle tasks) {
 
 // What the group's calls return or take: Task, DeadLetter, PendingTask.
 void BindGroupValues(py::module_& m) {
-  py::class_<hq::Task>(m, "Task")
-      .def_readonly("partition", &hq::Task::partition)
-      .def_readonly("priority", &hq::Task::priority)
-      .def_readonly("id", &hq::Task::id)
-      .def_property_readonly("topic",
-                             [](const hq::Task& t) { return PyText(t.topic); })
-      .def_property_readonly("key",
-                             [](const hq::Task& t) { return PyBytes(t.key); })
-      .def_property_readonly(
-          "payload", [](const hq::Task& t) { return PyBytes(t.payload); })
-      .def_readonly("attempt", &hq::Task::attempt)
-      .def_property_readonly(
-          "lease_deadline",
-          [](const hq::Task& t) { return FromTime(t.lease_deadline); })
-      .def_property_readonly(
-          "not_before",
-          [](const hq::Task& t) { return FromTime(t.not_before); })
-      .def_readonly("consumer", &hq::Task::consumer)
-      .def("__repr__", [](const hq::Task& t) {
-        return "Task(partition=" + std::to_string(t.partition) +
-               ", id=" + t.id.ToString() +
-               ", attempt=" + std::to_string(t.attempt) + ")";
-      });
+  BindTask(m);
 
   py::class_<hq::DeadLetter>(m, "DeadLetter")
       .def_readonly("partition", &hq::DeadLetter::partition)
@@ -166,11 +257,11 @@ void BindGroup(py::module_& m) {
             o.topics = TextList(topics, "topic");
             o.partitions = std::move(partitions);
             o.consumer = std::move(consumer);
-            return NewObjects(ClaimWaiting(*g.h, ToDuration(wait, "wait"),
-                                           [&](absl::Duration slice) {
-                                             o.wait = slice;
-                                             return g.g->Claim(o);
-                                           }));
+            return NewTasks(ClaimWaiting(*g.h, ToDuration(wait, "wait"),
+                                         [&](absl::Duration slice) {
+                                           o.wait = slice;
+                                           return g.g->Claim(o);
+                                         }));
           },
           py::arg("max") = 1, py::kw_only(), py::arg("lease") = py::none(),
           py::arg("wait") = 0.0, py::arg("topics") = py::tuple(),
@@ -191,7 +282,8 @@ void BindGroup(py::module_& m) {
           "task is no longer held.")
       .def(
           "release",
-          [](PyGroup& g, const hq::Task& t, double retry_after) {
+          [](PyGroup& g, py::handle task, double retry_after) {
+            const hq::Task& t = TaskArg(task);
             absl::Duration d = ToDuration(retry_after, "retry_after");
             Call(*g.h, [&] { return g.g->Release(t, d); });
           },
@@ -200,7 +292,8 @@ void BindGroup(py::module_& m) {
           "or be dead-lettered if it used max_attempts.")
       .def(
           "reject",
-          [](PyGroup& g, const hq::Task& t) {
+          [](PyGroup& g, py::handle task) {
+            const hq::Task& t = TaskArg(task);
             Call(*g.h, [&] { return g.g->Reject(t); });
           },
           py::arg("task"),
@@ -209,7 +302,8 @@ void BindGroup(py::module_& m) {
           "FailedPrecondition if it is not held.")
       .def(
           "extend",
-          [](PyGroup& g, hq::Task& t, double lease) {
+          [](PyGroup& g, py::handle task, double lease) {
+            hq::Task& t = TaskArg(task);
             absl::Duration d = ToDuration(lease, "lease");
             Call(*g.h, [&] { return g.g->Extend(&t, d); });
           },

@@ -399,6 +399,19 @@ def test_complete_takes_a_task_or_tasks_and_refuses_the_rest(db):
     with pytest.raises(TypeError, match="must be a Task or an iterable"):
         g.complete(42)
     assert g.stats().in_flight == 3  # Nothing was completed.
+    for call in (g.release, g.reject, lambda t: g.extend(t, 60)):
+        with pytest.raises(TypeError, match="task must be a Task"):
+            call("not a task")
+    with pytest.raises(TypeError):
+        hq.Task()
+    t = tasks[0]
+    assert (t.partition, t.priority, t.attempt, t.key, t.consumer) == \
+        (0, 0, 1, b"", "")
+    assert t.payload == b"a" and t.topic == "" and t.not_before is None
+    before = t.lease_deadline
+    g.extend(t, 3600)  # Updates the task object in place.
+    assert t.lease_deadline > before + 1000
+    assert repr(t).startswith("Task(partition=0, id=")
     g.complete(tasks[0])
     g.complete(t for t in tasks[1:])  # Any iterable.
     assert g.stats().in_flight == 0 and g.claim() == []
