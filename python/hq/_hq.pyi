@@ -57,6 +57,8 @@ class MessageId:
     def __hash__(self) -> int: ...
 
 class PutResult:
+    """Where a written message went. Made only by hq (not instantiable,
+    not subclassable); read-only."""
     partition: int
     id: MessageId
     duplicate: bool
@@ -91,7 +93,9 @@ class ReceivedMessage:
 
 class Task:
     """A claimed message. Pass it back to complete, release or extend of the
-    group that handed it out."""
+    group that handed it out. Made only by claim (not instantiable, not
+    subclassable); read-only but for extend, which moves its
+    lease_deadline."""
     partition: int
     priority: int
     id: MessageId
