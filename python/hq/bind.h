@@ -124,8 +124,9 @@ py::bytes PyBytes(std::string_view s);
 py::str PyText(std::string_view s);
 
 // ---- Objects of bound classes, made and read without pybind11's lookup of
-// the class by C++ type on every conversion (a hash of the type's name): a
-// claim returns a list of 100 Tasks, a complete reads them back.
+// the class by C++ type on every conversion (a hash of the type's name).
+// (hq.Task and hq.PutResult, made by the hundred, are plain CPython types
+// instead: bind_group.cc, bind_message.cc.)
 
 // pybind11's record of the bound class T, looked up once. REQUIRES: T is
 // bound.
@@ -147,17 +148,6 @@ py::object NewObject(T&& v) {
       });
   if (!h) throw py::error_already_set();
   return py::reinterpret_steal<py::object>(h);
-}
-
-// A list of new objects of T, one per element of `values` (moved).
-template <typename T>
-py::list NewObjects(std::vector<T>&& values) {
-  py::list out(values.size());
-  for (size_t i = 0; i < values.size(); ++i) {
-    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i),
-                    NewObject(std::move(values[i])).release().ptr());
-  }
-  return out;
 }
 
 // The C++ value of `h` if it is an object of the bound class T (or of a
