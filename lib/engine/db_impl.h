@@ -31,6 +31,7 @@
 #include "lib/engine/info_log.h"
 #include "lib/engine/lease_manager.h"
 #include "lib/engine/log_sync_env.h"
+#include "lib/engine/write_group.h"
 #include "lib/format/format.h"
 #include "lib/util/leveldb_status.h"
 #include "lib/util/sync.h"
@@ -279,27 +280,8 @@ class DbImpl final : public Db {
     absl::Status status;
     CondVar cv;
   };
-  struct PartitionIds {
-    MessageId last;  // The last id handed out; valid if has_last.
-    bool has_last = false;
-    uint64_t reserved_ms = 0;  // Persisted: all ids have ms < this.
-
-    // Takes the next id at clock time `now_ms` into *id: now_ms if the
-    // clock passed the last id, else the last id's successor. False if
-    // every id is used (Max() is never handed out: it stays the exclusive
-    // end of every range). Skipped ids (a later message fails) are gaps.
-    bool Take(uint64_t now_ms, MessageId* id) {
-      if (!has_last || now_ms > last.ms) {
-        *id = MessageId{now_ms, 0};
-      } else {
-        *id = last.Next();
-        if (!(*id < MessageId::Max())) return false;
-      }
-      last = *id;
-      has_last = true;
-      return true;
-    }
-  };
+  // The ids of one partition (lib/engine/write_group.h).
+  using PartitionIds = ::hq::PartitionIds;
   static uint64_t PartitionKey(uint32_t queue_id, uint32_t partition) {
     return (uint64_t{queue_id} << 16) | partition;
   }

@@ -27,11 +27,6 @@
 #include "lib/util/strings.h"
 
 namespace hq {
-namespace {
-
-constexpr size_t kMaxGroupBytes = size_t{1} << 20;
-
-}  // namespace
 
 absl::Status DbImpl::WriteMessages(QueueImpl* queue,
                                    std::span<const Message> messages,
@@ -288,12 +283,7 @@ absl::StatusOr<DbImpl::PartitionIds*> DbImpl::LoadPartition(
       return absl::DataLossError(absl::StrFormat(
           "malformed id reservation of partition %d", partition));
     }
-    ids.reserved_ms = reserved;
-    if (reserved > 0) {
-      // Every stored id is below (reserved, 0): continue from there.
-      ids.last = MessageId{reserved - 1, 0xffff};
-      ids.has_last = true;
-    }
+    ids = PartitionIds::Resume(reserved);
   } else if (!s.IsNotFound()) {
     return FromLevelDb(s, "reading an id reservation");
   }
@@ -433,9 +423,7 @@ void DbImpl::AppendMessage(QueueImpl* q, bool has_topic, bool hint,
                            const Message& m, const PutResult& r, absl::Time now,
                            PartitionIds* st) {
   const uint32_t qid = q->id();
-  if (r.id.ms >= st->reserved_ms) {
-    st->reserved_ms =
-        std::min(r.id.ms + kReserveWindowMs, MessageId::kMaxMs + 1);
+  if (st->Reserve(r.id, kReserveWindowMs)) {
     value_buf_.clear();
     coding::PutFixed64(&value_buf_, st->reserved_ms);
     batch_.Put(format::ReserveKey(qid, r.partition), value_buf_);
@@ -495,13 +483,13 @@ absl::Status DbImpl::RunWriterLocked(Writer* w) {
     last_hinted_.clear();
     pending_hints_.clear();
     unhinted_in_batch_.clear();
-    const bool sync = w->sync;
+    // w is writers_.front(): the group's leader.
+    WriteGroup group(w->sync);
     bool any = false;
     for (Writer* x : writers_) {
-      if (x->exclusive) break;
-      if (x != w) {
-        if (x->sync && !sync) break;  // A sync write never rides a non-sync.
-        if (batch_.ApproximateSize() > kMaxGroupBytes) break;
+      if (!group.Join(x->exclusive != nullptr, x->sync,
+                      batch_.ApproximateSize())) {
+        break;
       }
       x->status = AddToBatch(x);
       x->in_batch = x->status.ok();
@@ -511,7 +499,7 @@ absl::Status DbImpl::RunWriterLocked(Writer* w) {
     if (any) {
       FlushHints();
       leveldb::WriteOptions wo;
-      wo.sync = sync;
+      wo.sync = group.sync();
       leveldb::Status s;
       {
         // Writers may queue up meanwhile; only the leader touches batch_.
