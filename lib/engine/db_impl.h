@@ -558,15 +558,8 @@ class DbImpl final : public Db {
   // Per (queue id << 8 | priority): the next hint seq, loaded at the first
   // write of a topic layout queue's priority after Open.
   absl::flat_hash_map<uint64_t, uint64_t> hint_seq_ ABSL_GUARDED_BY(write_mu_);
-  // Lane prefixes hinted by the batch being built (once each), and the
-  // batch's hints: per (queue id << 8 | priority), the list hint's value.
-  absl::flat_hash_set<std::string> hinted_in_batch_ ABSL_GUARDED_BY(write_mu_);
-  std::string last_hinted_ ABSL_GUARDED_BY(write_mu_);
-  struct PendingHint {
-    uint64_t key;
-    std::string lanes;
-  };
-  std::vector<PendingHint> pending_hints_ ABSL_GUARDED_BY(write_mu_);
+  // The hints of the batch being built.
+  BatchHints hints_ ABSL_GUARDED_BY(write_mu_);
   // LoadHasSources, per queue id.
   absl::flat_hash_map<uint32_t, bool> has_sources_ ABSL_GUARDED_BY(write_mu_);
   // Queues with messages in the batch being built that got no hint.

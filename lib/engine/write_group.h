@@ -8,6 +8,7 @@
 //   its one LevelDB batch.
 // - PartitionIds: the MessageIds of one partition, and the reservations
 //   that keep them growing across a crash.
+// - BatchHints: the lane activity hints a batch carries.
 //
 // Neither is thread-safe: the pipeline's leader uses them under its lock.
 
@@ -17,8 +18,13 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "hq/message.h"
+#include "lib/format/format.h"
 
 namespace hq {
 
@@ -118,6 +124,49 @@ struct PartitionIds {
     reserved_ms = std::min(id.ms + window_ms, MessageId::kMaxMs + 1);
     return true;
   }
+};
+
+// The hints of the lane activity index (doc/format.md, "Lane activity
+// index") that one batch carries: per key (queue id << 8 | priority), one
+// list hint naming each lane the batch hints, once, in the order the batch
+// first hinted them. The writer gives each hint its seq when it writes it.
+class BatchHints {
+ public:
+  struct Hint {
+    uint64_t key;
+    std::string lanes;  // The value: format::AppendHintLane of each lane.
+  };
+
+  // Forgets every hint: a new batch.
+  void Clear() {
+    hinted_.clear();
+    last_.clear();
+    hints_.clear();
+  }
+
+  // Names `lane` (a topic layout lane prefix of the key's queue and
+  // priority) in the hint of `key`, unless this batch names it already.
+  void Add(uint64_t key, std::string_view lane) {
+    if (lane == last_) return;  // A stream to one lane.
+    last_.assign(lane);
+    if (!hinted_.emplace(lane).second) return;
+    // A batch holds few keys: the last one first.
+    auto hint = std::find_if(hints_.rbegin(), hints_.rend(),
+                             [key](const Hint& h) { return h.key == key; });
+    if (hint == hints_.rend()) {
+      hints_.push_back({key, std::string()});
+      hint = hints_.rbegin();
+    }
+    format::AppendHintLane(&hint->lanes, lane);
+  }
+
+  // The batch's hints, in the order of their keys' first lanes.
+  const std::vector<Hint>& hints() const { return hints_; }
+
+ private:
+  absl::flat_hash_set<std::string> hinted_;  // The lanes named.
+  std::string last_;                         // The lane named last.
+  std::vector<Hint> hints_;
 };
 
 }  // namespace hq

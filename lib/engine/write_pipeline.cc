@@ -167,30 +167,18 @@ absl::StatusOr<uint64_t> DbImpl::NextHintSeq(const std::string& prefix,
 
 void DbImpl::AppendHint(uint32_t queue_id, int priority,
                         std::string_view lane) {
-  if (lane == last_hinted_) return;  // A stream to one lane.
-  last_hinted_.assign(lane);
-  if (!hinted_in_batch_.emplace(lane).second) return;
-  const uint64_t key = (uint64_t{queue_id} << 8) | priority;
-  // A batch holds few (queue, priority)s: the last one first.
-  auto hint =
-      std::find_if(pending_hints_.rbegin(), pending_hints_.rend(),
-                   [key](const PendingHint& h) { return h.key == key; });
-  if (hint == pending_hints_.rend()) {
-    pending_hints_.push_back({key, std::string()});
-    hint = pending_hints_.rbegin();
-  }
-  format::AppendHintLane(&hint->lanes, lane);
+  hints_.Add((uint64_t{queue_id} << 8) | priority, lane);
 }
 
 void DbImpl::FlushHints() {
-  for (PendingHint& h : pending_hints_) {
+  for (const BatchHints::Hint& h : hints_.hints()) {
     uint64_t& next = hint_seq_[h.key];
     batch_.Put(format::ListHintKey(static_cast<uint32_t>(h.key >> 8),
                                    static_cast<int>(h.key & 0xff), next),
                h.lanes);
     ++next;
   }
-  pending_hints_.clear();
+  hints_.Clear();
 }
 
 absl::Status DbImpl::CreateGroupRecord(QueueImpl* queue, std::string_view key,
@@ -479,9 +467,7 @@ absl::Status DbImpl::RunWriterLocked(Writer* w) {
   } else {
     batch_.Clear();
     dedup_in_batch_.clear();
-    hinted_in_batch_.clear();
-    last_hinted_.clear();
-    pending_hints_.clear();
+    hints_.Clear();
     unhinted_in_batch_.clear();
     // w is writers_.front(): the group's leader.
     WriteGroup group(w->sync);

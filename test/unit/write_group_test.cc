@@ -9,13 +9,17 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "catch2/catch.hpp"
 #include "leveldb/write_batch.h"
+#include "lib/format/format.h"
+#include "lib/format/layout_codec.h"
 
 namespace hq {
 namespace {
@@ -259,6 +263,58 @@ TEST_CASE("partition ids end before MessageId::Max()") {
   PartitionIds fresh = PartitionIds::Resume(0);
   REQUIRE(fresh.Take(42, &id));
   CHECK(id == MessageId{42, 0});
+}
+
+std::string Lane(uint32_t queue, int priority, std::string_view topic) {
+  std::string s;
+  LayoutCodec::For(Layout::kTopic)
+      .AppendLanePrefix(&s, queue, 0, priority, topic);
+  return s;
+}
+
+TEST_CASE("batch hints name each lane once, under its queue and priority") {
+  const uint32_t seed = GENERATE(range(1u, 11u));
+  std::mt19937 rng(seed);
+  BatchHints hints;
+  for (int batch = 0; batch < 3; ++batch) {
+    hints.Clear();  // A new batch hints every lane again.
+    // Lanes of 2 queues x 2 priorities, hinted at random, often in runs.
+    std::vector<uint64_t> key_order;
+    std::map<uint64_t, std::vector<std::string>> want;  // lane_rests
+    std::set<std::string> named;
+    std::string lane;
+    uint64_t key = 0;
+    for (int i = 0; i < 500; ++i) {
+      if (lane.empty() || rng() % 3 != 0) {
+        const uint32_t q = 1 + rng() % 2;
+        const int prio = static_cast<int>(rng() % 2);
+        lane = Lane(q, prio, "t" + std::to_string(rng() % 40));
+        key = (uint64_t{q} << 8) | static_cast<uint64_t>(prio);
+        if (named.insert(lane).second) {
+          if (!want.contains(key)) key_order.push_back(key);
+          want[key].push_back(lane.substr(format::kMessagePrefixSize));
+        }
+        hints.Add(key, lane);
+      } else {
+        hints.Add(key, lane);  // The same lane again.
+      }
+    }
+    INFO("seed " << seed << " batch " << batch);
+    REQUIRE(hints.hints().size() == key_order.size());
+    for (size_t i = 0; i < key_order.size(); ++i) {
+      const BatchHints::Hint& h = hints.hints()[i];
+      CHECK(h.key == key_order[i]);
+      const int prio = static_cast<int>(h.key & 0xff);
+      std::vector<std::string_view> lanes;
+      REQUIRE(format::DecodeHintLanes(
+          format::ListHintKey(static_cast<uint32_t>(h.key >> 8), prio, 1),
+          h.lanes, prio, &lanes));
+      CHECK(std::vector<std::string>(lanes.begin(), lanes.end()) ==
+            want[h.key]);
+    }
+  }
+  hints.Clear();
+  CHECK(hints.hints().empty());
 }
 
 }  // namespace
