@@ -29,9 +29,6 @@ constexpr size_t kScanChunk = 8 * kReadChunk;
 // lanes, or stale hints, must not hold the lock for long: the slice is run
 // again).
 constexpr size_t kPageInBudget = 256;
-// The most a subscription keeps allocated for a walk's values between
-// delivery slices.
-constexpr size_t kHeldWalkedBytes = 16 << 10;
 // Stats counts the lag of at most this many lanes waiting in the source.
 constexpr size_t kPeekLanes = 1024;
 
@@ -48,12 +45,15 @@ SubscriptionImpl::SubscriptionImpl(DbImpl* db, QueueImpl* queue,
       name_(std::move(name)),
       record_(record),
       topic_set_(record.topics.begin(), record.topics.end()),
-      notes_(queue->codec().lane_has_topic()),
       options_(options),
       listeners_{listener},
-      source_(queue->codec().lane_has_topic()
-                  ? std::make_unique<LaneSource>(db, queue, record.id)
-                  : nullptr) {
+      lanes_(absl::StrCat("subscription '", name_, "'"),
+             queue->codec().lane_has_topic(),
+             queue->codec().lane_has_topic()
+                 ? std::make_unique<LaneSource>(db, queue, record.id)
+                 : nullptr) {
+  MutexLock l(&mu_);
+  lanes_.SetMaxActive(options.max_active_lanes);
   if (!record_.partitions.empty()) {
     partition_set_.assign(queue_->options().partitions, false);
     for (uint32_t p : record_.partitions) partition_set_[p] = true;
@@ -90,6 +90,7 @@ absl::Status SubscriptionImpl::AddListener(MessageListener* listener,
   }
   listeners_.push_back(listener);
   options_ = options;
+  lanes_.SetMaxActive(options.max_active_lanes);
   return absl::OkStatus();
 }
 
@@ -97,15 +98,18 @@ absl::Status SubscriptionImpl::AddListener(MessageListener* listener,
 
 absl::StatusOr<SubscriptionImpl::Lane*> SubscriptionImpl::GetLane(
     std::string_view prefix, const MessageId* checkpoint) {
-  if (auto it = lanes_.find(Av(prefix)); it != lanes_.end()) {
-    return it->second.get();
-  }
+  if (Lane* lane = lanes_.Find(prefix)) return lane;
+  return ReadIn(std::string(prefix), checkpoint);
+}
+
+absl::StatusOr<SubscriptionImpl::Lane*> SubscriptionImpl::ReadIn(
+    std::string prefix, const MessageId* checkpoint) {
   auto lane = std::make_unique<Lane>();
-  lane->prefix.assign(prefix);
+  lane->prefix = std::move(prefix);
   std::string_view topic;
-  if (!LayoutCodec::ParseLanePrefix(prefix, queue_->codec().lane_has_topic(),
-                                    &lane->partition, &lane->priority,
-                                    &topic)) {
+  if (!LayoutCodec::ParseLanePrefix(
+          lane->prefix, queue_->codec().lane_has_topic(), &lane->partition,
+          &lane->priority, &topic)) {
     return absl::DataLossError(
         absl::StrCat("queue '", queue_->name(), "': malformed lane prefix"));
   }
@@ -114,12 +118,13 @@ absl::StatusOr<SubscriptionImpl::Lane*> SubscriptionImpl::GetLane(
   if (checkpoint != nullptr) {
     at = *checkpoint;
     lane->written_exists = true;
-  } else if (paged() && !checkpoint_ceiling_.MayExist(CheckpointKey(prefix))) {
+  } else if (paged() &&
+             !checkpoint_ceiling_.MayExist(CheckpointKey(lane->prefix))) {
     // No checkpoint: at the start.
   } else {
     std::string value;
     leveldb::Status s = CheckedGet(db_->leveldb(), CheckedReadOptions(),
-                                   CheckpointKey(prefix), &value);
+                                   CheckpointKey(lane->prefix), &value);
     if (s.ok()) {
       if (!format::DecodeCheckpoint(value, &at)) {
         return absl::DataLossError(absl::StrCat(
@@ -132,9 +137,7 @@ absl::StatusOr<SubscriptionImpl::Lane*> SubscriptionImpl::GetLane(
   }
   lane->read = at;
   lane->written = at;
-  Lane* raw = lane.get();
-  lanes_.emplace(lane->prefix, std::move(lane));
-  return raw;
+  return lanes_.Insert(std::move(lane));
 }
 
 void SubscriptionImpl::Activate(Lane* lane) {
@@ -168,28 +171,18 @@ size_t SubscriptionImpl::TEST_ActiveLanes() {
   return active_.size();
 }
 
-size_t SubscriptionImpl::MaxActive() const {
-  return MaxActiveLanes(options_.max_active_lanes);
-}
-
 bool SubscriptionImpl::Idle(const Lane& lane) {
   return !lane.active && !lane.ready && !lane.blocked && lane.buf.empty();
 }
 
-void SubscriptionImpl::NoteLaneWritten(std::string_view lane_prefix) {
-  if (paged()) {
-    paged_notes_.store(true);
-  } else {
-    notes_.Note(lane_prefix);
-  }
+void SubscriptionImpl::NoteLaneWritten(std::string_view lane_prefix)
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  lanes_.Note(lane_prefix);  // Thread-safe: without mu_.
   pool_->Schedule(this);
 }
 
 bool SubscriptionImpl::SourcePending() const {
-  for (int p = 0; paged() && p < queue_->options().priorities; ++p) {
-    if (source_->pending(p)) return true;
-  }
-  return false;
+  return lanes_.SourcePending(queue_->options().priorities);
 }
 
 bool SubscriptionImpl::SourceWaiting() const {
@@ -201,51 +194,40 @@ bool SubscriptionImpl::SourceHasMore() const {
 }
 
 absl::Status SubscriptionImpl::Admit(LaneSource::Taken* t) {
-  uint32_t partition;
-  int priority;
-  std::string_view topic;
-  if (!LayoutCodec::ParseLanePrefix(t->prefix, true, &partition, &priority,
-                                    &topic)) {
-    return absl::DataLossError(absl::StrCat(
-        "subscription '", name_, "': the lane index names a malformed lane"));
-  }
-  if (!InScope(partition, topic)) {
-    source_->Release(t->hold);
-    return absl::OkStatus();
-  }
-  HQ_ASSIGN_OR_RETURN(Lane * lane, GetLane(t->prefix));
-  if (t->only) {
-    lane->walked_fill = fill_seq_;
-    lane->walked = t->kept;
-  }
-  if (lane->hold.held()) {
-    source_->Release(t->hold);  // Already held back by an earlier one.
-  } else {
-    lane->hold = std::move(t->hold);
-  }
-  Activate(lane);
+  // Run under mu_, which the caller of Admit holds.
+  HQ_ASSIGN_OR_RETURN(
+      Lane * lane, lanes_.Admit(
+                       t,
+                       [&](uint32_t partition, std::string_view topic) {
+                         return InScope(partition, topic);
+                       },
+                       [&](std::string prefix) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                         return ReadIn(std::move(prefix));
+                       }));
+  if (lane != nullptr) Activate(lane);
   return absl::OkStatus();
 }
 
 absl::Status SubscriptionImpl::PageIn(leveldb::Iterator* it) {
-  if (paged_notes_.exchange(false)) source_->NoteWritten();
+  lanes_.TakePagedNotes();
   size_t budget = kPageInBudget;
   for (int p = queue_->options().priorities - 1; p >= 0; --p) {
-    while (budget > 0 && active_.size() < MaxActive() && source_->pending(p)) {
-      std::vector<LaneSource::Taken> lanes;
-      HQ_RETURN_IF_ERROR(
-          source_->Next(p, std::min(budget, MaxActive() - active_.size()), it,
-                        &lanes, &walked_));
-      if (lanes.empty()) break;
-      budget -= lanes.size();
-      for (LaneSource::Taken& t : lanes) HQ_RETURN_IF_ERROR(Admit(&t));
+    while (budget > 0 && active_.size() < MaxActive() && source()->pending(p)) {
+      size_t taken;
+      HQ_RETURN_IF_ERROR(lanes_.Page(
+          p, std::min(budget, MaxActive() - active_.size()), it,
+          [&](LaneSource::Taken* t)
+              ABSL_NO_THREAD_SAFETY_ANALYSIS { return Admit(t); },
+          &taken));
+      if (taken == 0) break;
+      budget -= taken;
     }
   }
   return absl::OkStatus();
 }
 
 absl::Status SubscriptionImpl::TakeNotes() {
-  if (paged()) return absl::OkStatus();  // PageIn reads the source.
+  // Paged: nothing (PageIn reads the source).
   const bool has_topic = queue_->codec().lane_has_topic();
   // Runs under mu_, which the caller of TakeNotes holds.
   auto activate = [&](const NotedLane& noted)
@@ -262,7 +244,7 @@ absl::Status SubscriptionImpl::TakeNotes() {
     Activate(lane);
     return absl::OkStatus();
   };
-  return notes_.Take(activate);
+  return lanes_.TakeNotes(activate);
 }
 
 absl::Status SubscriptionImpl::Load() {
@@ -271,7 +253,7 @@ absl::Status SubscriptionImpl::Load() {
     HQ_RETURN_IF_ERROR(checkpoint_ceiling_.Load(
         db_->leveldb(), format::GroupRecordPrefix(format::kCheckpointTag,
                                                   queue_->id(), record_.id)));
-    return source_->Load();
+    return source()->Load();
   }
   // The lanes joined with the checkpoints; each lane in scope is sought at
   // its checkpoint.
@@ -330,8 +312,7 @@ absl::Status SubscriptionImpl::Fill() {
   const MessageId cutoff = queue_->TtlCutoff(db_->clock()->Now());
   std::unique_ptr<leveldb::Iterator> it(
       NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
-  ++fill_seq_;  // What an earlier Fill's walk kept is of its iterator.
-  walked_.clear();
+  lanes_.BeginPass();  // What an earlier Fill's walk kept is of its iterator.
   if (paged()) HQ_RETURN_IF_ERROR(PageIn(it.get()));
   // Paged, with lanes waiting on disk: a lane that had its turn and still
   // has messages goes behind them.
@@ -347,14 +328,13 @@ absl::Status SubscriptionImpl::Fill() {
     }
     if (lane->read < cutoff) lane->read = cutoff;  // Expired: skipped.
     bool drained = true;
-    if (lane->walked_fill == fill_seq_) {
+    std::string_view value;
+    if (const LaneSource::Kept* m = lanes_.TakeWalked(lane, &value)) {
       // This Fill's walk saw, with `it`, the lane hold one message: all a
       // read would find (and the buffer has room for one: !Full()).
-      lane->walked_fill = 0;
-      const LaneSource::Kept& m = lane->walked;
-      if (lane->read <= m.id) {
-        HQ_RETURN_IF_ERROR(Buffer(lane, m.id, lane->topic, m.ValueIn(walked_)));
-        lane->read = m.id.Next();
+      if (lane->read <= m->id) {
+        HQ_RETURN_IF_ERROR(Buffer(lane, m->id, lane->topic, value));
+        lane->read = m->id.Next();
       }
     } else {
       HQ_RETURN_IF_ERROR(ReadTurn(lane, it.get(), &drained));
@@ -373,13 +353,13 @@ absl::Status SubscriptionImpl::Fill() {
     if (paged() && drained && Idle(*lane) && !Dirty(*lane)) {
       // Nothing new (a stale hint, or a lane the walk found drained): its
       // checkpoint is as written, so it lets the position go at once.
-      source_->Release(lane->hold);
-      lanes_.erase(lanes_.find(lane->prefix));
+      lanes_.LetGo(lane);
+      lanes_.Erase(lane);
     }
   }
   // The kept values are of this Fill's iterator: a large buffer is not
   // held between slices.
-  if (walked_.capacity() > kHeldWalkedBytes) std::string().swap(walked_);
+  lanes_.EndPass();
   return absl::OkStatus();
 }
 
@@ -594,7 +574,7 @@ bool SubscriptionImpl::RunSlice() {
     // lanes waiting on disk now: with their new hints.
     if (rotated_idle_) more = true;
     if (!Fail(WriteCheckpoints()).ok()) return false;
-  } else if ((since_checkpoint_ > 0 || (paged() && source_->Moved())) &&
+  } else if ((since_checkpoint_ > 0 || (paged() && source()->Moved())) &&
              !checkpoint_timer_) {
     ArmTimer(options_.checkpoint_interval, /*checkpoint=*/true);
   }
@@ -626,13 +606,11 @@ absl::Status SubscriptionImpl::WriteCheckpoints() {
       checkpoint_ceiling_.Raise(key);
       wrote.push_back(lane.get());
     }
-    if (paged() && Idle(*lane) && lane->hold.held()) {
-      source_->Release(lane->hold);
-      lane->hold = LaneSource::Hold();
-      if (lane->rehint) rehint.push_back(prefix);
+    if (paged() && Idle(*lane) && lanes_.LetGo(lane.get()) && lane->rehint) {
+      rehint.emplace_back(prefix);
     }
   }
-  const bool moved = paged() && source_->AppendRecord(&batch);
+  const bool moved = paged() && source()->AppendRecord(&batch);
   if (!rehint.empty()) {
     HQ_RETURN_IF_ERROR(db_->WriteWithHints(
         queue_, db_->default_sync(),
@@ -640,7 +618,7 @@ absl::Status SubscriptionImpl::WriteCheckpoints() {
           b->Append(batch);
           for (const std::string& lane : rehint) hints->Append(lane);
         }));
-    source_->NoteWritten();  // The new hints are to be read.
+    source()->NoteWritten();  // The new hints are to be read.
   } else if (!wrote.empty() || moved) {
     HQ_RETURN_IF_ERROR(db_->WriteRecords(queue_, batch, db_->default_sync()));
   }
@@ -650,14 +628,9 @@ absl::Status SubscriptionImpl::WriteCheckpoints() {
   }
   since_checkpoint_ = 0;
   // Idle lanes, their checkpoints on disk: forgotten.
-  for (auto it = lanes_.begin(); it != lanes_.end();) {
-    const Lane& lane = *it->second;
-    if (Idle(lane) && !Dirty(lane) && !lane.hold.held()) {
-      lanes_.erase(it++);
-    } else {
-      ++it;
-    }
-  }
+  lanes_.EraseIf([&](const Lane& lane) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return Idle(lane) && !Dirty(lane) && !lane.hold.held();
+  });
   return absl::OkStatus();
 }
 
@@ -722,15 +695,15 @@ absl::Status SubscriptionImpl::PlanWaiting(MessageId cutoff,
   // Lanes waiting in the source, peeked (not taken: Stats changes nothing).
   std::vector<std::string> waiting;
   bool all;
-  HQ_RETURN_IF_ERROR(source_->Peek(kPeekLanes, it, &waiting, &all));
+  HQ_RETURN_IF_ERROR(source()->Peek(kPeekLanes, it, &waiting, &all));
   if (!all) plan->exact = false;
   absl::flat_hash_set<std::string> seen;
   for (std::string& prefix : waiting) {
     if (!seen.insert(prefix).second) continue;
-    if (auto in = lanes_.find(prefix); in != lanes_.end()) {
+    if (const Lane* in = lanes_.Find(prefix)) {
       // In memory, read to its end before this hint came: Stats counted
       // only its buffer.
-      const Lane& lane = *in->second;
+      const Lane& lane = *in;
       if (!lane.active && !lane.reread && !lane.rehint) {
         plan->count.push_back({std::move(prefix), std::max(lane.read, cutoff)});
       }
@@ -830,7 +803,7 @@ absl::StatusOr<SubscriptionStats> SubscriptionImpl::Stats(bool with_lanes) {
     cutoff = queue_->TtlCutoff(db_->clock()->Now());
     for (const auto& [prefix, lane] : lanes_) {
       if (with_lanes) {
-        in_memory.insert(prefix);
+        in_memory.emplace(prefix);
         LaneCheckpoint c;
         c.partition = lane->partition;
         c.priority = lane->priority;
@@ -843,7 +816,8 @@ absl::StatusOr<SubscriptionStats> SubscriptionImpl::Stats(bool with_lanes) {
       st.lag += lane->buf.size();
       // Read to its end unless it is to be read again.
       if (lane->active || lane->reread || lane->rehint) {
-        plan.count.push_back({prefix, std::max(lane->read, cutoff)});
+        plan.count.push_back(
+            {std::string(prefix), std::max(lane->read, cutoff)});
       }
     }
     if (paged()) {

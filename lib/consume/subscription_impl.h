@@ -13,9 +13,10 @@
 // checkpoint_messages deliveries have piled up or the checkpoint timer
 // fired. A lane whose listener failed waits for its retry time (a timer
 // schedules the job again). Only lanes with work, buffered messages or
-// checkpoints not yet written are held in memory. A paged lane holds its
-// source's position back until its checkpoint at its end, or a new hint
-// for it, is written with the position.
+// checkpoints not yet written are held in memory (a LaneSet, which notes and
+// pages them in). A paged lane holds its source's position back until its
+// checkpoint at its end, or a new hint for it, is written with the
+// position.
 //
 // Threads: RunSlice runs on one pool thread at a time. The lane buffers are
 // changed under mu_, and only by the running slice, which also reads the
@@ -40,6 +41,7 @@
 #include "leveldb/db.h"
 #include "leveldb/write_batch.h"
 #include "lib/consume/lane_notes.h"
+#include "lib/consume/lane_set.h"
 #include "lib/consume/lane_source.h"
 #include "lib/consume/record_ceiling.h"
 #include "lib/engine/delivery_pool.h"
@@ -119,33 +121,22 @@ class SubscriptionImpl final : public Subscription,
     std::string topic, key, payload;
     absl::Time not_before;
   };
-  struct Lane {
-    std::string prefix;
-    uint32_t partition = 0;
-    int priority = 0;
-    std::string topic;            // Topic layout only.
+  // LaneBase::active: in active_.
+  struct Lane : LaneBase {
     MessageId read;               // The next id to read into buf.
     MessageId written;            // The checkpoint as last written...
     bool written_exists = false;  // ...if one was.
     std::deque<Buffered> buf;
-    bool active = false;  // In active_: may have unread messages.
-    bool ready = false;   // In ready_: buf is not empty.
-    size_t resume = 0;    // The listener to call next for buf.front().
+    bool ready = false;  // In ready_: buf is not empty.
+    size_t resume = 0;   // The listener to call next for buf.front().
     uint32_t failures = 0;
     // Waiting for a retry: buf holds only the head (counted in blocked_),
     // and the lane is not in active_ (reread: it goes back after the head).
     bool blocked = false;
     bool reread = false;
-    // Paged: what holds the source's position back for this lane, and
-    // whether it left the active lanes with messages to read (it needs a
+    // Paged: it left the active lanes with messages to read (it needs a
     // new hint when it leaves memory).
-    LaneSource::Hold hold;
     bool rehint = false;
-    // Paged: taken by Fill number `walked_fill` from a walk that saw it
-    // hold one message, `walked` (LaneSource::Taken::only; its value is in
-    // walked_): that Fill reads nothing.
-    uint64_t walked_fill = 0;
-    LaneSource::Kept walked;
     absl::Time retry_at = absl::InfinitePast();
     // The checkpoint: every message below it was delivered (or skipped).
     MessageId next() const { return buf.empty() ? read : buf.front().id; }
@@ -157,12 +148,23 @@ class SubscriptionImpl final : public Subscription,
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Activate(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status TakeNotes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool paged() const { return source_ != nullptr; }
-  size_t MaxActive() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool paged() const ABSL_NO_THREAD_SAFETY_ANALYSIS { return lanes_.paged(); }
+  // The source, constant after construction (null if not paged).
+  LaneSource* source() const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return lanes_.source();
+  }
+  size_t MaxActive() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return lanes_.max_active();
+  }
   // Paged: takes lanes from the source, highest priority first, while
   // fewer than MaxActive are active (at most kPageInBudget a call).
   absl::Status PageIn(leveldb::Iterator* it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Admit(LaneSource::Taken* t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The lane `prefix`, not in memory, read in (its checkpoint is
+  // `checkpoint`, or read if null).
+  absl::StatusOr<Lane*> ReadIn(std::string prefix,
+                               const MessageId* checkpoint = nullptr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Paged: the source may have lanes not yet taken...
   bool SourcePending() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // ...and they wait for a place among the active lanes...
@@ -233,19 +235,13 @@ class SubscriptionImpl final : public Subscription,
   absl::flat_hash_set<std::string> topic_set_;
   std::function<void()> test_count_hook_;  // TEST_SetCountHook.
 
-  LaneNotes notes_;  // Lanes written since TakeNotes (time layout).
-  // Topic layout: set by the write path, taken by TakeNotes.
-  std::atomic<bool> paged_notes_{true};
-
   Mutex mu_;
   SubscribeOptions options_ ABSL_GUARDED_BY(mu_);
   std::vector<MessageListener*> listeners_ ABSL_GUARDED_BY(mu_);
   absl::Status broken_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
-  // Topic layout: where lanes with new messages are found.
-  const std::unique_ptr<LaneSource> source_ ABSL_PT_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, std::unique_ptr<Lane>> lanes_
-      ABSL_GUARDED_BY(mu_);
+  // The lanes in memory; paged from a LaneSource in the topic layout.
+  LaneSet<Lane> lanes_ ABSL_GUARDED_BY(mu_);
   std::deque<Lane*> active_ ABSL_GUARDED_BY(mu_);
   std::deque<Lane*> ready_ ABSL_GUARDED_BY(mu_);
   uint64_t buffered_ ABSL_GUARDED_BY(mu_) = 0;
@@ -266,11 +262,8 @@ class SubscriptionImpl final : public Subscription,
   // Lanes waiting for a retry, and their head messages' payload bytes.
   uint64_t blocked_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t blocked_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  bool started_ ABSL_GUARDED_BY(mu_) = false;   // Start was called.
-  uint64_t fill_seq_ ABSL_GUARDED_BY(mu_) = 0;  // Fill calls (walked_fill).
+  bool started_ ABSL_GUARDED_BY(mu_) = false;          // Start was called.
   uint64_t test_lane_reads_ ABSL_GUARDED_BY(mu_) = 0;  // TEST_LaneReads.
-  // The values of the one-message lanes the current Fill's walk found.
-  std::string walked_ ABSL_GUARDED_BY(mu_);
   // Live timers (cancelled by Stop).
   absl::flat_hash_set<LeaseId> timers_ ABSL_GUARDED_BY(mu_);
 };

@@ -1,0 +1,288 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// LaneSet: the lanes of one consumer (a consumer group or a subscription)
+// that it holds in memory, and how lanes come into that set.
+//
+// A consumer reads a queue lane by lane (a lane: one partition, priority
+// and, in the topic layout, topic) and keeps in memory only the lanes it
+// has work in. Lanes come in two ways:
+// - Noted lanes (time layout, unpaged): the write path notes each lane it
+//   wrote (Note, from any thread), and the consumer takes the notes under
+//   its lock (TakeNotes).
+// - Paging (topic layout, paged): lanes come from a LaneSource (the queue's
+//   lane activity index read from the consumer's position, and the walk of
+//   the lanes written before it), while fewer than max_active() are active.
+//   Page takes up to n lanes of a priority from the source; the consumer
+//   admits each (Admit): the lane the source names is parsed (DataLoss if it
+//   is malformed), let go at once if it is outside the consumer's scope,
+//   read into memory by the consumer if it is not there, and from then on
+//   holds the source's position back (LaneBase::hold) until the consumer
+//   lets it go (LetGo): once its progress is written with the position.
+//   The write path's notes only say that the index may have new hints
+//   (TakePagedNotes).
+// A paging pass (BeginPass) may page in lanes that the source's walk saw
+// holding one message, whose value it kept: for the rest of that pass (and
+// with the iterator the pass gave Page) the consumer reads that message
+// from TakeWalked instead of seeking the lane.
+//
+// What the set owns: the lanes in memory, keyed by prefix (Find, Insert,
+// Erase); the source and the notes; the working-set cap (max_active); the
+// pass's kept values. What each consumer keeps, as its own: its Lane type
+// (deriving LaneBase) with the state of its kind, the order in which its
+// active lanes have their turns, what a turn reads and writes (a group's
+// tasks, leases and cursors; a subscription's buffers, deliveries and
+// checkpoints), and when an idle lane leaves memory (Erase).
+//
+// `Source` is LaneSource, or in tests a fake with its Next, pending,
+// NoteWritten and Release.
+//
+// Thread-safety: Note may be called from any thread at any time; every
+// other method is called under the consumer's lock (not thread-safe).
+
+#ifndef HQ_LIB_CONSUME_LANE_SET_H_
+#define HQ_LIB_CONSUME_LANE_SET_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "leveldb/iterator.h"
+#include "lib/consume/consume_options.h"
+#include "lib/consume/lane_notes.h"
+#include "lib/consume/lane_source.h"
+#include "lib/format/layout_codec.h"
+
+namespace hq {
+
+// What every consumer's lane has. A consumer's Lane type derives from it.
+struct LaneBase {
+  std::string prefix;  // The message lane prefix; the set's key.
+  uint32_t partition = 0;
+  int priority = 0;
+  std::string topic;  // Topic layout only.
+  // In the consumer's active lanes: may have messages to read.
+  bool active = false;
+  // Paged: what holds the source's position back for this lane.
+  LaneSource::Hold hold;
+  // Paged: paged in by pass `walked_pass` with its one message kept
+  // (LaneSet::TakeWalked).
+  uint64_t walked_pass = 0;
+  LaneSource::Kept walked;
+};
+
+template <typename L, typename Source = LaneSource>
+class LaneSet {
+ public:
+  using Taken = LaneSource::Taken;
+  using Map = absl::flat_hash_map<std::string_view, std::unique_ptr<L>>;
+
+  // The most the set keeps allocated for a pass's kept values between
+  // passes.
+  static constexpr size_t kHeldWalkedBytes = 16 << 10;
+
+  // `owner` names the consumer in errors ("subscription 's'"). `has_topic`
+  // is the queue's LayoutCodec::lane_has_topic(). `source`: the lanes are
+  // paged from it; null: noted.
+  LaneSet(std::string owner, bool has_topic, std::unique_ptr<Source> source)
+      : owner_(std::move(owner)),
+        has_topic_(has_topic),
+        notes_(has_topic),
+        source_(std::move(source)) {}
+  LaneSet(const LaneSet&) = delete;
+  LaneSet& operator=(const LaneSet&) = delete;
+
+  bool paged() const { return source_ != nullptr; }
+  // The source (paged), owned by the set; null if unpaged.
+  Source* source() const { return source_.get(); }
+
+  // The working-set cap: the consumer's max_active_lanes as `configured`,
+  // unless a test replaced every consumer's (group_test_hooks.h).
+  void SetMaxActive(size_t configured) { configured_max_ = configured; }
+  size_t max_active() const { return MaxActiveLanes(configured_max_); }
+
+  // ---------------------------------------------------------- in memory
+  size_t size() const { return lanes_.size(); }
+  L* Find(std::string_view prefix) const {
+    auto it = lanes_.find(prefix);
+    return it == lanes_.end() ? nullptr : it->second.get();
+  }
+  // Adds `lane` (its prefix, partition, priority and topic set).
+  // InternalError if a lane of its prefix is in memory.
+  absl::StatusOr<L*> Insert(std::unique_ptr<L> lane) {
+    L* raw = lane.get();
+    if (!lanes_.emplace(raw->prefix, std::move(lane)).second) {
+      return absl::InternalError(
+          absl::StrCat(owner_, ": a lane was read in twice"));
+    }
+    return raw;
+  }
+  // Forgets `lane`. REQUIRES: it is in the set; the consumer has let go of
+  // its hold or does not need it let go.
+  void Erase(L* lane) { lanes_.erase(lanes_.find(lane->prefix)); }
+  // Forgets each lane for which pred(const L&) is true.
+  template <typename Pred>
+  void EraseIf(Pred pred) {
+    for (auto it = lanes_.begin(); it != lanes_.end();) {
+      if (pred(static_cast<const L&>(*it->second))) {
+        lanes_.erase(it++);
+      } else {
+        ++it;
+      }
+    }
+  }
+  // In no particular order; pairs of (prefix, std::unique_ptr<L>). The set
+  // must not change while iterating (but through EraseIf).
+  typename Map::iterator begin() { return lanes_.begin(); }
+  typename Map::iterator end() { return lanes_.end(); }
+  typename Map::const_iterator begin() const { return lanes_.begin(); }
+  typename Map::const_iterator end() const { return lanes_.end(); }
+
+  // ------------------------------------------------------------- notes
+  // From the write path, any thread: `lane_prefix` was written.
+  void Note(std::string_view lane_prefix) {
+    if (paged()) {
+      paged_notes_.store(true);
+    } else {
+      notes_.Note(lane_prefix);
+    }
+  }
+  // Unpaged: calls `fn` once for each lane noted since the last call (see
+  // LaneNotes::Take). Paged: does nothing (TakePagedNotes).
+  absl::Status TakeNotes(absl::FunctionRef<absl::Status(const NotedLane&)> fn) {
+    if (paged()) return absl::OkStatus();
+    return notes_.Take(fn);
+  }
+  // Paged: if the write path wrote since the last call, the source is told
+  // that its index may have new hints.
+  void TakePagedNotes() {
+    if (paged_notes_.exchange(false)) source_->NoteWritten();
+  }
+
+  // ------------------------------------------------------------ paging
+  // Begins a pass: what earlier passes kept is gone. Returns its number.
+  uint64_t BeginPass() {
+    walked_.clear();
+    if (walked_.capacity() > kHeldWalkedBytes) std::string().swap(walked_);
+    return ++pass_;
+  }
+  // Ends a pass: a large buffer of kept values is not held until the next.
+  void EndPass() {
+    if (walked_.capacity() > kHeldWalkedBytes) std::string().swap(walked_);
+  }
+  // Whether the pass in progress paged `lane` in with its one message kept.
+  bool Walked(const L& lane) const {
+    return lane.walked_pass != 0 && lane.walked_pass == pass_;
+  }
+  // If Walked(*lane): clears it and returns the kept message, its value in
+  // *value (valid until the pass ends), which is all the lane holds as of
+  // the iterator the pass gave Page. Else null.
+  const LaneSource::Kept* TakeWalked(L* lane, std::string_view* value) {
+    if (!Walked(*lane)) return nullptr;
+    lane->walked_pass = 0;
+    *value = lane->walked.ValueIn(walked_);
+    return &lane->walked;
+  }
+
+  // Paged, in a pass: takes up to `max` lanes of `priority` from the source
+  // (reading with `it`) and calls admit(&taken) for each, in the source's
+  // order; *taken (if not null) is how many it took (also those admit let
+  // go). Stops at admit's first error and returns it.
+  absl::Status Page(int priority, size_t max, leveldb::Iterator* it,
+                    absl::FunctionRef<absl::Status(Taken*)> admit,
+                    size_t* taken = nullptr) {
+    std::vector<Taken> lanes;
+    lanes.reserve(std::min<size_t>(max, 1024));
+    absl::Status s = source_->Next(priority, max, it, &lanes, &walked_);
+    if (taken != nullptr) *taken = lanes.size();
+    if (!s.ok()) return s;
+    for (Taken& t : lanes) {
+      s = admit(&t);
+      if (!s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+  // Admits the lane of `t` (from Page): null if in_scope(partition, topic)
+  // refuses it (its hold let go). Else the lane in memory (read_in(prefix)
+  // brings it there if it is not: it returns the lane it Inserted), which
+  // holds the position (t's hold, or one it held already, t's then let go),
+  // and is marked Walked if t kept its message. The consumer activates it.
+  // DataLoss if t names a malformed lane.
+  absl::StatusOr<L*> Admit(
+      Taken* t,
+      absl::FunctionRef<bool(uint32_t partition, std::string_view topic)>
+          in_scope,
+      absl::FunctionRef<absl::StatusOr<L*>(std::string prefix)> read_in) {
+    uint32_t partition;
+    int priority;
+    std::string_view topic;
+    if (!LayoutCodec::ParseLanePrefix(t->prefix, has_topic_, &partition,
+                                      &priority, &topic)) {
+      return absl::DataLossError(
+          absl::StrCat(owner_, ": the lane index names a malformed lane"));
+    }
+    if (!in_scope(partition, topic)) {
+      source_->Release(t->hold);
+      return nullptr;
+    }
+    L* lane = Find(t->prefix);
+    if (lane == nullptr) {
+      absl::StatusOr<L*> read = read_in(std::move(t->prefix));
+      if (!read.ok()) return read.status();
+      lane = *read;
+    }
+    if (t->only) {
+      lane->walked_pass = pass_;
+      lane->walked = t->kept;
+    }
+    if (lane->hold.held()) {
+      source_->Release(t->hold);  // Already held back by an earlier one.
+    } else {
+      lane->hold = std::move(t->hold);
+    }
+    return lane;
+  }
+
+  // Lets go of the position `lane` holds; false if it held none.
+  bool LetGo(L* lane) {
+    if (!lane->hold.held()) return false;
+    source_->Release(lane->hold);
+    lane->hold = LaneSource::Hold();
+    return true;
+  }
+
+  // Paged: whether the source may have lanes of any priority below
+  // `priorities` not yet taken.
+  bool SourcePending(int priorities) const {
+    for (int p = 0; paged() && p < priorities; ++p) {
+      if (source_->pending(p)) return true;
+    }
+    return false;
+  }
+
+ private:
+  const std::string owner_;
+  const bool has_topic_;
+  LaneNotes notes_;  // Unpaged: lanes written since TakeNotes.
+  // Paged: the write path wrote since the flag was last taken.
+  std::atomic<bool> paged_notes_{true};
+  const std::unique_ptr<Source> source_;
+  size_t configured_max_ = 0;
+  Map lanes_;  // Keyed by each lane's own prefix.
+  uint64_t pass_ = 0;
+  std::string walked_;  // The pass's kept values.
+};
+
+}  // namespace hq
+
+#endif  // HQ_LIB_CONSUME_LANE_SET_H_
