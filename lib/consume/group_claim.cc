@@ -154,7 +154,7 @@ absl::StatusOr<bool> GroupImpl::ReadLaneTurn(
       ahead.DropBelow(lane->scan);
       if (!go_on) return false;
     }
-    if (lane->walked_pass == p->seq) return ReadWalked(&r, p);
+    if (lanes_.Walked(*lane)) return ReadWalked(&r);
   }
   std::string seek = lane->prefix;
   LayoutCodec::AppendMessageId(&seek, lane->scan);
@@ -183,15 +183,15 @@ absl::StatusOr<bool> GroupImpl::ReadLaneTurn(
   return r.contiguous;
 }
 
-absl::StatusOr<bool> GroupImpl::ReadWalked(LaneRead* r, ClaimPass* p) {
-  // The pass's walk saw, with p->it, the lane hold one message: all a read
-  // with p->it would find from the scan cursor on.
+absl::StatusOr<bool> GroupImpl::ReadWalked(LaneRead* r) {
+  // The pass's walk saw, with the pass's iterator, the lane hold one
+  // message: all a read with it would find from the scan cursor on.
   Lane* lane = r->lane;
-  lane->walked_pass = 0;  // A later turn of this pass reads.
-  const LaneSource::Kept& m = lane->walked;
-  if (m.id < lane->scan) return r->contiguous;
-  HQ_ASSIGN_OR_RETURN(const bool go_on,
-                      Offer(r, m.id, lane->topic, m.ValueIn(p->walked)));
+  std::string_view value;
+  // Taken: a later turn of this pass reads.
+  const LaneSource::Kept* m = lanes_.TakeWalked(lane, &value);
+  if (m->id < lane->scan) return r->contiguous;
+  HQ_ASSIGN_OR_RETURN(const bool go_on, Offer(r, m->id, lane->topic, value));
   return go_on && r->contiguous;
 }
 
@@ -479,7 +479,7 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
   HQ_RETURN_IF_ERROR(Usable());
   handed_.clear();
   if (paged()) {
-    TakePagedNotes();
+    lanes_.TakePagedNotes();
   } else {
     HQ_RETURN_IF_ERROR(Fail(TakeNotes()));
   }
@@ -501,8 +501,8 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
               .now = now,
               .cutoff = queue_->TtlCutoff(now),
               .lease = lease,
-              .it = it.get(),
-              .seq = ++pass_seq_};
+              .it = it.get()};
+  lanes_.BeginPass();
   p.out.reserve(std::min<size_t>(o.max, 1024));
   p.match = [&](const Lane* lane) {
     if (!partitions.empty() && !partitions[lane->partition]) return false;
@@ -520,6 +520,7 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
                    : consumer != nullptr
                        ? CollectOrdered(consumer, partitions, &p)
                        : CollectUnordered(&p);
+  lanes_.EndPass();
   if (!s.ok()) return Fail(s);
   *more = p.more;
   PutPaceClock(paced_before, &p.batch);

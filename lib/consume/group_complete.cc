@@ -46,7 +46,7 @@ absl::Status GroupImpl::FindHeld(const Task& t, bool allow_expired, Lane** lane,
     return absl::FailedPreconditionError(absl::StrCat(
         TaskName(t), " is not held in group '", name_, "': ", Av(why)));
   };
-  *lane = FindLane(prefix);
+  *lane = lanes_.Find(prefix);
   if (*lane == nullptr || t.attempt == 0) {
     return not_held("it was completed, or never handed out");
   }

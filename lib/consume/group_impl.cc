@@ -56,10 +56,6 @@ size_t GroupImpl::TEST_ReadAheadBytes() {
   return ahead_budget_.used;
 }
 
-size_t GroupImpl::MaxActive() const {
-  return MaxActiveLanes(options_.max_active_lanes);
-}
-
 uint64_t GroupImpl::ToMs(absl::Time t) {
   const int64_t ms = absl::ToUnixMillis(t);
   return ms < 0 ? 0 : static_cast<uint64_t>(ms);
@@ -75,15 +71,17 @@ GroupImpl::GroupImpl(DbImpl* db, QueueImpl* queue, std::string name,
       cursor_prefix_(format::GroupRecordPrefix(format::kCursorTag, queue->id(),
                                                record.id)),
       topic_set_(record.topics.begin(), record.topics.end()),
-      notes_(queue->codec().lane_has_topic()),
       loaded_at_(db->clock()->Now()),
       options_(options),
+      lanes_(absl::StrCat("consumer group '", name_, "'"),
+             queue->codec().lane_has_topic(),
+             queue->codec().lane_has_topic()
+                 ? std::make_unique<LaneSource>(db, queue, record.id)
+                 : nullptr),
       rng_(std::hash<std::string>()(name_) ^ record.id),
-      pacer_([this](std::string_view topic) { return ReadPace(topic); }),
-      source_(queue->codec().lane_has_topic()
-                  ? std::make_unique<LaneSource>(db, queue, record.id)
-                  : nullptr) {
+      pacer_([this](std::string_view topic) { return ReadPace(topic); }) {
   MutexLock l(&mu_);
+  lanes_.SetMaxActive(options.max_active_lanes);
   pacer_.SetDefault(options.pacing);
 }
 
@@ -96,15 +94,13 @@ std::string GroupImpl::dead_letter_queue() const {
 void GroupImpl::SetOptions(const GroupOptions& options) {
   MutexLock l(&mu_);
   options_ = options;
+  lanes_.SetMaxActive(options.max_active_lanes);
   pacer_.SetDefault(options.pacing);
 }
 
-void GroupImpl::NoteLaneWritten(std::string_view lane_prefix) {
-  if (paged()) {
-    paged_notes_.store(true);
-  } else {
-    notes_.Note(lane_prefix);
-  }
+void GroupImpl::NoteLaneWritten(std::string_view lane_prefix)
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  lanes_.Note(lane_prefix);  // Thread-safe: without mu_.
   if (waiters_.load() > 0) Wake();
 }
 
@@ -134,7 +130,7 @@ MessageId GroupImpl::Absent(std::string_view prefix, uint32_t partition,
   const MessageId start = StartOf(partition);
   MessageId floor;
   const bool passed =
-      paged() && source_->Floor(prefix, partition, priority, &floor);
+      paged() && source()->Floor(prefix, partition, priority, &floor);
   if (floored != nullptr) *floored = passed;
   return passed ? std::max(start, floor) : start;
 }
@@ -148,14 +144,14 @@ bool GroupImpl::FloorMayCover(const Lane& lane) const {
   // source record, so the read that reached the lane's end saw each of
   // them from the scan cursor on: there are none up to the floor.
   MessageId floor;
-  return source_->Floor(lane.partition, &floor) &&
+  return source()->Floor(lane.partition, &floor) &&
          !(std::max(StartOf(lane.partition), floor) < lane.scan);
 }
 
 void GroupImpl::PutFloored(leveldb::WriteBatch* batch, bool unless_passed) {
   for (Lane* lane : floored_) {
     if (lane->floored &&
-        !(unless_passed && source_->Passed(lane->prefix, lane->priority))) {
+        !(unless_passed && source()->Passed(lane->prefix, lane->priority))) {
       PutCursor(lane, batch);
     }
   }
@@ -284,7 +280,7 @@ absl::Status GroupImpl::Load() {
   }
   // First the source: where a lane without a cursor record is (Absent)
   // depends on its position.
-  if (paged()) HQ_RETURN_IF_ERROR(source_->Load());
+  if (paged()) HQ_RETURN_IF_ERROR(source()->Load());
   HQ_RETURN_IF_ERROR(LoadRecords());
   leveldb::WriteBatch batch;
   if (paged()) {
@@ -456,7 +452,7 @@ absl::Status GroupImpl::DiscoverLanes() {
         }
         const format::CursorValue* have =
             e.record != nullptr ? &cursor : nullptr;
-        Lane* known = FindLane(e.prefix);
+        Lane* known = lanes_.Find(e.prefix);
         if (known == nullptr && have != nullptr && cursor.done < cursor.scan) {
           HQ_ASSIGN_OR_RETURN(known, GetLane(e.prefix, &cursor));
         }
@@ -501,14 +497,9 @@ absl::Status GroupImpl::LoadWindow(Lane* lane, MessageId cutoff,
   return FromLevelDb(it->status(), "reading a group's window");
 }
 
-GroupImpl::Lane* GroupImpl::FindLane(std::string_view prefix) {
-  auto it = lanes_.find(prefix);
-  return it == lanes_.end() ? nullptr : it->second.get();
-}
-
 absl::StatusOr<GroupImpl::Lane*> GroupImpl::GetLane(
     std::string_view prefix, const format::CursorValue* cursor) {
-  if (Lane* lane = FindLane(prefix)) return lane;
+  if (Lane* lane = lanes_.Find(prefix)) return lane;
   return NewLane(std::string(prefix), cursor);
 }
 
@@ -546,12 +537,7 @@ absl::StatusOr<GroupImpl::Lane*> GroupImpl::NewLane(
   lane->scan = c.scan;
   lane->done = c.done;
   lane->saved = c;
-  Lane* raw = lane.get();
-  if (!lanes_.emplace(raw->prefix, std::move(lane)).second) {
-    return absl::InternalError(
-        absl::StrCat("consumer group '", name_, "': a lane was read in twice"));
-  }
-  return raw;
+  return lanes_.Insert(std::move(lane));
 }
 
 void GroupImpl::Activate(Lane* lane) {
@@ -611,7 +597,7 @@ absl::Status GroupImpl::TakeNotes() {
     Activate(lane);
     return absl::OkStatus();
   };
-  return notes_.Take(activate);
+  return lanes_.TakeNotes(activate);
 }
 
 // ------------------------------------------------------------ bookkeeping
@@ -746,10 +732,7 @@ void GroupImpl::Settle(Lane* lane, leveldb::WriteBatch* batch, ClaimLog* log) {
 }
 
 void GroupImpl::LetGoHold(Lane* lane) {
-  if (!lane->hold.held()) return;
-  source_->Release(lane->hold);
-  lane->hold = LaneSource::Hold();
-  lane->let_go = true;
+  if (lanes_.LetGo(lane)) lane->let_go = true;
 }
 
 void GroupImpl::RetireClaims(Lane* lane, leveldb::WriteBatch* batch) {
@@ -778,7 +761,7 @@ void GroupImpl::Forget(Lane* lane) {
   // and retired the entry. Defensively, an entry left here only drops its
   // count; its record stays on disk until the next load folds it in.
   RetireClaims(lane, /*batch=*/nullptr);
-  lanes_.erase(lane->prefix);
+  lanes_.Erase(lane);
 }
 
 void GroupImpl::Committed(std::vector<Lane*>* touched) {
@@ -824,7 +807,7 @@ absl::Status GroupImpl::Write(const leveldb::WriteBatch& batch) {
   }
   // The source position goes with the cursors and hints that let it move.
   leveldb::WriteBatch position;
-  source_->AppendRecord(&position);
+  source()->AppendRecord(&position);
   // A lane it passes needs no record of cursors at its floor.
   PutFloored(&position, /*unless_passed=*/true);
   std::vector<std::string> rehint;
@@ -841,7 +824,7 @@ absl::Status GroupImpl::Write(const leveldb::WriteBatch& batch) {
         b->Append(position);
         for (const std::string& lane : rehint) hints->Append(lane);
       })));
-  source_->NoteWritten();  // The new hints are to be read.
+  source()->NoteWritten();  // The new hints are to be read.
   return absl::OkStatus();
 }
 
@@ -874,11 +857,11 @@ absl::StatusOr<GroupStats> GroupImpl::Stats() {
     // them.
     std::vector<std::string> waiting;
     if (paged()) {
-      TakePagedNotes();
+      lanes_.TakePagedNotes();
       std::unique_ptr<leveldb::Iterator> it(
           NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
       HQ_RETURN_IF_ERROR(
-          source_->Peek(kPeekLanes, it.get(), &waiting, &all_lanes));
+          source()->Peek(kPeekLanes, it.get(), &waiting, &all_lanes));
       HQ_RETURN_IF_ERROR(
           PeekParked(kPeekLanes, it.get(), &waiting, &all_lanes));
     } else {
@@ -945,7 +928,7 @@ void GroupImpl::CollectBacklogLanes(const std::vector<std::string>& waiting,
         !InScope(topic)) {
       continue;
     }
-    if (const Lane* lane = FindLane(prefix)) {
+    if (const Lane* lane = lanes_.Find(prefix)) {
       add(*lane);
     } else {
       out->push_back({.prefix = prefix,

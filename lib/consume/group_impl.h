@@ -59,6 +59,7 @@
 #include "leveldb/db.h"
 #include "leveldb/write_batch.h"
 #include "lib/consume/lane_notes.h"
+#include "lib/consume/lane_set.h"
 #include "lib/consume/lane_source.h"
 #include "lib/consume/pacer.h"
 #include "lib/consume/read_ahead.h"
@@ -193,11 +194,9 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
       return due != o.due ? due < o.due : seq < o.seq;
     }
   };
-  struct Lane {
-    std::string prefix;  // The message lane prefix.
-    uint32_t partition = 0;
-    int priority = 0;
-    std::string topic;  // Topic layout only.
+  // LaneBase::active: in an active list (may have new messages);
+  // LaneBase::hold: paged groups, the source position it holds.
+  struct Lane : LaneBase {
     MessageId scan, done;
     // As stored: in its cursor record, or implied without one (Absent).
     format::CursorValue saved;
@@ -206,9 +205,7 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
     // Its last read reached its end: nothing lay past its scan cursor.
     bool at_end = false;
     std::map<MessageId, Rec> tasks;
-    bool active = false;       // In an active list: may have new messages.
     bool dirty = false;        // Touched by the call in progress.
-    LaneSource::Hold hold;     // Paged groups: the source position it holds.
     bool park_record = false;  // A park record of it is on disk (as known).
     bool parked_out = false;   // Parked: found again through that record.
     // Paged groups: it had its turn with messages left and went behind the
@@ -231,11 +228,6 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
     // It stopped holding the source position back in this call: Settle
     // writes its cursor record unless its floor covers it.
     bool let_go = false;
-    // Paged in by the claim pass `walked_pass` from a walk that saw it
-    // hold one message, `walked` (LaneSource::Taken::only; its value is in
-    // that pass's `walked` buffer): that pass reads nothing.
-    uint64_t walked_pass = 0;
-    LaneSource::Kept walked;
   };
   // Ordered groups: a live consumer.
   struct Consumer {
@@ -297,7 +289,6 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   absl::StatusOr<Lane*> NewLane(std::string prefix,
                                 const format::CursorValue* cursor)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  Lane* FindLane(std::string_view prefix) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Activate(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Every lane list that Activate fills.
   template <typename F>
@@ -324,10 +315,6 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
     std::vector<Lane*> made_room;
     // Ordered groups: the calling consumer.
     const Consumer* consumer = nullptr;
-    // Paged groups: this pass's number (pass_seq_), and the values of the
-    // one-message lanes its walk found (Lane::walked_pass).
-    uint64_t seq = 0;
-    std::string walked;
   };
   // Collects the tasks of an unordered or an ordered claim.
   absl::Status CollectUnordered(ClaimPass* p)
@@ -336,8 +323,14 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
                               const std::vector<bool>& partitions, ClaimPass* p)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Paged groups.
-  bool paged() const { return source_ != nullptr; }
-  size_t MaxActive() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool paged() const ABSL_NO_THREAD_SAFETY_ANALYSIS { return lanes_.paged(); }
+  // The source, constant after construction (null if not paged).
+  LaneSource* source() const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return lanes_.source();
+  }
+  size_t MaxActive() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return lanes_.max_active();
+  }
   // Collects the tasks of a claim of a paged group.
   absl::Status CollectPaged(ClaimPass* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `p` may take only some of the active lanes.
@@ -487,8 +480,6 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   absl::Status CountLane(const BacklogLane& lane, MessageId scan,
                          MessageId cutoff, leveldb::Iterator* it,
                          GroupStats* st) ABSL_LOCKS_EXCLUDED(mu_);
-  // Takes the write path's notes into the source.
-  void TakePagedNotes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves the tasks LoadWindow found interrupted to the redeliveries, due
   // at `now`, in id order.
   void Recover(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -571,8 +562,8 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
                                     ClaimPass* p)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // ReadLane's end for a lane whose message this pass's walk kept
-  // (Lane::walked_pass): offers it if the scan cursor has not passed it.
-  absl::StatusOr<bool> ReadWalked(LaneRead* r, ClaimPass* p)
+  // (LaneSet::Walked): offers it if the scan cursor has not passed it.
+  absl::StatusOr<bool> ReadWalked(LaneRead* r)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sets the key, payload and not-before of `t` from a message value.
   absl::Status DecodeValue(std::string_view value, MessageId id, Task* t) const;
@@ -755,10 +746,6 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   absl::flat_hash_set<std::string> topic_set_;
   std::function<void()> test_count_hook_;  // TEST_SetCountHook.
 
-  LaneNotes notes_;  // Unpaged groups: lanes written since TakeNotes.
-  // Paged groups: the write path wrote since the flag was last taken.
-  std::atomic<bool> paged_notes_{true};
-
   // Blocked claims sleep on wait_cv_ until wake_seq_ moves. Taken alone.
   Mutex wait_mu_;
   CondVar wait_cv_;
@@ -777,9 +764,9 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // lanes give theirs back when destroyed.
   ReadAhead::Budget ahead_budget_ ABSL_GUARDED_BY(mu_){
       .limit = kReadAheadBytes};
-  // Keyed by each lane's own prefix (Lane::prefix).
-  absl::flat_hash_map<std::string_view, std::unique_ptr<Lane>> lanes_
-      ABSL_GUARDED_BY(mu_);
+  // The lanes in memory; paged groups (topic layout) page them from a
+  // LaneSource.
+  LaneSet<Lane> lanes_ ABSL_GUARDED_BY(mu_);
   // The tasks the claim in progress handed out, in its order (HandOut).
   struct Handed {
     Lane* lane;
@@ -804,8 +791,6 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   uint64_t dead_count_ ABSL_GUARDED_BY(mu_) = 0;
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
   Pacer pacer_ ABSL_GUARDED_BY(mu_);
-  // Paged groups (null otherwise; set by the constructor).
-  const std::unique_ptr<LaneSource> source_ ABSL_PT_GUARDED_BY(mu_);
   size_t active_count_ ABSL_GUARDED_BY(mu_) = 0;  // Lanes in active_.
   // Unordered paged groups: idle lanes that went behind (Lane::behind),
   // longest resting first. With the active lanes, at most MaxActive()
@@ -831,7 +816,6 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // Paged groups: per claim record on disk, its entries not superseded.
   absl::flat_hash_map<uint64_t, uint32_t> claim_records_ ABSL_GUARDED_BY(mu_);
   uint64_t next_claim_seq_ ABSL_GUARDED_BY(mu_) = 1;
-  uint64_t pass_seq_ ABSL_GUARDED_BY(mu_) = 0;           // ClaimPass::seq.
   std::string key_scratch_ ABSL_GUARDED_BY(mu_);         // ScratchCursorKey.
   std::string prefix_scratch_ ABSL_GUARDED_BY(mu_);      // FindHeld's lane.
   std::string value_scratch_ ABSL_GUARDED_BY(mu_);       // Settle's cursor.

@@ -31,37 +31,23 @@ constexpr size_t kOrderedPageIn = 64;
 
 }  // namespace
 
-void GroupImpl::TakePagedNotes() {
-  if (paged_notes_.exchange(false)) source_->NoteWritten();
-}
-
 absl::Status GroupImpl::Admit(LaneSource::Taken* t, ClaimPass* p) {
-  uint32_t partition;
-  int priority;
-  std::string_view topic;
-  if (!LayoutCodec::ParseLanePrefix(t->prefix, true, &partition, &priority,
-                                    &topic)) {
-    return absl::DataLossError(absl::StrCat(
-        "consumer group '", name_, "': the lane index names a malformed lane"));
-  }
-  if (!InScope(topic)) {
-    source_->Release(t->hold);
-    return absl::OkStatus();
-  }
-  Lane* lane = FindLane(t->prefix);
-  if (lane == nullptr) {
-    HQ_ASSIGN_OR_RETURN(lane, ReadInLane(std::move(t->prefix), p->now, p->it));
-    HQ_RETURN_IF_ERROR(ReadParkRecord(lane));
-  }
-  if (t->only) {
-    lane->walked_pass = p->seq;
-    lane->walked = t->kept;
-  }
-  if (lane->hold.held()) {
-    source_->Release(t->hold);  // Already held back by an earlier one.
-  } else {
-    lane->hold = std::move(t->hold);
-  }
+  // Run under mu_, which the caller of Admit holds.
+  HQ_ASSIGN_OR_RETURN(
+      Lane * lane,
+      lanes_.Admit(
+          t,
+          [&](uint32_t /*partition*/, std::string_view topic) {
+            return InScope(topic);
+          },
+          [&](std::string prefix)
+              ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::StatusOr<Lane*> {
+                HQ_ASSIGN_OR_RETURN(
+                    Lane * lane, ReadInLane(std::move(prefix), p->now, p->it));
+                HQ_RETURN_IF_ERROR(ReadParkRecord(lane));
+                return lane;
+              }));
+  if (lane == nullptr) return absl::OkStatus();  // Out of scope.
   if (!lane->active) {
     lane->parked_out = false;
     Activate(lane);
@@ -128,19 +114,21 @@ absl::Status GroupImpl::PageIn(int priority, size_t n, size_t slack,
     n -= *taken;
   }
   // Higher priorities first: lower ones make room.
-  if (source_->pending(priority)) {
+  if (source()->pending(priority)) {
     MakeRoom(priority, std::min(n, *budget), max, p);
   }
   const size_t room = active_count_ < max ? max - active_count_ : 0;
   n = std::min({n, room, *budget});
   if (n == 0) return absl::OkStatus();
-  std::vector<LaneSource::Taken> lanes;
-  lanes.reserve(std::min<size_t>(n, 1024));
-  HQ_RETURN_IF_ERROR(source_->Next(priority, n, p->it, &lanes, &p->walked));
-  *budget -= lanes.size();
-  *taken += lanes.size();
-  for (LaneSource::Taken& t : lanes) HQ_RETURN_IF_ERROR(Admit(&t, p));
-  return absl::OkStatus();
+  size_t got = 0;
+  const absl::Status s = lanes_.Page(
+      priority, n, p->it,
+      [&](LaneSource::Taken* t)
+          ABSL_NO_THREAD_SAFETY_ANALYSIS { return Admit(t, p); },
+      &got);
+  *budget -= got;
+  *taken += got;
+  return s;
 }
 
 void GroupImpl::Requeue(Lane* lane, bool behind, std::vector<Lane*>* requeued) {
@@ -220,7 +208,7 @@ absl::Status GroupImpl::CollectPaged(ClaimPass* p) {
     HQ_RETURN_IF_ERROR(CollectPagedPriority(prio, slack, &budget, p));
   }
   for (int prio = 0; prio < priorities && budget == 0; ++prio) {
-    p->more = p->more || source_->pending(prio);
+    p->more = p->more || source()->pending(prio);
   }
   return absl::OkStatus();
 }
@@ -255,7 +243,7 @@ absl::Status GroupImpl::CollectPagedPriority(int prio, size_t slack,
       size_t idle;
       if (Hungry(dq, *p, &idle).size() == idle && idle > 0) continue;
     }
-    if (!source_->pending(prio)) ReactivateRequeued(&r, slack);
+    if (!source()->pending(prio)) ReactivateRequeued(&r, slack);
     if (dq.empty()) {
       if (taken > 0) continue;  // All drained or out of scope: more.
       break;
@@ -265,7 +253,7 @@ absl::Status GroupImpl::CollectPagedPriority(int prio, size_t slack,
     // Nothing handed out: go on only if the pass drained lanes and so
     // made room for lanes still waiting (in the source or requeued).
     if (!progress && taken == 0 &&
-        !(dq.size() < n && ((*budget > 0 && source_->pending(prio)) ||
+        !(dq.size() < n && ((*budget > 0 && source()->pending(prio)) ||
                             !r.requeued_dq.empty()))) {
       break;
     }
@@ -296,7 +284,7 @@ void GroupImpl::ReactivateRequeued(PagedRound* r, size_t slack) {
 
 absl::StatusOr<bool> GroupImpl::TakeRound(PagedRound* r, ClaimPass* p) {
   std::deque<Lane*>& dq = *r->dq;
-  const bool behind = source_->pending(r->prio) || !r->requeued_dq.empty();
+  const bool behind = source()->pending(r->prio) || !r->requeued_dq.empty();
   const size_t n = dq.size();
   bool progress = false;
   // Ordered: lanes that could not have their turn (their partition busy or
@@ -321,7 +309,7 @@ absl::StatusOr<bool> GroupImpl::TakeRound(PagedRound* r, ClaimPass* p) {
       std::vector<Lane*> later;
       Touch(lane, &p->touched);  // Resting or forgotten after the write.
       Requeue(lane,
-              source_->pending(r->prio) || !r->requeued_dq.empty() ||
+              source()->pending(r->prio) || !r->requeued_dq.empty() ||
                   !r->requeued.empty(),
               &later);
       continue;
@@ -342,7 +330,7 @@ absl::StatusOr<bool> GroupImpl::TakeRound(PagedRound* r, ClaimPass* p) {
       --active_count_;
     } else {
       Requeue(lane,
-              parked_behind || source_->pending(r->prio) ||
+              parked_behind || source()->pending(r->prio) ||
                   !r->requeued_dq.empty() || !r->requeued.empty(),
               &r->requeued);
     }

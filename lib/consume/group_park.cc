@@ -140,7 +140,7 @@ absl::Status GroupImpl::Unpark(uint32_t partition, int priority, ClaimPass* p,
       return absl::DataLossError(absl::StrCat(
           "consumer group '", name_, "': malformed parked lane record"));
     }
-    Lane* lane = FindLane(prefix);
+    Lane* lane = lanes_.Find(prefix);
     if (lane != nullptr && !lane->parked_out) {
       // In the working set (from the source since it was parked), or
       // drained by this claim: its record goes when it is released.

@@ -79,16 +79,16 @@ GroupImpl::PendingLanes(const std::string& start, leveldb::Iterator* it) {
     }
   }
   if (!paged()) return lanes;
-  TakePagedNotes();
+  lanes_.TakePagedNotes();
   std::vector<std::string> waiting;
   bool all = true;
-  HQ_RETURN_IF_ERROR(source_->Peek(kPeekLanes, it, &waiting, &all));
+  HQ_RETURN_IF_ERROR(source()->Peek(kPeekLanes, it, &waiting, &all));
   HQ_RETURN_IF_ERROR(PeekParked(kPeekLanes, it, &waiting, &all));
   for (const std::string& prefix : waiting) {
     uint32_t partition;
     int priority;
     std::string_view topic;
-    if (prefix < start || FindLane(prefix) != nullptr ||
+    if (prefix < start || lanes_.Find(prefix) != nullptr ||
         !LayoutCodec::ParseLanePrefix(prefix, true, &partition, &priority,
                                       &topic) ||
         !InScope(topic)) {
