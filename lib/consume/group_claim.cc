@@ -411,7 +411,7 @@ absl::Status GroupImpl::CollectUnordered(ClaimPass* p) {
                      has_topic ? std::vector<std::string>() : p->o.topics, p));
         if (p->out.size() > before) progress = true;
         if (drained) {
-          lane->active = false;
+          lanes_.Leave(lane);
         } else {
           dq.push_back(lane);
         }
@@ -453,7 +453,7 @@ absl::Status GroupImpl::CollectOrdered(Consumer* consumer,
         Touch(lane, &p->touched);
         HQ_ASSIGN_OR_RETURN(bool drained, ReadLane(lane, 1, {}, p));
         if (drained) {
-          lane->active = false;
+          lanes_.Leave(lane);
         } else {
           dq.push_back(lane);
         }

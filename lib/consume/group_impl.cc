@@ -26,21 +26,6 @@ constexpr uint64_t kStatsCountLimit = 100000;
 
 }  // namespace
 
-size_t GroupImpl::TEST_ResidentLanes() {
-  MutexLock l(&mu_);
-  return lanes_.size();
-}
-
-size_t GroupImpl::TEST_ActiveLanes() {
-  MutexLock l(&mu_);
-  return active_count_;
-}
-
-size_t GroupImpl::TEST_MaxActive() {
-  MutexLock l(&mu_);
-  return MaxActive();
-}
-
 uint64_t GroupImpl::TEST_CursorReads() {
   MutexLock l(&mu_);
   return test_cursor_reads_;
@@ -64,7 +49,8 @@ uint64_t GroupImpl::ToMs(absl::Time t) {
 GroupImpl::GroupImpl(DbImpl* db, QueueImpl* queue, std::string name,
                      const format::GroupRecord& record,
                      const GroupOptions& options)
-    : db_(db),
+    : LaneSetHooks(&mu_, &lanes_),
+      db_(db),
       queue_(queue),
       name_(std::move(name)),
       record_(record),
@@ -541,8 +527,7 @@ absl::StatusOr<GroupImpl::Lane*> GroupImpl::NewLane(
 }
 
 void GroupImpl::Activate(Lane* lane) {
-  if (lane->active) return;
-  lane->active = true;
+  if (!lanes_.Enter(lane)) return;
   lane->behind = false;
   Unrest(lane);
   if (record_.ordered && !paged()) {
@@ -794,7 +779,7 @@ void GroupImpl::Unrest(Lane* lane) {
 
 void GroupImpl::TrimResting() {
   const size_t max = MaxActive();
-  while (!resting_.empty() && active_count_ + resting_.size() > max) {
+  while (!resting_.empty() && lanes_.active() + resting_.size() > max) {
     Lane* lane = resting_.front();
     resting_.pop_front();
     Forget(lane);
@@ -961,7 +946,7 @@ absl::Status GroupImpl::CountBacklog(const std::vector<BacklogLane>& lanes,
             return true;
           }));
     }
-    if (test_count_hook_) test_count_hook_();
+    CountHook();
     HQ_RETURN_IF_ERROR(CountLane(lane, scan, cutoff, it.get(), st));
   }
   return absl::OkStatus();

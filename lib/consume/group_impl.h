@@ -73,7 +73,9 @@ namespace hq {
 class DbImpl;
 class QueueImpl;
 
-class GroupImpl final : public ConsumerGroup, public LaneListener {
+class GroupImpl final : public ConsumerGroup,
+                        public LaneListener,
+                        public LaneSetHooks {
  public:
   GroupImpl(DbImpl* db, QueueImpl* queue, std::string name,
             const format::GroupRecord& record, const GroupOptions& options);
@@ -128,28 +130,11 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   absl::Time loaded_at() const { return loaded_at_; }
   // Claims blocked in a wait.
   int TEST_Waiters() const { return waiters_.load(); }
-  // Lanes in memory, and of them those waiting for a turn (active).
-  size_t TEST_ResidentLanes() ABSL_LOCKS_EXCLUDED(mu_);
-  size_t TEST_ActiveLanes() ABSL_LOCKS_EXCLUDED(mu_);
-  // The working set's cap in effect (GroupOptions::max_active_lanes, or a
-  // test's override).
-  size_t TEST_MaxActive() ABSL_LOCKS_EXCLUDED(mu_);
-  // Since load: cursor records read, and seeks of lanes for new messages.
-  // Bytes of messages read ahead now.
+  // Besides LaneSetHooks. Since load: cursor records read, and seeks of lanes
+  // for new messages. Bytes of messages read ahead now.
   uint64_t TEST_CursorReads() ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t TEST_LaneSeeks() ABSL_LOCKS_EXCLUDED(mu_);
   size_t TEST_ReadAheadBytes() ABSL_LOCKS_EXCLUDED(mu_);
-  // Sets a function that Stats calls before it counts each lane's backlog
-  // (nullptr: none). REQUIRES: no Stats call runs.
-  void TEST_SetCountHook(std::function<void()> hook) {
-    test_count_hook_ = std::move(hook);
-  }
-  // Whether the group's lock is free at this moment (takes and releases it).
-  bool TEST_LockIsFree() ABSL_LOCKS_EXCLUDED(mu_) {
-    if (!mu_.TryLock()) return false;
-    mu_.Unlock();
-    return true;
-  }
 
  private:
   // Paged groups: Stats and ListPending look at most at this many lanes
@@ -194,7 +179,7 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
       return due != o.due ? due < o.due : seq < o.seq;
     }
   };
-  // LaneBase::active: in an active list (may have new messages);
+  // LaneBase::active: in an active list (LaneSet::Enter);
   // LaneBase::hold: paged groups, the source position it holds.
   struct Lane : LaneBase {
     MessageId scan, done;
@@ -744,7 +729,6 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   // The key prefix of the group's cursor records.
   const std::string cursor_prefix_;
   absl::flat_hash_set<std::string> topic_set_;
-  std::function<void()> test_count_hook_;  // TEST_SetCountHook.
 
   // Blocked claims sleep on wait_cv_ until wake_seq_ moves. Taken alone.
   Mutex wait_mu_;
@@ -791,7 +775,6 @@ class GroupImpl final : public ConsumerGroup, public LaneListener {
   uint64_t dead_count_ ABSL_GUARDED_BY(mu_) = 0;
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
   Pacer pacer_ ABSL_GUARDED_BY(mu_);
-  size_t active_count_ ABSL_GUARDED_BY(mu_) = 0;  // Lanes in active_.
   // Unordered paged groups: idle lanes that went behind (Lane::behind),
   // longest resting first. With the active lanes, at most MaxActive()
   // after each call.

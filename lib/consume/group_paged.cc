@@ -51,7 +51,6 @@ absl::Status GroupImpl::Admit(LaneSource::Taken* t, ClaimPass* p) {
   if (!lane->active) {
     lane->parked_out = false;
     Activate(lane);
-    ++active_count_;
   }
   return absl::OkStatus();
 }
@@ -71,9 +70,9 @@ absl::StatusOr<GroupImpl::Lane*> GroupImpl::ReadInLane(std::string prefix,
 }
 
 void GroupImpl::MakeRoom(int priority, size_t n, size_t max, ClaimPass* p) {
-  for (int q = 0; q < priority && active_count_ + n > max; ++q) {
+  for (int q = 0; q < priority && lanes_.active() + n > max; ++q) {
     std::deque<Lane*>& dq = active_[q];
-    while (!dq.empty() && active_count_ + n > max) {
+    while (!dq.empty() && lanes_.active() + n > max) {
       // The lane that would have had its turn last: behind the lanes of
       // its priority waiting on disk (a new hint).
       Lane* lane = dq.back();
@@ -84,8 +83,7 @@ void GroupImpl::MakeRoom(int priority, size_t n, size_t max, ClaimPass* p) {
 }
 
 void GroupImpl::Evict(Lane* lane, ClaimPass* p) {
-  lane->active = false;
-  --active_count_;
+  lanes_.Leave(lane);
   LetGoHold(lane);
   rehint_.push_back(lane->prefix);
   lane->behind = true;
@@ -103,7 +101,7 @@ absl::Status GroupImpl::PageIn(int priority, size_t n, size_t slack,
     ParkUnusable(std::min(n, *budget), max, p);
     size_t idle;
     for (const uint32_t partition : Hungry(active_[priority], *p, &idle)) {
-      if (*taken == n || *budget == 0 || active_count_ >= max) break;
+      if (*taken == n || *budget == 0 || lanes_.active() >= max) break;
       bool found;
       HQ_RETURN_IF_ERROR(Unpark(partition, priority, p, &found));
       if (found) {
@@ -117,7 +115,7 @@ absl::Status GroupImpl::PageIn(int priority, size_t n, size_t slack,
   if (source()->pending(priority)) {
     MakeRoom(priority, std::min(n, *budget), max, p);
   }
-  const size_t room = active_count_ < max ? max - active_count_ : 0;
+  const size_t room = lanes_.active() < max ? max - lanes_.active() : 0;
   n = std::min({n, room, *budget});
   if (n == 0) return absl::OkStatus();
   size_t got = 0;
@@ -135,8 +133,7 @@ void GroupImpl::Requeue(Lane* lane, bool behind, std::vector<Lane*>* requeued) {
   if (behind) {
     // Behind the lanes waiting on disk: a new hint, written with this
     // call's batch, which lets go of the position the lane held.
-    lane->active = false;
-    --active_count_;
+    lanes_.Leave(lane);
     LetGoHold(lane);
     rehint_.push_back(lane->prefix);  // The leader writes one per batch.
     lane->behind = true;
@@ -269,7 +266,7 @@ absl::Status GroupImpl::CollectPagedPriority(int prio, size_t slack,
 void GroupImpl::ReactivateRequeued(PagedRound* r, size_t slack) {
   for (Lane* lane : r->requeued) r->requeued_dq.push_back(lane);
   r->requeued.clear();
-  while (!r->requeued_dq.empty() && active_count_ < MaxActive() + slack) {
+  while (!r->requeued_dq.empty() && lanes_.active() < MaxActive() + slack) {
     Lane* lane = r->requeued_dq.front();
     r->requeued_dq.pop_front();
     if (lane->active) continue;  // Taken from the source again.
@@ -278,7 +275,6 @@ void GroupImpl::ReactivateRequeued(PagedRound* r, size_t slack) {
       continue;
     }
     Activate(lane);
-    ++active_count_;
   }
 }
 
@@ -326,8 +322,7 @@ absl::StatusOr<bool> GroupImpl::TakeRound(PagedRound* r, ClaimPass* p) {
     HQ_ASSIGN_OR_RETURN(bool drained, ReadLane(lane, want, {}, p));
     if (p->out.size() > before) progress = true;
     if (drained) {
-      lane->active = false;
-      --active_count_;
+      lanes_.Leave(lane);
     } else {
       Requeue(lane,
               parked_behind || source()->pending(r->prio) ||

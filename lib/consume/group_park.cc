@@ -56,10 +56,10 @@ std::vector<uint32_t> GroupImpl::Hungry(const std::deque<Lane*>& dq,
 
 void GroupImpl::ParkUnusable(size_t n, size_t max, ClaimPass* p) {
   for (std::deque<Lane*>& dq : active_) {
-    if (active_count_ + n <= max) return;
+    if (lanes_.active() + n <= max) return;
     std::deque<Lane*> keep;
     for (Lane* lane : dq) {
-      if (active_count_ + n > max && (!p->match(lane) || Pending(*lane))) {
+      if (lanes_.active() + n > max && (!p->match(lane) || Pending(*lane))) {
         Park(lane, p);
       } else {
         keep.push_back(lane);
@@ -70,8 +70,7 @@ void GroupImpl::ParkUnusable(size_t n, size_t max, ClaimPass* p) {
 }
 
 void GroupImpl::Park(Lane* lane, ClaimPass* p) {
-  lane->active = false;
-  --active_count_;
+  lanes_.Leave(lane);
   // The record, written with the claim, takes over from the source
   // position the lane held.
   LetGoHold(lane);
@@ -153,7 +152,6 @@ absl::Status GroupImpl::Unpark(uint32_t partition, int priority, ClaimPass* p,
     lane->park_record = true;
     lane->parked_out = false;
     Activate(lane);
-    ++active_count_;
     *found = true;
     return absl::OkStatus();
   }

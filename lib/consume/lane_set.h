@@ -26,12 +26,16 @@
 // from TakeWalked instead of seeking the lane.
 //
 // What the set owns: the lanes in memory, keyed by prefix (Find, Insert,
-// Erase); the source and the notes; the working-set cap (max_active); the
-// pass's kept values. What each consumer keeps, as its own: its Lane type
-// (deriving LaneBase) with the state of its kind, the order in which its
-// active lanes have their turns, what a turn reads and writes (a group's
-// tasks, leases and cursors; a subscription's buffers, deliveries and
-// checkpoints), and when an idle lane leaves memory (Erase).
+// Erase); which of them are active, the working set (Enter, Leave, active),
+// and its cap (max_active); the source and the notes; the pass's kept
+// values. What each consumer keeps, as its own: its Lane type (deriving
+// LaneBase) with the state of its kind, the order in which its active lanes
+// have their turns and when they leave the working set, what a turn reads
+// and writes (a group's tasks, leases and cursors; a subscription's
+// buffers, deliveries and checkpoints), and when an idle lane leaves memory
+// (Erase).
+//
+// LaneSetHooks: the test hooks of a consumer over its lock and its set.
 //
 // `Source` is LaneSource, or in tests a fake with its Next, pending,
 // NoteWritten and Release.
@@ -45,6 +49,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -61,6 +66,7 @@
 #include "lib/consume/lane_notes.h"
 #include "lib/consume/lane_source.h"
 #include "lib/format/layout_codec.h"
+#include "lib/util/sync.h"
 
 namespace hq {
 
@@ -70,7 +76,7 @@ struct LaneBase {
   uint32_t partition = 0;
   int priority = 0;
   std::string topic;  // Topic layout only.
-  // In the consumer's active lanes: may have messages to read.
+  // In the working set (LaneSet::Enter): may have messages to read.
   bool active = false;
   // Paged: what holds the source's position back for this lane.
   LaneSource::Hold hold;
@@ -80,8 +86,28 @@ struct LaneBase {
   LaneSource::Kept walked;
 };
 
+// A LaneSet's counts, whatever its lane type (see LaneSet).
+class LaneCounts {
+ public:
+  // Lanes in memory.
+  size_t size() const { return resident_; }
+  // Lanes in the working set.
+  size_t active() const { return active_; }
+  // The working-set cap: the consumer's max_active_lanes as `configured`,
+  // unless a test replaced every consumer's (group_test_hooks.h).
+  void SetMaxActive(size_t configured) { configured_max_ = configured; }
+  size_t max_active() const { return MaxActiveLanes(configured_max_); }
+
+ protected:
+  LaneCounts() = default;
+  ~LaneCounts() = default;
+  size_t resident_ = 0;
+  size_t active_ = 0;
+  size_t configured_max_ = 0;
+};
+
 template <typename L, typename Source = LaneSource>
-class LaneSet {
+class LaneSet : public LaneCounts {
  public:
   using Taken = LaneSource::Taken;
   using Map = absl::flat_hash_map<std::string_view, std::unique_ptr<L>>;
@@ -105,13 +131,7 @@ class LaneSet {
   // The source (paged), owned by the set; null if unpaged.
   Source* source() const { return source_.get(); }
 
-  // The working-set cap: the consumer's max_active_lanes as `configured`,
-  // unless a test replaced every consumer's (group_test_hooks.h).
-  void SetMaxActive(size_t configured) { configured_max_ = configured; }
-  size_t max_active() const { return MaxActiveLanes(configured_max_); }
-
   // ---------------------------------------------------------- in memory
-  size_t size() const { return lanes_.size(); }
   L* Find(std::string_view prefix) const {
     auto it = lanes_.find(prefix);
     return it == lanes_.end() ? nullptr : it->second.get();
@@ -124,17 +144,24 @@ class LaneSet {
       return absl::InternalError(
           absl::StrCat(owner_, ": a lane was read in twice"));
     }
+    ++resident_;
     return raw;
   }
-  // Forgets `lane`. REQUIRES: it is in the set; the consumer has let go of
-  // its hold or does not need it let go.
-  void Erase(L* lane) { lanes_.erase(lanes_.find(lane->prefix)); }
+  // Forgets `lane` (it leaves the working set). REQUIRES: it is in the set;
+  // the consumer has let go of its hold or does not need it let go.
+  void Erase(L* lane) {
+    if (lane->active) --active_;
+    lanes_.erase(lanes_.find(lane->prefix));
+    --resident_;
+  }
   // Forgets each lane for which pred(const L&) is true.
   template <typename Pred>
   void EraseIf(Pred pred) {
     for (auto it = lanes_.begin(); it != lanes_.end();) {
       if (pred(static_cast<const L&>(*it->second))) {
+        if (it->second->active) --active_;
         lanes_.erase(it++);
+        --resident_;
       } else {
         ++it;
       }
@@ -147,6 +174,19 @@ class LaneSet {
   typename Map::const_iterator begin() const { return lanes_.begin(); }
   typename Map::const_iterator end() const { return lanes_.end(); }
 
+  // ------------------------------------------------------- working set
+  // `lane` (in the set) joins the working set: true, unless it was in it.
+  bool Enter(L* lane) {
+    if (lane->active) return false;
+    lane->active = true;
+    ++active_;
+    return true;
+  }
+  // `lane` leaves the working set. REQUIRES: it is in it.
+  void Leave(L* lane) {
+    lane->active = false;
+    --active_;
+  }
   // ------------------------------------------------------------- notes
   // From the write path, any thread: `lane_prefix` was written.
   void Note(std::string_view lane_prefix) {
@@ -277,10 +317,57 @@ class LaneSet {
   // Paged: the write path wrote since the flag was last taken.
   std::atomic<bool> paged_notes_{true};
   const std::unique_ptr<Source> source_;
-  size_t configured_max_ = 0;
   Map lanes_;  // Keyed by each lane's own prefix.
   uint64_t pass_ = 0;
   std::string walked_;  // The pass's kept values.
+};
+
+// The test hooks of a consumer (a base of its class) over its lock and its
+// LaneSet, which the consumer passes to the constructor and keeps for its
+// lifetime. The hooks take the lock.
+class LaneSetHooks {
+ public:
+  // Lanes in memory, and of them those in the working set.
+  size_t TEST_ResidentLanes() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    MutexLock l(mu_);
+    return lanes_->size();
+  }
+  size_t TEST_ActiveLanes() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    MutexLock l(mu_);
+    return lanes_->active();
+  }
+  // The working set's cap in effect (the consumer's max_active_lanes, or a
+  // test's override).
+  size_t TEST_MaxActive() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    MutexLock l(mu_);
+    return lanes_->max_active();
+  }
+  // Sets a function that the consumer's Stats calls before it counts each
+  // lane's backlog or lag (nullptr: none). REQUIRES: no Stats call runs.
+  void TEST_SetCountHook(std::function<void()> hook) {
+    count_hook_ = std::move(hook);
+  }
+  // Whether the consumer's lock is free at this moment (takes and releases
+  // it).
+  bool TEST_LockIsFree() {
+    if (!mu_->TryLock()) return false;
+    mu_->Unlock();
+    return true;
+  }
+
+ protected:
+  // `mu` and `lanes` are the consumer's (not yet constructed when it
+  // constructs its bases: only kept here).
+  LaneSetHooks(Mutex* mu, const LaneCounts* lanes) : mu_(mu), lanes_(lanes) {}
+  // Calls the hook TEST_SetCountHook set, if any.
+  void CountHook() const {
+    if (count_hook_) count_hook_();
+  }
+
+ private:
+  Mutex* const mu_;
+  const LaneCounts* const lanes_;
+  std::function<void()> count_hook_;
 };
 
 }  // namespace hq

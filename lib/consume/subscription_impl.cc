@@ -39,7 +39,8 @@ SubscriptionImpl::SubscriptionImpl(DbImpl* db, QueueImpl* queue,
                                    const format::SubRecord& record,
                                    const SubscribeOptions& options,
                                    MessageListener* listener)
-    : db_(db),
+    : LaneSetHooks(&mu_, &lanes_),
+      db_(db),
       queue_(queue),
       pool_(db->delivery_pool()),
       name_(std::move(name)),
@@ -146,29 +147,12 @@ void SubscriptionImpl::Activate(Lane* lane) {
     return;
   }
   lane->rehint = false;
-  if (lane->active) return;
-  lane->active = true;
-  active_.push_back(lane);
-}
-
-size_t SubscriptionImpl::TEST_ResidentLanes() {
-  MutexLock l(&mu_);
-  return lanes_.size();
+  if (lanes_.Enter(lane)) active_.push_back(lane);
 }
 
 uint64_t SubscriptionImpl::TEST_LaneReads() {
   MutexLock l(&mu_);
   return test_lane_reads_;
-}
-
-size_t SubscriptionImpl::TEST_MaxActive() {
-  MutexLock l(&mu_);
-  return MaxActive();
-}
-
-size_t SubscriptionImpl::TEST_ActiveLanes() {
-  MutexLock l(&mu_);
-  return active_.size();
 }
 
 bool SubscriptionImpl::Idle(const Lane& lane) {
@@ -322,7 +306,7 @@ absl::Status SubscriptionImpl::Fill() {
     Lane* lane = active_.front();
     active_.pop_front();
     if (lane->blocked) {  // Waiting for a retry: read again after it.
-      lane->active = false;
+      lanes_.Leave(lane);
       lane->reread = true;
       continue;
     }
@@ -340,7 +324,7 @@ absl::Status SubscriptionImpl::Fill() {
       HQ_RETURN_IF_ERROR(ReadTurn(lane, it.get(), &drained));
     }
     if (drained || behind) {
-      lane->active = false;
+      lanes_.Leave(lane);
       lane->rehint = !drained;
       if (lane->rehint && lane->buf.empty()) rotated_idle_ = true;
     } else {
@@ -666,7 +650,7 @@ absl::Status SubscriptionImpl::Stop(bool checkpoint) {
 absl::Status SubscriptionImpl::CountLag(std::string_view lane_prefix,
                                         MessageId from, leveldb::Iterator* it,
                                         SubscriptionStats* st) const {
-  if (test_count_hook_) test_count_hook_();
+  CountHook();
   if (!st->lag_exact) return absl::OkStatus();
   const bool has_topic = queue_->codec().lane_has_topic();
   const size_t n = lane_prefix.size();

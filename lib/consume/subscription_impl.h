@@ -55,7 +55,8 @@ class DbImpl;
 
 class SubscriptionImpl final : public Subscription,
                                public LaneListener,
-                               public DeliveryPool::Job {
+                               public DeliveryPool::Job,
+                               public LaneSetHooks {
  public:
   SubscriptionImpl(DbImpl* db, QueueImpl* queue, std::string name,
                    const format::SubRecord& record,
@@ -97,23 +98,8 @@ class SubscriptionImpl final : public Subscription,
 
   static constexpr size_t kMessagesPerSlice = 256;
 
-  // Lanes in memory, and lanes active (to be read).
-  size_t TEST_ResidentLanes() ABSL_LOCKS_EXCLUDED(mu_);
-  size_t TEST_ActiveLanes() ABSL_LOCKS_EXCLUDED(mu_);
-  // Lane turns that read the lane (seeked it).
+  // Besides LaneSetHooks: lane turns that read the lane (seeked it).
   uint64_t TEST_LaneReads() ABSL_LOCKS_EXCLUDED(mu_);
-  size_t TEST_MaxActive() ABSL_LOCKS_EXCLUDED(mu_);
-  // Sets a function that Stats calls before it counts each lane's lag
-  // (nullptr: none). REQUIRES: no Stats call runs.
-  void TEST_SetCountHook(std::function<void()> hook) {
-    test_count_hook_ = std::move(hook);
-  }
-  // Whether the subscription's lock is free now (takes and releases it).
-  bool TEST_LockIsFree() ABSL_LOCKS_EXCLUDED(mu_) {
-    if (!mu_.TryLock()) return false;
-    mu_.Unlock();
-    return true;
-  }
 
  private:
   struct Buffered {
@@ -121,7 +107,7 @@ class SubscriptionImpl final : public Subscription,
     std::string topic, key, payload;
     absl::Time not_before;
   };
-  // LaneBase::active: in active_.
+  // LaneBase::active: in active_ (LaneSet::Enter).
   struct Lane : LaneBase {
     MessageId read;               // The next id to read into buf.
     MessageId written;            // The checkpoint as last written...
@@ -233,7 +219,6 @@ class SubscriptionImpl final : public Subscription,
   const format::SubRecord record_;
   std::vector<bool> partition_set_;  // Empty: all.
   absl::flat_hash_set<std::string> topic_set_;
-  std::function<void()> test_count_hook_;  // TEST_SetCountHook.
 
   Mutex mu_;
   SubscribeOptions options_ ABSL_GUARDED_BY(mu_);

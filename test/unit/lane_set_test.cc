@@ -339,6 +339,59 @@ TEST_CASE("lanes in memory: one per prefix, erased by the consumer") {
   CHECK(c.set.begin() == c.set.end());
 }
 
+TEST_CASE("the working set counts the lanes in it") {
+  Consumer c;
+  REQUIRE(c.ReadIn(TopicLane(0, 0, "a")).ok());
+  REQUIRE(c.ReadIn(TopicLane(0, 0, "b")).ok());
+  TestLane* a = c.set.Find(TopicLane(0, 0, "a"));
+  TestLane* b = c.set.Find(TopicLane(0, 0, "b"));
+  CHECK(c.set.active() == 0);
+  CHECK(c.set.Enter(a));
+  CHECK_FALSE(c.set.Enter(a));  // In it already: counted once.
+  CHECK(c.set.Enter(b));
+  CHECK(a->active);
+  CHECK(c.set.active() == 2);
+  c.set.Leave(a);
+  CHECK_FALSE(a->active);
+  CHECK(c.set.active() == 1);
+  // A lane forgotten leaves the working set with it.
+  c.set.Erase(b);
+  CHECK(c.set.active() == 0);
+  CHECK(c.set.Enter(a));
+  c.set.EraseIf([](const TestLane&) { return true; });
+  CHECK(c.set.active() == 0);
+  CHECK(c.set.size() == 0);
+}
+
+// A consumer with the hooks over its lock and its set.
+class HookedConsumer : public LaneSetHooks {
+ public:
+  HookedConsumer() : LaneSetHooks(&mu, &c.set) {}
+  void Count() { CountHook(); }
+  Mutex mu;
+  Consumer c;
+};
+
+TEST_CASE("the test hooks read the set's counts under the consumer's lock") {
+  HookedConsumer h;
+  h.c.set.SetMaxActive(7);
+  REQUIRE(h.c.ReadIn(TopicLane(0, 0, "a")).ok());
+  REQUIRE(h.c.ReadIn(TopicLane(0, 0, "b")).ok());
+  h.c.set.Enter(h.c.set.Find(TopicLane(0, 0, "a")));
+  CHECK(h.TEST_ResidentLanes() == 2);
+  CHECK(h.TEST_ActiveLanes() == 1);
+  CHECK(h.TEST_MaxActive() == 7);
+  CHECK(h.TEST_LockIsFree());
+  h.mu.Lock();
+  CHECK_FALSE(h.TEST_LockIsFree());
+  h.mu.Unlock();
+  int counted = 0;
+  h.Count();  // No hook: nothing.
+  h.TEST_SetCountHook([&] { ++counted; });
+  h.Count();
+  CHECK(counted == 1);
+}
+
 TEST_CASE("the working-set cap is the consumer's, unless a test's") {
   Consumer c;
   c.set.SetMaxActive(5);
