@@ -60,7 +60,8 @@ GroupImpl::GroupImpl(DbImpl* db, QueueImpl* queue, std::string name,
       loaded_at_(db->clock()->Now()),
       options_(options),
       lanes_(absl::StrCat("consumer group '", name_, "'"),
-             queue->codec().lane_has_topic(),
+             queue->codec().lane_has_topic(), queue->options().partitions,
+             queue->options().priorities,
              queue->codec().lane_has_topic()
                  ? std::make_unique<LaneSource>(db, queue, record.id)
                  : nullptr),
@@ -491,18 +492,8 @@ absl::StatusOr<GroupImpl::Lane*> GroupImpl::GetLane(
 
 absl::StatusOr<GroupImpl::Lane*> GroupImpl::NewLane(
     std::string prefix, const format::CursorValue* cursor) {
-  auto lane = std::make_unique<Lane>();
-  lane->prefix = std::move(prefix);
-  std::string_view topic;
-  if (!LayoutCodec::ParseLanePrefix(
-          lane->prefix, queue_->codec().lane_has_topic(), &lane->partition,
-          &lane->priority, &topic) ||
-      lane->partition >= queue_->options().partitions ||
-      lane->priority >= queue_->options().priorities) {
-    return absl::DataLossError(absl::StrCat(
-        "consumer group '", name_, "': a record names a malformed lane"));
-  }
-  lane->topic.assign(topic);
+  HQ_ASSIGN_OR_RETURN(std::unique_ptr<Lane> lane,
+                      lanes_.Make(std::move(prefix)));
   format::CursorValue c;
   if (cursor != nullptr) {
     c = *cursor;

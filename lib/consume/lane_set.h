@@ -117,11 +117,15 @@ class LaneSet : public LaneCounts {
   static constexpr size_t kHeldWalkedBytes = 16 << 10;
 
   // `owner` names the consumer in errors ("subscription 's'"). `has_topic`
-  // is the queue's LayoutCodec::lane_has_topic(). `source`: the lanes are
-  // paged from it; null: noted.
-  LaneSet(std::string owner, bool has_topic, std::unique_ptr<Source> source)
+  // is the queue's LayoutCodec::lane_has_topic(), `partitions` and
+  // `priorities` its counts. `source`: the lanes are paged from it; null:
+  // noted.
+  LaneSet(std::string owner, bool has_topic, uint32_t partitions,
+          int priorities, std::unique_ptr<Source> source)
       : owner_(std::move(owner)),
         has_topic_(has_topic),
+        partitions_(partitions),
+        priorities_(priorities),
         notes_(has_topic),
         source_(std::move(source)) {}
   LaneSet(const LaneSet&) = delete;
@@ -132,6 +136,23 @@ class LaneSet : public LaneCounts {
   Source* source() const { return source_.get(); }
 
   // ---------------------------------------------------------- in memory
+  // A new lane of `prefix` with its partition, priority and topic, not yet
+  // in the set (Insert adds it). DataLoss if `prefix` is not a lane of the
+  // queue's layout, or names a partition or priority the queue lacks.
+  absl::StatusOr<std::unique_ptr<L>> Make(std::string prefix) const {
+    auto lane = std::make_unique<L>();
+    lane->prefix = std::move(prefix);
+    std::string_view topic;
+    if (!LayoutCodec::ParseLanePrefix(lane->prefix, has_topic_,
+                                      &lane->partition, &lane->priority,
+                                      &topic) ||
+        lane->partition >= partitions_ || lane->priority >= priorities_) {
+      return absl::DataLossError(
+          absl::StrCat(owner_, ": a record names a malformed lane"));
+    }
+    lane->topic.assign(topic);
+    return lane;
+  }
   L* Find(std::string_view prefix) const {
     auto it = lanes_.find(prefix);
     return it == lanes_.end() ? nullptr : it->second.get();
@@ -313,6 +334,8 @@ class LaneSet : public LaneCounts {
  private:
   const std::string owner_;
   const bool has_topic_;
+  const uint32_t partitions_;
+  const int priorities_;
   LaneNotes notes_;  // Unpaged: lanes written since TakeNotes.
   // Paged: the write path wrote since the flag was last taken.
   std::atomic<bool> paged_notes_{true};

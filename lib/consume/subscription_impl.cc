@@ -49,7 +49,8 @@ SubscriptionImpl::SubscriptionImpl(DbImpl* db, QueueImpl* queue,
       options_(options),
       listeners_{listener},
       lanes_(absl::StrCat("subscription '", name_, "'"),
-             queue->codec().lane_has_topic(),
+             queue->codec().lane_has_topic(), queue->options().partitions,
+             queue->options().priorities,
              queue->codec().lane_has_topic()
                  ? std::make_unique<LaneSource>(db, queue, record.id)
                  : nullptr) {
@@ -105,16 +106,8 @@ absl::StatusOr<SubscriptionImpl::Lane*> SubscriptionImpl::GetLane(
 
 absl::StatusOr<SubscriptionImpl::Lane*> SubscriptionImpl::ReadIn(
     std::string prefix, const MessageId* checkpoint) {
-  auto lane = std::make_unique<Lane>();
-  lane->prefix = std::move(prefix);
-  std::string_view topic;
-  if (!LayoutCodec::ParseLanePrefix(
-          lane->prefix, queue_->codec().lane_has_topic(), &lane->partition,
-          &lane->priority, &topic)) {
-    return absl::DataLossError(
-        absl::StrCat("queue '", queue_->name(), "': malformed lane prefix"));
-  }
-  lane->topic.assign(topic);
+  HQ_ASSIGN_OR_RETURN(std::unique_ptr<Lane> lane,
+                      lanes_.Make(std::move(prefix)));
   MessageId at = record_.StartOf(lane->partition);
   if (checkpoint != nullptr) {
     at = *checkpoint;

@@ -100,20 +100,17 @@ using TestSet = LaneSet<TestLane, FakeSource>;
 // does with admitted lanes (counts them; keeps them in its active list).
 struct Consumer {
   explicit Consumer(int priorities = 2)
-      : set("consumer 'c'", /*has_topic=*/true,
+      : set("consumer 'c'", /*has_topic=*/true, /*partitions=*/4, priorities,
             std::make_unique<FakeSource>(priorities)) {}
 
   FakeSource& source() { return *set.source(); }
 
   absl::StatusOr<TestLane*> ReadIn(std::string prefix) {
     ++reads;
-    auto lane = std::make_unique<TestLane>();
-    lane->prefix = std::move(prefix);
-    std::string_view topic;
-    REQUIRE(LayoutCodec::ParseLanePrefix(lane->prefix, true, &lane->partition,
-                                         &lane->priority, &topic));
-    lane->topic.assign(topic);
-    return set.Insert(std::move(lane));
+    absl::StatusOr<std::unique_ptr<TestLane>> lane =
+        set.Make(std::move(prefix));
+    if (!lane.ok()) return lane.status();
+    return set.Insert(*std::move(lane));
   }
 
   absl::Status Admit(LaneSource::Taken* t) {
@@ -303,6 +300,7 @@ TEST_CASE("paged: the write path's notes tell the source, once") {
 
 TEST_CASE("unpaged: noted lanes reach the consumer once") {
   LaneSet<TestLane, FakeSource> set("consumer 'c'", /*has_topic=*/false,
+                                    /*partitions=*/4, /*priorities=*/4,
                                     nullptr);
   CHECK_FALSE(set.paged());
   CHECK_FALSE(set.SourcePending(4));
@@ -337,6 +335,24 @@ TEST_CASE("lanes in memory: one per prefix, erased by the consumer") {
   c.set.Erase(lane);
   CHECK(c.set.size() == 0);
   CHECK(c.set.begin() == c.set.end());
+}
+
+TEST_CASE("a lane is made from its prefix, which must be one of the queue's") {
+  Consumer c(/*priorities=*/2);
+  absl::StatusOr<std::unique_ptr<TestLane>> lane =
+      c.set.Make(TopicLane(3, 1, "example.com"));
+  REQUIRE(lane.ok());
+  CHECK((*lane)->partition == 3);
+  CHECK((*lane)->priority == 1);
+  CHECK((*lane)->topic == "example.com");
+  CHECK((*lane)->prefix == TopicLane(3, 1, "example.com"));
+  CHECK_FALSE((*lane)->active);
+  CHECK(c.set.size() == 0);  // Not in the set until Inserted.
+  for (const std::string& bad :
+       {TopicLane(4, 0, "a"), TopicLane(0, 2, "a"),
+        LanePrefix(Layout::kTime, 0, 0, ""), std::string("x")}) {
+    CHECK(c.set.Make(bad).status().code() == absl::StatusCode::kDataLoss);
+  }
 }
 
 TEST_CASE("the working set counts the lanes in it") {
