@@ -25,8 +25,8 @@
 // with the iterator the pass gave Page) the consumer reads that message
 // from TakeWalked instead of seeking the lane.
 //
-// What the set owns: the lanes in memory, keyed by prefix (Find, Insert,
-// Erase); which of them are active, the working set (Enter, Leave, active),
+// What the set owns: the lanes in memory, keyed by prefix (Make, Find,
+// Insert, Erase); which of them are active, the working set (Enter, Leave, active),
 // and its cap (max_active); the source and the notes; the pass's kept
 // values. What each consumer keeps, as its own: its Lane type (deriving
 // LaneBase) with the state of its kind, the order in which its active lanes
