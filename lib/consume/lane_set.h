@@ -26,8 +26,8 @@
 // from TakeWalked instead of seeking the lane.
 //
 // What the set owns: the lanes in memory, keyed by prefix (Make, Find,
-// Insert, Erase); which of them are active, the working set (Enter, Leave, active),
-// and its cap (max_active); the source and the notes; the pass's kept
+// Insert, Erase); which of them are active, the working set (Enter, Leave,
+// active), and its cap (max_active); the source and the notes; the pass's kept
 // values. What each consumer keeps, as its own: its Lane type (deriving
 // LaneBase) with the state of its kind, the order in which its active lanes
 // have their turns and when they leave the working set, what a turn reads
