@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "hq/hq.h"
 #include "lib/consume/group_impl.h"
@@ -2696,6 +2697,84 @@ TEST_CASE("issue19: a group's start is checked") {
       q->Group("c", {.start = Start::kId,
                      .start_id = MessageId{MessageId::kMaxMs + 1, 0}})
           .status()));
+}
+
+// The fleet's agent keeps one topic-layout queue per partition and epoch in
+// one Db, each with a paced group of one name, and drops and creates them as
+// partitions move. A group hands out only its own queue's messages, across
+// drops, creations and reopens.
+TEST_CASE("groups of many queues in one Db hand out only their own messages") {
+  DbFixture f;
+  QueueOptions qo;
+  qo.layout = Layout::kTopic;
+  qo.priorities = 8;
+  GroupOptions go;
+  go.lease = absl::Seconds(2);
+  go.pacing = {.max_in_flight = 1, .interval = absl::Milliseconds(20)};
+  std::map<std::string, Queue*> live;  // Queue name -> queue.
+  std::map<std::string, int> rounds;   // Messages put so far, by queue.
+  std::map<std::string, int> claimed;  // Tasks handed out, by queue.
+  auto put = [&](const std::string& name) {
+    const int round = rounds[name]++;
+    std::vector<std::string> topics, dedups;
+    for (int s = 0; s < 30; ++s) {
+      for (int j = 0; j < 3; ++j) {
+        topics.push_back(absl::StrCat(name, "/site", s));
+        dedups.push_back(absl::StrCat(name, "/", s, "/", round, "/", j));
+      }
+    }
+    std::vector<Message> batch;
+    for (size_t i = 0; i < topics.size(); ++i) {
+      batch.push_back({.topic = topics[i],
+                       .payload = "p",
+                       .priority = static_cast<int>(i % 8),
+                       .dedup_key = dedups[i]});
+    }
+    HQ_REQUIRE_OK(live[name]->PutBatch(batch, nullptr, {.sync = true}));
+  };
+  auto claim_all = [&] {
+    for (int step = 0; step < 40; ++step) {
+      f.clock().Advance(absl::Milliseconds(25));
+      for (auto& [name, q] : live) {
+        auto* g = ValueOrDie(q->Group("crawl", go));
+        std::vector<Task> tasks = ValueOrDie(g->Claim({.max = 50}));
+        for (const Task& t : tasks) {
+          INFO(name << " handed out " << t.topic);
+          REQUIRE(absl::StartsWith(t.topic, name + "/"));
+        }
+        claimed[name] += static_cast<int>(tasks.size());
+        HQ_REQUIRE_OK(g->Complete(tasks));
+      }
+    }
+  };
+  auto create = [&](const std::string& name) {
+    live[name] = ValueOrDie(f.db()->CreateQueue(name, qo));
+    put(name);
+  };
+  auto reopen = [&] {
+    f.Reopen();
+    for (auto& [name, q] : live) q = ValueOrDie(f.db()->OpenQueue(name));
+  };
+  for (int p = 0; p < 6; ++p) create(absl::StrCat("p0000", p, ".e1"));
+  claim_all();
+  for (int epoch = 2; epoch <= 5; ++epoch) {
+    // Partition epoch % 6 moves: its queue goes, a new one comes.
+    const std::string old = absl::StrCat("p0000", epoch % 6, ".e", epoch - 1);
+    if (live.contains(old)) {
+      HQ_REQUIRE_OK(f.db()->DropQueue(old));
+      live.erase(old);
+    }
+    create(absl::StrCat("p0000", epoch % 6, ".e", epoch));
+    for (auto& [name, q] : live) put(name);
+    claim_all();
+    reopen();
+    for (auto& [name, q] : live) put(name);
+    claim_all();
+  }
+  for (auto& [name, q] : live) {
+    INFO(name);
+    CHECK(claimed[name] == rounds[name] * 90);
+  }
 }
 
 }  // namespace

@@ -793,6 +793,25 @@ absl::StatusOr<uint64_t> PartitionFeed::Lag() {
 // ---------------------------------------------------------------------------
 // Completions.
 
+absl::StatusOr<uint64_t> Handoff::CountOnSubject(const std::string& subject) {
+  jsOptions jo = shared_->ApiOptions();
+  jo.Stream.Info.SubjectsFilter = subject.c_str();
+  jsStreamInfo* si = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  natsStatus s =
+      js_GetStreamInfo(&si, shared_->js, shared_->stream.c_str(), &jo, &jerr);
+  if (s != NATS_OK) {
+    return NatsStatus(s, "count messages on " + subject, jerr);
+  }
+  uint64_t n = 0;
+  const jsStreamStateSubjects* list = si->State.Subjects;
+  for (int i = 0; list != nullptr && i < list->Count; ++i) {
+    if (subject == list->List[i].Subject) n = list->List[i].Msgs;
+  }
+  jsStreamInfo_Destroy(si);
+  return n;
+}
+
 absl::StatusOr<absl::flat_hash_set<uint64_t>> Handoff::ReadCompletions(
     uint32_t partition) {
   HQ_RETURN_IF_ERROR(CheckPartition(partition));
@@ -801,6 +820,13 @@ absl::StatusOr<absl::flat_hash_set<uint64_t>> Handoff::ReadCompletions(
   jsOptions jo = shared_->ApiOptions();
   absl::flat_hash_set<uint64_t> done;
 
+  // How many messages the subject holds now, from the stream's leader: the
+  // read below must see at least as many. A consumer can be placed on a
+  // replica that is behind, whose copy of the subject lacks messages the
+  // leader acknowledged; it delivers the rest without a gap in its own
+  // sequence, so only the count tells.
+  HQ_ASSIGN_OR_RETURN(const uint64_t stored, CountOnSubject(subject));
+
   // Where the subject ends now: the sequence of its last message.
   uint64_t end = 0;
   {
@@ -808,7 +834,9 @@ absl::StatusOr<absl::flat_hash_set<uint64_t>> Handoff::ReadCompletions(
     jsErrCode jerr = static_cast<jsErrCode>(0);
     natsStatus s =
         js_GetLastMsg(&last, shared_->js, stream, subject.c_str(), &jo, &jerr);
-    if (s == NATS_NOT_FOUND && jerr != JSStreamNotFoundErr) return done;
+    if (s == NATS_NOT_FOUND && jerr != JSStreamNotFoundErr && stored == 0) {
+      return done;
+    }
     if (s != NATS_OK) {
       return NatsStatus(s, "read completions: last of " + subject, jerr);
     }
@@ -834,6 +862,7 @@ absl::StatusOr<absl::flat_hash_set<uint64_t>> Handoff::ReadCompletions(
   }
   absl::Status status;
   std::vector<uint64_t> hashes;
+  uint64_t read = 0;  // Messages of the subject up to `end`.
   while (true) {
     natsMsg* m = nullptr;
     natsStatus s = natsSubscription_NextMsg(
@@ -863,7 +892,14 @@ absl::StatusOr<absl::flat_hash_set<uint64_t>> Handoff::ReadCompletions(
       break;
     }
     done.insert(hashes.begin(), hashes.end());
+    if (seq <= end) ++read;
     if (seq >= end) break;
+  }
+  if (status.ok() && read < stored) {
+    status = absl::UnavailableError(
+        absl::StrCat("read completions of ", subject, ": the stream holds ",
+                     stored, " messages on it, the consumer delivered ", read,
+                     " (a replica behind its leader); try again"));
   }
   natsSubscription_Unsubscribe(sub);  // Deletes the ephemeral consumer.
   natsSubscription_Destroy(sub);

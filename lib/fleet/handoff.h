@@ -263,7 +263,11 @@ class Handoff {
   // from its completion subject's first message to its last one at the
   // time of the call. DataLoss (naming the stream sequence) for a message
   // that is not a completion batch; Unavailable or DeadlineExceeded (after
-  // request_timeout without progress) when NATS does not answer.
+  // request_timeout without progress) when NATS does not answer, and
+  // Unavailable when the read delivered fewer messages than the stream's
+  // leader counts on the subject (its consumer sat on a replica that is
+  // behind): never a set that lacks a completion acknowledged before the
+  // call.
   absl::StatusOr<absl::flat_hash_set<uint64_t>> ReadCompletions(
       uint32_t partition);
 
@@ -278,6 +282,8 @@ class Handoff {
   struct Pending;
   Handoff(HandoffOptions options, std::shared_ptr<PartitionFeed::Shared> s);
   absl::Status CheckPartition(uint32_t partition) const;
+  // Messages stored on `subject`, as the stream's leader counts them.
+  absl::StatusOr<uint64_t> CountOnSubject(const std::string& subject);
   absl::Status PublishAll(std::vector<Pending>& pending, PublishResult* result);
   std::unique_ptr<Publisher> TakePublisher();
   void ReturnPublisher(std::unique_ptr<Publisher> p);
