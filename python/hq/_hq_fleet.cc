@@ -204,8 +204,11 @@ py::object StatsToPy(const AgentStats& s) {
 }
 
 void BindFleet(py::module_& m) {
-  // hq.Task, the type of FleetTask.task, is hq._hq's.
+  // hq.Task, the type of FleetTask.task, is hq._hq's, made by its TaskApi.
   py::module_::import("hq._hq");
+  static const auto* task_api =
+      static_cast<const TaskApi*>(PyCapsule_Import(kTaskApiCapsule, 0));
+  if (task_api == nullptr) throw py::error_already_set();
   py::module_::import("atexit").attr("register")(py::cpp_function([] {
     for (const auto& w : OpenAgents()) {
       if (auto h = w.lock()) h->Close();
@@ -254,7 +257,12 @@ void BindFleet(py::module_& m) {
           "lease_deadline",
           [](const FleetTask& t) { return FromTime(t.task.lease_deadline); })
       .def_property_readonly("id", [](const FleetTask& t) { return t.task.id; })
-      .def_property_readonly("task", [](const FleetTask& t) { return t.task; })
+      .def_property_readonly("task",
+                             [](const FleetTask& t) {
+                               PyObject* o = task_api->new_task(t.task);
+                               if (o == nullptr) throw py::error_already_set();
+                               return py::reinterpret_steal<py::object>(o);
+                             })
       .def("__repr__", [](const FleetTask& t) {
         return "FleetTask(url=" + std::string(py::repr(PyText(t.task.key))) +
                ", partition=" + std::to_string(t.partition) +

@@ -36,6 +36,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "hq/group.h"
 
 namespace hq::python {
 
@@ -127,6 +128,16 @@ py::str PyText(std::string_view s);
 // the class by C++ type on every conversion (a hash of the type's name).
 // (hq.Task and hq.PutResult, made by the hundred, are plain CPython types
 // instead: bind_group.cc, bind_message.cc.)
+
+// hq._hq's maker of hq.Task objects, for the other extension modules
+// (hq._hq_fleet's FleetTask.task): a capsule of this name, hq._hq's
+// attribute _task_api.
+inline constexpr char kTaskApiCapsule[] = "hq._hq._task_api";
+struct TaskApi {
+  // A new reference to an hq.Task holding a copy of `t`; nullptr with a
+  // Python error set on failure.
+  PyObject* (*new_task)(const hq::Task& t);
+};
 
 // pybind11's record of the bound class T, looked up once. REQUIRES: T is
 // bound.

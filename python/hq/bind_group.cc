@@ -129,6 +129,20 @@ void BindTask(py::module_& m) {
   if (type == nullptr) throw py::error_already_set();
   task_type = reinterpret_cast<PyTypeObject*>(type);  // Never freed.
   m.attr("Task") = py::reinterpret_borrow<py::object>(type);
+  // For hq._hq_fleet, a separate extension, whose FleetTask.task is an
+  // hq.Task: a new reference to a copy of the task, or nullptr with a
+  // Python error set (TaskApi in _hq.h).
+  static const TaskApi api = {.new_task = [](const hq::Task& t) -> PyObject* {
+    try {
+      return NewTask(hq::Task(t)).release().ptr();
+    } catch (py::error_already_set& e) {
+      e.restore();
+    } catch (const std::exception& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+    return nullptr;
+  }};
+  m.attr("_task_api") = py::capsule(&api, kTaskApiCapsule);
 }
 
 // A task, or an iterable of tasks, as a list (copies); TypeError for
