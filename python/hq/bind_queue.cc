@@ -107,8 +107,16 @@ struct Batch {
 
 // The items of an iterable, as a list or tuple (the object itself when it
 // is one).
+// The items as a tuple, which holds a reference to each: reading an item
+// can run Python code (a property, __getattr__) that changes the caller's
+// list, and the tuple keeps every item alive and in place meanwhile.
 py::object Sequence(py::handle items) {
-  PyObject* seq = PySequence_Fast(items.ptr(), "the messages must be iterable");
+  if (!PyTuple_Check(items.ptr()) && !PyList_Check(items.ptr()) &&
+      !py::isinstance<py::iterable>(items)) {
+    throw py::type_error("the messages must be iterable, not " +
+                         TypeName(items));
+  }
+  PyObject* seq = PySequence_Tuple(items.ptr());
   if (seq == nullptr) throw py::error_already_set();
   return py::reinterpret_steal<py::object>(seq);
 }
@@ -190,13 +198,13 @@ void AddRow(py::handle item, const std::vector<Field>& order, Batch& b) {
 template <typename Add>
 Batch ToBatch(py::handle items, Add&& add) {
   py::object seq = Sequence(items);
-  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
+  const Py_ssize_t n = PyTuple_GET_SIZE(seq.ptr());
   Batch b;
   b.messages.reserve(static_cast<size_t>(n));
   b.keep.reserve(static_cast<size_t>(n));
   for (Py_ssize_t i = 0; i < n; ++i) {
     try {
-      add(PySequence_Fast_GET_ITEM(seq.ptr(), i), b);
+      add(PyTuple_GET_ITEM(seq.ptr(), i), b);
     } catch (py::type_error& e) {
       throw py::type_error("item " + std::to_string(i) + ": " + e.what());
     }

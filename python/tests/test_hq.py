@@ -327,6 +327,28 @@ def test_put_many_bad_input_writes_nothing(db):
     assert payloads() == [b"before"]  # All or nothing: nothing was written.
 
 
+def test_put_batch_items_whose_reading_empties_the_list(db):
+    # Reading an item's attributes can run Python code that changes the
+    # caller's list: every item is still read, none after it is freed.
+    q = db.create_queue("q")
+    items = []
+
+    class Item:
+        def __init__(self, i):
+            self.i = i
+
+        @property
+        def payload(self):
+            items.clear()
+            return b"p%d" % self.i
+
+    items.extend(Item(i) for i in range(50))
+    rs = q.put_batch(items)
+    assert len(rs) == 50 and items == []
+    assert sorted(m.payload for m in q.scan()) == sorted(
+        b"p%d" % i for i in range(50))
+
+
 def test_put_batch_keeps_its_items_while_writing(db):
     # The items' bytes are read in place, not copied: they must stay valid
     # while the write runs without the GIL, whatever another thread does to
