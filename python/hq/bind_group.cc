@@ -297,7 +297,9 @@ void BindGroup(py::module_& m) {
       .def(
           "release",
           [](PyGroup& g, py::handle task, double retry_after) {
-            const hq::Task& t = TaskArg(task);
+            // Copies, with the GIL held: another thread may extend the
+            // same hq.Task while this call runs without it.
+            const hq::Task t = TaskArg(task);
             absl::Duration d = ToDuration(retry_after, "retry_after");
             Call(*g.h, [&] { return g.g->Release(t, d); });
           },
@@ -307,7 +309,7 @@ void BindGroup(py::module_& m) {
       .def(
           "reject",
           [](PyGroup& g, py::handle task) {
-            const hq::Task& t = TaskArg(task);
+            const hq::Task t = TaskArg(task);  // A copy, as release's.
             Call(*g.h, [&] { return g.g->Reject(t); });
           },
           py::arg("task"),
@@ -317,9 +319,12 @@ void BindGroup(py::module_& m) {
       .def(
           "extend",
           [](PyGroup& g, py::handle task, double lease) {
-            hq::Task& t = TaskArg(task);
+            // On a copy, written back with the GIL held: the hq.Task may be
+            // read by another thread while this call runs without it.
+            hq::Task t = TaskArg(task);
             absl::Duration d = ToDuration(lease, "lease");
             Call(*g.h, [&] { return g.g->Extend(&t, d); });
+            TaskArg(task) = std::move(t);
           },
           py::arg("task"), py::arg("lease"),
           "Moves a held task's lease deadline to `lease` seconds from now; "
