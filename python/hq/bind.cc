@@ -58,8 +58,11 @@ py::object FromTime(absl::Time t) {
 }
 
 absl::Time ToTime(double unix_seconds) {
-  if (!std::isfinite(unix_seconds)) {
-    Raise(absl::InvalidArgumentError("a time must be finite Unix seconds"));
+  // int64 nanoseconds reach about 9.2e9 s either side of 1970; the cast of
+  // a double beyond them is undefined.
+  if (!std::isfinite(unix_seconds) || std::abs(unix_seconds) >= 9.2e9) {
+    Raise(absl::InvalidArgumentError(
+        "a time must be finite Unix seconds within 9.2e9 of 1970"));
   }
   return absl::FromUnixNanos(static_cast<int64_t>(unix_seconds * 1e9));
 }

@@ -228,6 +228,9 @@ def test_put_errors(db):
         q.put(b"x", topic="t" * 1025)
     with pytest.raises(hq.InvalidArgument):
         q.put(b"x", delay=float("inf"))
+    for t in (1e10, -1e10, float("nan")):  # Past int64 nanoseconds.
+        with pytest.raises(hq.InvalidArgument):
+            q.put(b"x", not_before=t)
     with pytest.raises(TypeError):
         q.put(42)
     assert list(q.scan()) == []  # Nothing was written.
