@@ -2,7 +2,6 @@
 
 #include "lib/engine/checked_read.h"
 
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>

@@ -162,21 +162,17 @@ class CheckedIterator final : public leveldb::Iterator {
       valid_ = false;
       return;
     }
-    leveldb::Status s = it_->status();
-    if (s.ok()) {
-      valid_ = it_->Valid();
-      if (valid_) {
-        const leveldb::Slice k = it_->key();
-        last_key_.Assign(k.data(), k.size());
-      } else if (restore_last) {
-        last_key_.Assign(floor_.view().data(), floor_.view().size());
-      }
+    const leveldb::Status s = it_->status();
+    valid_ = s.ok() && it_->Valid();
+    if (valid_) {
+      const leveldb::Slice k = it_->key();
+      last_key_.Assign(k.data(), k.size());
       return;
     }
     if (restore_last) {
       last_key_.Assign(floor_.view().data(), floor_.view().size());
     }
-    Fail(s);
+    if (!s.ok()) Fail(s);
   }
 
   // Ends the iteration with `s`, naming where it stopped.
