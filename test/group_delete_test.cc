@@ -65,6 +65,18 @@ void Put(Queue* q, int n, int topics, const std::string& prefix = "m") {
   }
 }
 
+// 20 messages on 4 topics, and group "g" with 2500 pacing records: a
+// delete of it writes three batches of deletions.
+ConsumerGroup* GroupOfManyRecords(Queue* q) {
+  Put(q, 20, 4);
+  ConsumerGroup* g = ValueOrDie(q->Group("g"));
+  for (int i = 0; i < 2500; ++i) {
+    HQ_REQUIRE_OK(
+        g->SetTopicPacing(absl::StrCat("site", i), {.max_in_flight = 2}));
+  }
+  return g;
+}
+
 std::vector<std::string> Queues(Db* db) { return ValueOrDie(db->ListQueues()); }
 
 bool HasQueue(Db* db, const std::string& name) {
@@ -310,13 +322,7 @@ TEST_CASE("a delete a crash interrupted is finished by the next Open") {
   const Layout layout = GENERATE(Layout::kTime, Layout::kTopic);
   DbFixture f(Storage::kDisk, NoBackgroundSweeps());
   Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.layout = layout}));
-  Put(q, 20, 4);
-  ConsumerGroup* g = ValueOrDie(q->Group("g"));
-  // 2500 pacing records: three batches of deletions.
-  for (int i = 0; i < 2500; ++i) {
-    HQ_REQUIRE_OK(
-        g->SetTopicPacing(absl::StrCat("site", i), {.max_in_flight = 2}));
-  }
+  ConsumerGroup* g = GroupOfManyRecords(q);
   std::vector<Task> t = ValueOrDie(g->Claim({.max = 2}));
   REQUIRE(t.size() == 2);
   HQ_REQUIRE_OK(g->Reject(t[0]));
@@ -369,12 +375,7 @@ TEST_CASE("a delete killed with SIGKILL midway is finished by the next Open") {
   const Layout layout = GENERATE(Layout::kTime, Layout::kTopic);
   DbFixture f(Storage::kDisk, NoBackgroundSweeps());
   Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.layout = layout}));
-  Put(q, 20, 4);
-  ConsumerGroup* g = ValueOrDie(q->Group("g"));
-  for (int i = 0; i < 2500; ++i) {
-    HQ_REQUIRE_OK(
-        g->SetTopicPacing(absl::StrCat("site", i), {.max_in_flight = 2}));
-  }
+  ConsumerGroup* g = GroupOfManyRecords(q);
   const std::vector<Task> t = ValueOrDie(g->Claim({.max = 1}));
   REQUIRE(t.size() == 1);
   HQ_REQUIRE_OK(g->Reject(t[0]));

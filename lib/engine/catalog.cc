@@ -170,6 +170,32 @@ absl::Status DbImpl::DropQueue(std::string_view name) {
   return absl::OkStatus();
 }
 
+absl::Status DbImpl::DeleteKeysUnder(
+    const std::string& prefix, std::string_view what,
+    const std::function<absl::Status(leveldb::WriteBatch*)>& write) {
+  std::unique_ptr<leveldb::Iterator> it(
+      NewCheckedIterator(db_.get(), CheckedReadOptions()));
+  leveldb::WriteBatch b;
+  size_t n = 0;
+  for (it->Seek(prefix); it->Valid() && View(it->key()).starts_with(prefix);
+       it->Next()) {
+    b.Delete(it->key());
+    if (++n % kDeleteBatch == 0) {
+      HQ_RETURN_IF_ERROR(write(&b));
+      b.Clear();
+    }
+  }
+  HQ_RETURN_IF_ERROR(
+      FromLevelDb(it->status(), absl::StrCat("scanning ", Av(what))));
+  if (n % kDeleteBatch != 0) HQ_RETURN_IF_ERROR(write(&b));
+  // Compacting here would hold the caller for as long as LevelDB takes to
+  // compact every level-0 table (all overlap the range) while other
+  // queues keep writing. Large ranges go to the janitor; small ones are
+  // left to LevelDB's own compactions, as the TTL sweep does.
+  if (n >= static_cast<size_t>(options_.ttl_sweep_batch)) ReclaimLater(prefix);
+  return absl::OkStatus();
+}
+
 absl::Status DbImpl::DeleteQueueData(uint32_t queue_id) {
   // Not during a sweep: it could write watermarks of this queue after they
   // were deleted here. A sweep that starts later finds the queue gone.
@@ -189,29 +215,11 @@ absl::Status DbImpl::DeleteQueueData(uint32_t queue_id) {
         format::QueuePrefix(format::kParkTag, queue_id),
         format::QueuePrefix(format::kClaimTag, queue_id),
         format::QueuePrefix(format::kDeleteTag, queue_id)}) {
-    std::unique_ptr<leveldb::Iterator> it(
-        NewCheckedIterator(db_.get(), CheckedReadOptions()));
-    leveldb::WriteBatch b;
-    size_t n = 0;
-    for (it->Seek(prefix); it->Valid() && View(it->key()).starts_with(prefix);
-         it->Next()) {
-      b.Delete(it->key());
-      if (++n % kDeleteBatch == 0) {
-        HQ_RETURN_IF_ERROR(WriteOther(leveldb::WriteOptions(), &b,
-                                      "deleting a dropped queue"));
-        b.Clear();
-      }
-    }
-    HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "scanning a dropped queue"));
-    HQ_RETURN_IF_ERROR(
-        WriteOther(leveldb::WriteOptions(), &b, "deleting a dropped queue"));
-    // Compacting here would hold the caller for as long as LevelDB takes to
-    // compact every level-0 table (all overlap the range) while other
-    // queues keep writing. Large ranges go to the janitor; small ones are
-    // left to LevelDB's own compactions, as the TTL sweep does.
-    if (n >= static_cast<size_t>(options_.ttl_sweep_batch)) {
-      ReclaimLater(prefix);
-    }
+    HQ_RETURN_IF_ERROR(DeleteKeysUnder(
+        prefix, "a dropped queue", [this](leveldb::WriteBatch* b) {
+          return WriteOther(leveldb::WriteOptions(), b,
+                            "deleting a dropped queue");
+        }));
   }
   leveldb::WriteOptions wo;
   wo.sync = true;

@@ -21,12 +21,6 @@
 #include "lib/util/strings.h"
 
 namespace hq {
-namespace {
-
-constexpr size_t kDeleteBatch = 1000;
-
-}  // namespace
-
 absl::Status DbImpl::BeginConsumerDelete(QueueImpl* queue,
                                          std::string_view record_key,
                                          uint32_t consumer_id,
@@ -59,29 +53,13 @@ absl::Status DbImpl::FinishConsumerDelete(uint32_t queue_id,
   auto write = [&](leveldb::WriteBatch* b) -> absl::Status {
     if (delete_batch_hook_) HQ_RETURN_IF_ERROR(delete_batch_hook_(batches));
     ++batches;
-    HQ_RETURN_IF_ERROR(WriteOther(leveldb::WriteOptions(), b,
-                                  "deleting a consumer's records"));
-    b->Clear();
-    return absl::OkStatus();
+    return WriteOther(leveldb::WriteOptions(), b,
+                      "deleting a consumer's records");
   };
   for (const char tag : format::kConsumerRecordTags) {
-    const std::string prefix =
-        format::GroupRecordPrefix(tag, queue_id, consumer_id);
-    std::unique_ptr<leveldb::Iterator> it(
-        NewCheckedIterator(db_.get(), CheckedReadOptions()));
-    leveldb::WriteBatch b;
-    size_t n = 0;
-    for (it->Seek(prefix); it->Valid() && View(it->key()).starts_with(prefix);
-         it->Next()) {
-      b.Delete(it->key());
-      if (++n % kDeleteBatch == 0) HQ_RETURN_IF_ERROR(write(&b));
-    }
     HQ_RETURN_IF_ERROR(
-        FromLevelDb(it->status(), "scanning a deleted consumer's records"));
-    if (n % kDeleteBatch != 0) HQ_RETURN_IF_ERROR(write(&b));
-    if (n >= static_cast<size_t>(options_.ttl_sweep_batch)) {
-      ReclaimLater(prefix);
-    }
+        DeleteKeysUnder(format::GroupRecordPrefix(tag, queue_id, consumer_id),
+                        "a deleted consumer's records", write));
   }
   // Its source position is gone: if it was the queue's last, writes stop
   // adding to the lane activity index.

@@ -368,6 +368,13 @@ class DbImpl final : public Db {
   // Deletes every record of a dropped queue and removes its drop marker;
   // hands its large ranges to ReclaimLater.
   absl::Status DeleteQueueData(uint32_t queue_id);
+  // Deletes every key that starts with `prefix`, in batches of a thousand
+  // deletions, each written by `write` (which may fail to stop the delete);
+  // a range of ttl_sweep_batch keys or more goes to ReclaimLater. `what`
+  // names the range in a read error ("scanning <what>").
+  absl::Status DeleteKeysUnder(
+      const std::string& prefix, std::string_view what,
+      const std::function<absl::Status(leveldb::WriteBatch*)>& write);
   // Has the janitor, if it runs, compact the keys starting with `prefix`
   // (returning the disk space of deleted records). Without a janitor the
   // space returns as LevelDB compacts, or at once with CompactAll.
