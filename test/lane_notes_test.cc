@@ -19,14 +19,14 @@
 namespace hq {
 namespace {
 
-// The lane prefix of a message of queue 7 in `layout`.
+// The lane prefix of a message of queue 7 in `layout`, as the write path
+// makes it.
 std::string Lane(Layout layout, uint32_t partition, int priority,
                  std::string_view topic) {
-  const LayoutCodec& codec = LayoutCodec::For(layout);
-  std::string key;
-  codec.AppendMessageKey(&key, 7, partition, priority, topic, MessageId{1, 0});
-  key.resize(codec.LanePrefixSize(key));
-  return key;
+  std::string prefix;
+  LayoutCodec::For(layout).AppendLanePrefix(&prefix, 7, partition, priority,
+                                            topic);
+  return prefix;
 }
 
 // A NotedLane that owns its strings.
