@@ -793,23 +793,29 @@ absl::StatusOr<uint64_t> PartitionFeed::Lag() {
 // ---------------------------------------------------------------------------
 // Completions.
 
-absl::StatusOr<uint64_t> Handoff::CountOnSubject(const std::string& subject) {
+absl::StatusOr<Handoff::StreamInfo> Handoff::ReadStreamInfo(
+    const std::string& filter) {
   jsOptions jo = shared_->ApiOptions();
-  jo.Stream.Info.SubjectsFilter = subject.c_str();
+  jo.Stream.Info.SubjectsFilter = filter.c_str();
   jsStreamInfo* si = nullptr;
   jsErrCode jerr = static_cast<jsErrCode>(0);
   natsStatus s =
       js_GetStreamInfo(&si, shared_->js, shared_->stream.c_str(), &jo, &jerr);
   if (s != NATS_OK) {
-    return NatsStatus(s, "count messages on " + subject, jerr);
+    return NatsStatus(
+        s, absl::StrCat("stream info of ", shared_->stream, " for ", filter),
+        jerr);
   }
-  uint64_t n = 0;
+  return StreamInfo(si, &jsStreamInfo_Destroy);
+}
+
+absl::StatusOr<uint64_t> Handoff::CountOnSubject(const std::string& subject) {
+  HQ_ASSIGN_OR_RETURN(StreamInfo si, ReadStreamInfo(subject));
   const jsStreamStateSubjects* list = si->State.Subjects;
   for (int i = 0; list != nullptr && i < list->Count; ++i) {
-    if (subject == list->List[i].Subject) n = list->List[i].Msgs;
+    if (subject == list->List[i].Subject) return list->List[i].Msgs;
   }
-  jsStreamInfo_Destroy(si);
-  return n;
+  return 0;
 }
 
 absl::StatusOr<absl::flat_hash_set<uint64_t>> Handoff::ReadCompletions(
@@ -924,15 +930,7 @@ absl::StatusOr<StreamState> Handoff::ReadState(
   // The stream's size, and the messages of each partition's URL subject.
   {
     const std::string prefix = absl::StrCat("hqf.", options_.fleet, ".u.");
-    const std::string filter = prefix + "*";
-    jsOptions jo = shared_->ApiOptions();
-    jo.Stream.Info.SubjectsFilter = filter.c_str();
-    jsStreamInfo* si = nullptr;
-    jsErrCode jerr = static_cast<jsErrCode>(0);
-    natsStatus s = js_GetStreamInfo(&si, shared_->js, stream, &jo, &jerr);
-    if (s != NATS_OK) {
-      return NatsStatus(s, absl::StrCat("stream info of ", stream), jerr);
-    }
+    HQ_ASSIGN_OR_RETURN(StreamInfo si, ReadStreamInfo(prefix + "*"));
     state.messages = si->State.Msgs;
     state.bytes = si->State.Bytes;
     const jsStreamStateSubjects* subjects = si->State.Subjects;
@@ -948,7 +946,6 @@ absl::StatusOr<StreamState> Handoff::ReadState(
       }
       state.lag[p] = subjects->List[i].Msgs;
     }
-    jsStreamInfo_Destroy(si);
   }
 
   // The consumers of the owners' epochs replace those counts.

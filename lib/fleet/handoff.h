@@ -282,6 +282,11 @@ class Handoff {
   struct Pending;
   Handoff(HandoffOptions options, std::shared_ptr<PartitionFeed::Shared> s);
   absl::Status CheckPartition(uint32_t partition) const;
+  using StreamInfo =
+      std::unique_ptr<jsStreamInfo, decltype(&jsStreamInfo_Destroy)>;
+  // The stream's info from its leader, with the message count of each
+  // subject that matches `filter`.
+  absl::StatusOr<StreamInfo> ReadStreamInfo(const std::string& filter);
   // Messages stored on `subject`, as the stream's leader counts them.
   absl::StatusOr<uint64_t> CountOnSubject(const std::string& subject);
   absl::Status PublishAll(std::vector<Pending>& pending, PublishResult* result);
