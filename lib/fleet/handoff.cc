@@ -610,7 +610,7 @@ absl::StatusOr<std::unique_ptr<PartitionFeed>> Handoff::OpenPartition(
     }
   }
   std::unique_ptr<PartitionFeed> feed(
-      new PartitionFeed(shared_, partition, epoch, name, sub));
+      new PartitionFeed(shared_, partition, epoch, name, subject, sub));
 
   for (const std::string& old : older) {
     jsErrCode jerr = static_cast<jsErrCode>(0);
@@ -625,11 +625,12 @@ absl::StatusOr<std::unique_ptr<PartitionFeed>> Handoff::OpenPartition(
 
 PartitionFeed::PartitionFeed(std::shared_ptr<Shared> shared, uint32_t partition,
                              uint64_t epoch, std::string consumer,
-                             natsSubscription* sub)
+                             std::string subject, natsSubscription* sub)
     : shared_(std::move(shared)),
       partition_(partition),
       epoch_(epoch),
       consumer_(std::move(consumer)),
+      subject_(std::move(subject)),
       sub_(sub) {}
 
 PartitionFeed::~PartitionFeed() {
@@ -669,10 +670,18 @@ absl::StatusOr<FetchResult> PartitionFeed::Fetch(int max, absl::Duration wait) {
     const uint64_t deliveries = meta->NumDelivered;
     jsMsgMetaData_Destroy(meta);
     Url url;
-    absl::Status d = DecodeUrlRecord(
-        std::string_view(natsMsg_GetData(m),
-                         static_cast<size_t>(natsMsg_GetDataLength(m))),
-        &url);
+    // A record of another subject is not this partition's, whatever it
+    // holds: a consumer on a replica out of step with its leader was seen
+    // to deliver some (its subject's own consumer delivers it).
+    const char* subject = natsMsg_GetSubject(m);
+    absl::Status d =
+        subject != nullptr && subject_ == subject
+            ? DecodeUrlRecord(std::string_view(natsMsg_GetData(m),
+                                               static_cast<size_t>(
+                                                   natsMsg_GetDataLength(m))),
+                              &url)
+            : absl::DataLossError(absl::StrCat(
+                  "a record of another subject on the consumer of ", subject_));
     if (d.ok()) {
       out.records.push_back(
           {.sequence = seq, .deliveries = deliveries, .url = std::move(url)});
@@ -681,7 +690,7 @@ absl::StatusOr<FetchResult> PartitionFeed::Fetch(int max, absl::Duration wait) {
           {.sequence = seq,
            .status = absl::DataLossError(absl::StrCat(
                "stream ", shared_->stream, " sequence ", seq, " on ",
-               natsMsg_GetSubject(m), ": ", d.message()))});
+               subject != nullptr ? subject : "", ": ", d.message()))});
     }
     // Hold the newest delivery of each sequence, for Ack and Term.
     auto [it, inserted] = held_.try_emplace(seq, m);

@@ -162,9 +162,11 @@ class PartitionFeed {
 
   // Up to `max` (1..10000) records, waiting up to `wait` for the first; an
   // empty result when there are none. Each record is held by the feed until
-  // it is acked (or redelivered, which replaces the held delivery).
-  // Unavailable when NATS does not answer (the connection is down, the
-  // consumer's leader is moving): call again.
+  // it is acked (or redelivered, which replaces the held delivery). A record
+  // that does not decode, or that is not on this partition's URL subject,
+  // comes back in `malformed` (DataLoss, naming its sequence and subject),
+  // never in `records`. Unavailable when NATS does not answer (the connection
+  // is down, the consumer's leader is moving): call again.
   absl::StatusOr<FetchResult> Fetch(int max, absl::Duration wait);
 
   // Acknowledges the records of these sequences (as fetched by this feed):
@@ -191,7 +193,8 @@ class PartitionFeed {
   friend class Handoff;
   struct Shared;
   PartitionFeed(std::shared_ptr<Shared> shared, uint32_t partition,
-                uint64_t epoch, std::string consumer, natsSubscription* sub);
+                uint64_t epoch, std::string consumer, std::string subject,
+                natsSubscription* sub);
   absl::Status Settle(std::span<const uint64_t> sequences, bool term);
 
   // Constant after construction.
@@ -199,6 +202,7 @@ class PartitionFeed {
   const uint32_t partition_;
   const uint64_t epoch_;
   const std::string consumer_;
+  const std::string subject_;    // The partition's URL subject.
   natsSubscription* const sub_;  // A pull subscription.
 
   Mutex fetch_mu_;  // One Fetch at a time on the subscription.
