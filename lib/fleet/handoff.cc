@@ -381,8 +381,9 @@ absl::Status CheckOptions(const HandoffOptions& o) {
   if (o.max_ack_pending < 1) {
     return absl::InvalidArgumentError("handoff: max_ack_pending must be > 0");
   }
-  for (absl::Duration d : {o.duplicate_window, o.connect_timeout,
-                           o.request_timeout, o.publish_timeout, o.ack_wait}) {
+  for (absl::Duration d :
+       {o.duplicate_window, o.connect_timeout, o.request_timeout, o.read_stall,
+        o.publish_timeout, o.ack_wait}) {
     if (d <= absl::ZeroDuration()) {
       return absl::InvalidArgumentError(
           "handoff: every duration option must be positive");
@@ -827,6 +828,26 @@ absl::StatusOr<uint64_t> Handoff::CountOnSubject(const std::string& subject) {
   return 0;
 }
 
+absl::Status Handoff::SubscribeFrom(const std::string& subject, uint64_t first,
+                                    natsSubscription** sub) {
+  jsOptions jo = shared_->ApiOptions();
+  jsSubOptions so;
+  jsSubOptions_Init(&so);
+  so.Stream = shared_->stream.c_str();
+  so.Ordered = true;
+  so.Config.DeliverPolicy = js_DeliverByStartSequence;
+  so.Config.OptStartSeq = first;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  natsStatus s =
+      js_SubscribeSync(sub, shared_->js, subject.c_str(), &jo, &so, &jerr);
+  if (s != NATS_OK) {
+    *sub = nullptr;
+    return NatsStatus(
+        s, absl::StrCat("subscribe ", subject, " from sequence ", first), jerr);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<absl::flat_hash_set<uint64_t>> Handoff::ReadCompletions(
     uint32_t partition) {
   HQ_RETURN_IF_ERROR(CheckPartition(partition));
@@ -860,32 +881,51 @@ absl::StatusOr<absl::flat_hash_set<uint64_t>> Handoff::ReadCompletions(
   }
 
   // An ordered consumer (ephemeral, flow-controlled, recreated by nats.c
-  // after a gap) from the subject's first message to `end`.
-  natsSubscription* sub = nullptr;
-  {
-    jsSubOptions so;
-    jsSubOptions_Init(&so);
-    so.Stream = stream;
-    so.Ordered = true;
-    so.Config.DeliverPolicy = js_DeliverAll;
-    jsErrCode jerr = static_cast<jsErrCode>(0);
-    natsStatus s =
-        js_SubscribeSync(&sub, shared_->js, subject.c_str(), &jo, &so, &jerr);
-    if (s != NATS_OK) {
-      return NatsStatus(s, "read completions: subscribe " + subject, jerr);
-    }
-  }
+  // after a gap) from the subject's first message to `end`. One that
+  // delivers nothing for read_stall (its server died or left the cluster)
+  // is replaced by a new one from the first sequence not yet read; the
+  // read fails only after request_timeout without a message.
   absl::Status status;
   std::vector<uint64_t> hashes;
   uint64_t read = 0;  // Messages of the subject up to `end`.
+  uint64_t next = 1;  // The first stream sequence not yet read.
+  absl::Time progress = absl::Now();
+  natsSubscription* sub = nullptr;
+  auto drop = [&sub] {
+    if (sub == nullptr) return;
+    natsSubscription_Unsubscribe(sub);  // Deletes the ephemeral consumer.
+    natsSubscription_Destroy(sub);
+    sub = nullptr;
+  };
+  auto stalled = [&](const absl::Status& why) {
+    drop();
+    if (absl::Now() - progress < shared_->options.request_timeout) return false;
+    status = absl::DeadlineExceededError(absl::StrCat(
+        "read completions of ", subject, " (to sequence ", end,
+        "): nothing in ",
+        absl::FormatDuration(shared_->options.request_timeout), ", read ", read,
+        " messages; the last error: ", why.message()));
+    return true;
+  };
   while (true) {
+    if (sub == nullptr) {
+      absl::Status s = SubscribeFrom(subject, next, &sub);
+      if (!s.ok()) {
+        if (stalled(s)) break;
+        absl::SleepFor(absl::Milliseconds(100));
+        continue;
+      }
+    }
     natsMsg* m = nullptr;
-    natsStatus s = natsSubscription_NextMsg(
-        &m, sub, Millis(shared_->options.request_timeout));
-    if (s != NATS_OK) {
-      status = NatsStatus(s, absl::StrCat("read completions of ", subject,
-                                          " (to sequence ", end, ")"));
+    natsStatus s =
+        natsSubscription_NextMsg(&m, sub, Millis(shared_->options.read_stall));
+    if (s == NATS_CONNECTION_CLOSED) {
+      status = NatsStatus(s, "read completions of " + subject);
       break;
+    }
+    if (s != NATS_OK) {
+      if (stalled(NatsStatus(s, "next message"))) break;
+      continue;
     }
     jsMsgMetaData* meta = nullptr;
     if (natsMsg_GetMetaData(&meta, m) != NATS_OK) {
@@ -894,6 +934,12 @@ absl::StatusOr<absl::flat_hash_set<uint64_t>> Handoff::ReadCompletions(
     }
     const uint64_t seq = meta->Sequence.Stream;
     jsMsgMetaData_Destroy(meta);
+    if (seq < next) {  // Delivered again by a consumer that replaced one.
+      natsMsg_Destroy(m);
+      continue;
+    }
+    next = seq + 1;
+    progress = absl::Now();
     hashes.clear();
     absl::Status d = DecodeCompletionBatch(
         std::string_view(natsMsg_GetData(m),
@@ -908,16 +954,16 @@ absl::StatusOr<absl::flat_hash_set<uint64_t>> Handoff::ReadCompletions(
     }
     done.insert(hashes.begin(), hashes.end());
     if (seq <= end) ++read;
+    if (test_read_hook_) test_read_hook_(sub, read);
     if (seq >= end) break;
   }
+  drop();
   if (status.ok() && read < stored) {
     status = absl::UnavailableError(
         absl::StrCat("read completions of ", subject, ": the stream holds ",
                      stored, " messages on it, the consumer delivered ", read,
                      " (a replica behind its leader); try again"));
   }
-  natsSubscription_Unsubscribe(sub);  // Deletes the ephemeral consumer.
-  natsSubscription_Destroy(sub);
   if (!status.ok()) return status;
   return done;
 }

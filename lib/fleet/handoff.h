@@ -35,6 +35,7 @@
 #define HQ_LIB_FLEET_HANDOFF_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -80,6 +81,11 @@ struct HandoffOptions {
   // The longest wait for one JetStream API reply (stream and consumer
   // management, consumer info, the sync ack that ends Ack).
   absl::Duration request_timeout = absl::Seconds(10);
+
+  // ReadCompletions replaces a reader (an ordered consumer) that delivers
+  // nothing for read_stall before the end of the subject, from the first
+  // message not yet read; it gives up after request_timeout without one.
+  absl::Duration read_stall = absl::Seconds(1);
 
   // How long Publish and PublishCompletions keep (re)sending what JetStream
   // has not acknowledged before they give up.
@@ -267,7 +273,8 @@ class Handoff {
   // from its completion subject's first message to its last one at the
   // time of the call. DataLoss (naming the stream sequence) for a message
   // that is not a completion batch; Unavailable or DeadlineExceeded (after
-  // request_timeout without progress) when NATS does not answer, and
+  // request_timeout without a message, the reader replaced after each
+  // read_stall of silence) when NATS does not answer, and
   // Unavailable when the read delivered fewer messages than the stream's
   // leader counts on the subject (its consumer sat on a replica that is
   // behind): never a set that lacks a completion acknowledged before the
@@ -281,6 +288,13 @@ class Handoff {
   // DeadlineExceeded as ReadCompletions.
   absl::StatusOr<StreamState> ReadState(std::span<const uint64_t> epochs);
 
+  // Tests: called by ReadCompletions after each message it read, with its
+  // subscription and the count of messages read so far (a test stalls the
+  // reader by deleting its consumer). Set before any call; not for use
+  // while one runs.
+  using ReadHook = std::function<void(natsSubscription* sub, uint64_t read)>;
+  void TEST_SetReadHook(ReadHook hook) { test_read_hook_ = std::move(hook); }
+
  private:
   struct Publisher;
   struct Pending;
@@ -291,6 +305,10 @@ class Handoff {
   // The stream's info from its leader, with the message count of each
   // subject that matches `filter`.
   absl::StatusOr<StreamInfo> ReadStreamInfo(const std::string& filter);
+  // An ordered consumer of `subject` from stream sequence `first` into
+  // *sub; NATS's error otherwise (and *sub null).
+  absl::Status SubscribeFrom(const std::string& subject, uint64_t first,
+                             natsSubscription** sub);
   // Messages stored on `subject`, as the stream's leader counts them.
   absl::StatusOr<uint64_t> CountOnSubject(const std::string& subject);
   absl::Status PublishAll(std::vector<Pending>& pending, PublishResult* result);
@@ -300,6 +318,7 @@ class Handoff {
   // Constant after construction.
   const HandoffOptions options_;
   const std::shared_ptr<PartitionFeed::Shared> shared_;
+  ReadHook test_read_hook_;
 
   Mutex mu_;
   // JetStream contexts for async publishing not in use by a Publish call.

@@ -321,6 +321,76 @@ TEST_CASE("completions round-trip as URL hashes") {
   CHECK(absl::IsInvalidArgument(h->PublishCompletions(bad)));
 }
 
+// The name of the consumer behind `sub`, from its server.
+std::string ConsumerOf(natsSubscription* sub) {
+  jsConsumerInfo* ci = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  if (natsSubscription_GetConsumerInfo(&ci, sub, nullptr, &jerr) != NATS_OK) {
+    return "";
+  }
+  std::string name = ci->Name;
+  jsConsumerInfo_Destroy(ci);
+  return name;
+}
+
+TEST_CASE("a completion read whose reader stalls resumes where it stopped") {
+  FleetCluster& cluster = SharedCluster();
+  HandoffOptions o = Options(cluster, "stall");
+  // Shorter than nats.c takes to notice an ordered consumer gone (missed
+  // heartbeats): only a replaced reader finishes in time.
+  o.request_timeout = absl::Seconds(6);
+  o.read_stall = absl::Milliseconds(300);
+  auto h = Connect(o);
+  // Full batches, 12 MiB in all: more than nats-server 2.9 pushes to an
+  // ordered consumer ahead of its flow control (about 5 MiB), so that the
+  // reader still waits for messages when its consumer goes.
+  constexpr int kMessages = 24;
+  std::vector<uint64_t> hashes;
+  for (int i = 0; i < kMessages; ++i) {
+    std::vector<std::string> batch;
+    for (size_t j = 0; j < kMaxCompletionsPerBatch; ++j) {
+      batch.push_back(absl::StrCat("https://stall.example/", i, "/", j));
+      hashes.push_back(UrlHash(batch.back()));
+    }
+    REQUIRE(h->PublishCompletions(3, batch).ok());
+  }
+
+  // A second connection deletes the reader's consumer on the server after
+  // its second message: the subscription then waits for messages that
+  // never come, as when the server holding it dies.
+  natsConnection* nc = nullptr;
+  REQUIRE(natsConnection_ConnectTo(&nc, cluster.nats_urls().c_str()) ==
+          NATS_OK);
+  jsCtx* js = nullptr;
+  REQUIRE(natsConnection_JetStream(&js, nc, nullptr) == NATS_OK);
+  std::string deleted, last;
+  uint64_t calls = 0, final_read = 0;
+  h->TEST_SetReadHook([&](natsSubscription* sub, uint64_t read) {
+    ++calls;
+    final_read = read;
+    if (read == 2) {
+      deleted = ConsumerOf(sub);
+      jsErrCode jerr = static_cast<jsErrCode>(0);
+      CHECK(js_DeleteConsumer(js, "HQF_stall",  // The stream of fleet "stall".
+                              deleted.c_str(), nullptr, &jerr) == NATS_OK);
+    }
+    if (read == kMessages) last = ConsumerOf(sub);
+  });
+  auto done = h->ReadCompletions(3);
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(nc);
+  REQUIRE(done.status() == absl::OkStatus());
+  CHECK(!deleted.empty());
+  CHECK(!last.empty());
+  CHECK(last != deleted);
+  CHECK(calls == kMessages);  // Nothing counted twice.
+  CHECK(final_read == kMessages);
+  REQUIRE(done->size() == hashes.size());
+  size_t missing = 0;
+  for (uint64_t x : hashes) missing += done->contains(x) ? 0 : 1;
+  CHECK(missing == 0);
+}
+
 TEST_CASE("Publish, Fetch and Ack may be called from several threads") {
   auto h = Connect(Options(SharedCluster(), "threads"));
   auto feed = h->OpenPartition(3, 1);
