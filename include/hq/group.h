@@ -402,6 +402,11 @@ class HQ_EXPORT ConsumerGroup {
   virtual absl::StatusOr<std::vector<Task>> Claim(
       const ClaimOptions& options) = 0;
 
+  // Complete, Release, Reject and Extend know a task by its partition,
+  // priority, topic, id and attempt (and its consumer in an ordered group);
+  // they read nothing else of it (a dead letter's key and payload are read
+  // from the queue, never from the Task).
+  //
   // Completes tasks: they are never handed out again. All or nothing: if
   // any task is not held (its lease expired and it was handed out again, it
   // was completed or released, it comes from another group), the call

@@ -147,10 +147,32 @@ void BindTask(py::module_& m) {
 
 // A task, or an iterable of tasks, as a list (copies); TypeError for
 // anything else.
+// What Complete, Release, Reject and Extend read of a task (group.h),
+// copied into `h` (its key and payload stay empty).
+void CopyHandle(const hq::Task& t, hq::Task* h) {
+  h->partition = t.partition;
+  h->priority = t.priority;
+  h->id = t.id;
+  h->topic = t.topic;
+  h->attempt = t.attempt;
+  h->lease_deadline = t.lease_deadline;
+  h->not_before = t.not_before;
+  h->consumer = t.consumer;
+}
+
+hq::Task Handle(const hq::Task& t) {
+  hq::Task h;
+  CopyHandle(t, &h);
+  return h;
+}
+
+// The handles (above) of a Task or an iterable of Tasks, copied with the GIL
+// held: another thread may extend the same hq.Task while a call runs
+// without it.
 std::vector<hq::Task> TaskList(py::handle tasks) {
   std::vector<hq::Task> out;
   if (const hq::Task* t = TaskOf(tasks)) {
-    out.push_back(*t);
+    CopyHandle(*t, &out.emplace_back());
     return out;
   }
   if (!PyList_Check(tasks.ptr()) && !PyTuple_Check(tasks.ptr()) &&
@@ -170,7 +192,7 @@ std::vector<hq::Task> TaskList(py::handle tasks) {
       throw py::type_error("tasks[" + std::to_string(i) +
                            "] must be a Task, not " + TypeName(item));
     }
-    out.push_back(*t);
+    CopyHandle(*t, &out.emplace_back());
   }
   return out;
 }
@@ -299,7 +321,7 @@ void BindGroup(py::module_& m) {
           [](PyGroup& g, py::handle task, double retry_after) {
             // Copies, with the GIL held: another thread may extend the
             // same hq.Task while this call runs without it.
-            const hq::Task t = TaskArg(task);
+            const hq::Task t = Handle(TaskArg(task));
             absl::Duration d = ToDuration(retry_after, "retry_after");
             Call(*g.h, [&] { return g.g->Release(t, d); });
           },
@@ -309,7 +331,7 @@ void BindGroup(py::module_& m) {
       .def(
           "reject",
           [](PyGroup& g, py::handle task) {
-            const hq::Task t = TaskArg(task);  // A copy, as release's.
+            const hq::Task t = Handle(TaskArg(task));  // As release's.
             Call(*g.h, [&] { return g.g->Reject(t); });
           },
           py::arg("task"),
@@ -321,10 +343,10 @@ void BindGroup(py::module_& m) {
           [](PyGroup& g, py::handle task, double lease) {
             // On a copy, written back with the GIL held: the hq.Task may be
             // read by another thread while this call runs without it.
-            hq::Task t = TaskArg(task);
+            hq::Task t = Handle(TaskArg(task));
             absl::Duration d = ToDuration(lease, "lease");
             Call(*g.h, [&] { return g.g->Extend(&t, d); });
-            TaskArg(task) = std::move(t);
+            TaskArg(task).lease_deadline = t.lease_deadline;
           },
           py::arg("task"), py::arg("lease"),
           "Moves a held task's lease deadline to `lease` seconds from now; "

@@ -434,8 +434,9 @@ def test_complete_takes_a_task_or_tasks_and_refuses_the_rest(db):
         (0, 0, 1, b"", "")
     assert t.payload == b"a" and t.topic == "" and t.not_before is None
     before = t.lease_deadline
-    g.extend(t, 3600)  # Updates the task object in place.
+    g.extend(t, 3600)  # Updates the task object's lease in place...
     assert t.lease_deadline > before + 1000
+    assert t.payload == b"a" and t.attempt == 1  # ...and nothing else.
     assert repr(t).startswith("Task(partition=0, id=")
     g.complete(tasks[0])
     g.complete(t for t in tasks[1:])  # Any iterable.
