@@ -109,6 +109,12 @@ double Float(py::handle h, const char* what) {
     if (d == -1.0 && PyErr_Occurred()) throw py::error_already_set();
     return d;
   }
+  if (PyIndex_Check(h.ptr())) {
+    py::object index =
+        py::reinterpret_steal<py::object>(PyNumber_Index(h.ptr()));
+    if (!index) throw py::error_already_set();
+    return Float(index, what);
+  }
   throw py::type_error(std::string(what) + " must be a number, not " +
                        TypeName(h));
 }

@@ -99,14 +99,21 @@ using ByteStore = std::vector<std::unique_ptr<std::string>>;
 std::string_view BytesView(py::handle h, ByteStore& store, const char* what);
 // Bytes of every item of the iterable `items`, copied.
 std::vector<std::string> TextList(py::handle items, const char* what);
-// Python's int as the integer type T; TypeError ("<what> must be an int, not
-// <type>") for anything else, InvalidArgument ("<what> out of range") if
-// it does not fit.
+// Python's int, or an object that converts itself to one (__index__, as
+// numpy's integers do), as the integer type T; TypeError ("<what> must be
+// an int, not <type>") for anything else, InvalidArgument ("<what> out of
+// range") if it does not fit.
 template <typename T>
 T Int(py::handle h, const char* what) {
+  py::object index;
   if (!PyLong_Check(h.ptr())) {
-    throw py::type_error(std::string(what) + " must be an int, not " +
-                         TypeName(h));
+    if (!PyIndex_Check(h.ptr())) {
+      throw py::type_error(std::string(what) + " must be an int, not " +
+                           TypeName(h));
+    }
+    index = py::reinterpret_steal<py::object>(PyNumber_Index(h.ptr()));
+    if (!index) throw py::error_already_set();
+    h = index;
   }
   int overflow = 0;
   const long long v = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
@@ -116,8 +123,8 @@ T Int(py::handle h, const char* what) {
   }
   return static_cast<T>(v);
 }
-// A float or int as a double; TypeError ("<what> must be a number, not
-// <type>") for anything else.
+// A float or int (or an object with __index__) as a double; TypeError
+// ("<what> must be a number, not <type>") for anything else.
 double Float(py::handle h, const char* what);
 
 py::bytes PyBytes(std::string_view s);

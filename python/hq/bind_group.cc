@@ -95,12 +95,16 @@ py::object TaskNotBefore(const hq::Task& t) { return FromTime(t.not_before); }
 py::object TaskConsumer(const hq::Task& t) { return PyText(t.consumer); }
 
 PyObject* TaskRepr(PyObject* self) {
-  const hq::Task& t = Of(self);
-  const std::string s = "Task(partition=" + std::to_string(t.partition) +
-                        ", id=" + t.id.ToString() +
-                        ", attempt=" + std::to_string(t.attempt) + ")";
-  return PyUnicode_FromStringAndSize(s.data(),
-                                     static_cast<Py_ssize_t>(s.size()));
+  try {
+    const hq::Task& t = Of(self);
+    const std::string s = "Task(partition=" + std::to_string(t.partition) +
+                          ", id=" + t.id.ToString() +
+                          ", attempt=" + std::to_string(t.attempt) + ")";
+    return PyUnicode_FromStringAndSize(s.data(),
+                                       static_cast<Py_ssize_t>(s.size()));
+  } catch (const std::bad_alloc&) {
+    return PyErr_NoMemory();
+  }
 }
 
 void BindTask(py::module_& m) {

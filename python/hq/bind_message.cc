@@ -52,12 +52,17 @@ PyObject* GetDuplicate(PyObject* self, void*) {
 }
 
 PyObject* PutResultRepr(PyObject* self) {
-  const hq::PutResult& r = Of(self);
-  const std::string s = "PutResult(partition=" + std::to_string(r.partition) +
-                        ", id=" + r.id.ToString() +
-                        ", duplicate=" + (r.duplicate ? "True" : "False") + ")";
-  return PyUnicode_FromStringAndSize(s.data(),
-                                     static_cast<Py_ssize_t>(s.size()));
+  try {
+    const hq::PutResult& r = Of(self);
+    const std::string s = "PutResult(partition=" + std::to_string(r.partition) +
+                          ", id=" + r.id.ToString() +
+                          ", duplicate=" + (r.duplicate ? "True" : "False") +
+                          ")";
+    return PyUnicode_FromStringAndSize(s.data(),
+                                       static_cast<Py_ssize_t>(s.size()));
+  } catch (const std::bad_alloc&) {
+    return PyErr_NoMemory();
+  }
 }
 
 void BindPutResult(py::module_& m) {

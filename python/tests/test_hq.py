@@ -387,6 +387,38 @@ def test_put_batch_keeps_its_items_while_writing(db):
     assert all(len(p) == 1000 and p == p[:1] * 1000 for p in got)
 
 
+class Index:
+    """An integer of another library (numpy.int64 and its kind): not an int,
+    but it converts itself to one through __index__."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def __index__(self):
+        return self.v
+
+
+def test_put_takes_integers_that_convert_themselves(db):
+    q = db.create_queue("q", partitions=4, priorities=4)
+    r = q.put(b"a", partition=Index(3), priority=Index(2), delay=Index(0))
+    assert r.partition == 3
+    rs = q.put_many([(b"b", Index(1), Index(3))],
+                    fields=("payload", "partition", "priority"))
+    assert rs[0].partition == 1
+    got = {m.payload: (m.partition, m.priority) for m in q.scan()}
+    assert got == {b"a": (3, 2), b"b": (1, 3)}
+    with pytest.raises(hq.InvalidArgument, match="partition out of range"):
+        q.put(b"x", partition=Index(-1))
+    with pytest.raises(ZeroDivisionError):  # __index__'s own error.
+        q.put(b"x", priority=BadIndex(0))
+    assert len(list(q.scan())) == 2  # Nothing else written.
+
+
+class BadIndex(Index):
+    def __index__(self):
+        return 1 // 0
+
+
 def test_put_argument_errors(db):
     q = db.create_queue("q", partitions=2)
     with pytest.raises(TypeError, match="partition must be an int"):
