@@ -89,6 +89,12 @@ namespace hq {
 // paced hand-out is stored with each claim, and every topic is due no
 // sooner than that time plus its interval (so the interval holds across a
 // restart; a restart quicker than the interval waits out the rest).
+//
+// Intervals are measured on the Db's clock (Options::clock). A clock that
+// steps back does not shorten an interval already running; an interval
+// the clock has once shown over is over, even if the clock then steps back
+// (a topic idle past its interval keeps no state: "idle topics cost
+// nothing").
 struct TopicPacing {
   // At most this many tasks of one topic in flight. 0: no limit.
   // Limits: 0..1000000.
