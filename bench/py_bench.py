@@ -203,9 +203,12 @@ def main():
                     flight = sum(len(k["in_flight"]) for k in kills)
                     over = sum(1 for k in kills
                                if not k["again"] <= k["in_flight"])
+                    each = ", ".join(f"{len(k['again'])}/{len(k['in_flight'])}"
+                                     for k in kills)
                     bound = (f"; fetched again after a kill {again}, in "
                              f"flight at the kills {flight}, kills over the "
-                             f"bound {over}")
+                             f"bound {over}; per kill, again/in flight: "
+                             f"{each}")
                 print(f"crash_{sched:10}: seed {args.seed}, {made} kills: "
                       f"lost {r['lost']} of {r['pages']} pages, "
                       f"{r['repeats']} fetched more than once{bound}",
