@@ -211,7 +211,7 @@ def main():
                              f"{each}")
                 print(f"crash_{sched:10}: seed {args.seed}, {made} kills: "
                       f"lost {r['lost']} of {r['pages']} pages, "
-                      f"{r['repeats']} fetched more than once{bound}",
+                      f"{r['repeats']} callbacks run more than once{bound}",
                       flush=True)
         else:
             sys.exit(f"unknown benchmark {b}")
