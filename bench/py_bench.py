@@ -28,9 +28,9 @@ default test suite:
   crash           the crash test's kill schedule (python/tests/
                   test_scrapy_crash.py, --kills kills of a crawl of
                   --crash_pages pages, --seed) on hq.scrapy and on Scrapy's
-                  JOBDIR scheduler: pages lost by each, pages fetched more
-                  than once, and (hq) the most fetched again after one kill
-                  against the requests in flight at it.
+                  JOBDIR scheduler: pages lost by each, callbacks run more
+                  than once, and (hq) the pages fetched again after each
+                  kill against the requests in flight at it.
 
 The ratio lines (put, put_batch, put_many, claim_complete) run --rounds
 rounds of the Python and the C++ side, in alternating order (a loaded
