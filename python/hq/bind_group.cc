@@ -15,27 +15,19 @@
 #include <vector>
 
 #include "_hq.h"
+#include "plain_type.h"
 
 namespace hq::python {
 namespace {
 
 // hq.Task: a plain CPython type (not a pybind11 class), as a claim makes
-// up to 10000 of them: one allocation each, no registry.
-struct TaskObject {
-  PyObject_HEAD hq::Task t;
-};
+// up to 10000 of them.
+PlainType<hq::Task> task_type;
 
-PyTypeObject* task_type = nullptr;
-
-const hq::Task& Of(PyObject* self) {
-  return reinterpret_cast<TaskObject*>(self)->t;
-}
+const hq::Task& Of(PyObject* self) { return PlainType<hq::Task>::Of(self); }
 
 // The task `h` holds, or nullptr if it is not an hq.Task.
-hq::Task* TaskOf(py::handle h) {
-  if (Py_TYPE(h.ptr()) != task_type) return nullptr;
-  return &reinterpret_cast<TaskObject*>(h.ptr())->t;
-}
+hq::Task* TaskOf(py::handle h) { return task_type.Get(h); }
 
 hq::Task& TaskArg(py::handle h) {
   hq::Task* t = TaskOf(h);
@@ -45,12 +37,7 @@ hq::Task& TaskArg(py::handle h) {
   return *t;
 }
 
-py::object NewTask(hq::Task&& t) {
-  PyObject* o = task_type->tp_alloc(task_type, 0);
-  if (o == nullptr) throw py::error_already_set();
-  new (&reinterpret_cast<TaskObject*>(o)->t) hq::Task(std::move(t));
-  return py::reinterpret_steal<py::object>(o);
-}
+py::object NewTask(hq::Task&& t) { return task_type.New(std::move(t)); }
 
 py::list NewTasks(std::vector<hq::Task>&& tasks) {
   py::list out(tasks.size());
@@ -59,13 +46,6 @@ py::list NewTasks(std::vector<hq::Task>&& tasks) {
                     NewTask(std::move(tasks[i])).release().ptr());
   }
   return out;
-}
-
-void TaskDealloc(PyObject* self) {
-  PyTypeObject* type = Py_TYPE(self);
-  reinterpret_cast<TaskObject*>(self)->t.~Task();
-  type->tp_free(self);
-  Py_DECREF(type);  // A heap type's instances hold a reference to it.
 }
 
 // A getter of hq.Task from get(task) giving a py::object.
@@ -120,19 +100,8 @@ void BindTask(py::module_& m) {
       {"not_before", Getter<TaskNotBefore>, nullptr, nullptr, nullptr},
       {"consumer", Getter<TaskConsumer>, nullptr, nullptr, nullptr},
       {nullptr, nullptr, nullptr, nullptr, nullptr}};
-  static PyType_Slot slots[] = {
-      {Py_tp_getset, getset},
-      {Py_tp_repr, reinterpret_cast<void*>(&TaskRepr)},
-      {Py_tp_dealloc, reinterpret_cast<void*>(&TaskDealloc)},
-      {Py_tp_doc, const_cast<char*>("A claimed message under a lease.")},
-      {0, nullptr}};
-  static PyType_Spec spec = {
-      "hq._hq.Task", static_cast<int>(sizeof(TaskObject)), 0,
-      Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, slots};
-  PyObject* type = PyType_FromSpec(&spec);
-  if (type == nullptr) throw py::error_already_set();
-  task_type = reinterpret_cast<PyTypeObject*>(type);  // Never freed.
-  m.attr("Task") = py::reinterpret_borrow<py::object>(type);
+  task_type.Create(m, "hq._hq.Task", getset, &TaskRepr,
+                   "A claimed message under a lease.");
   // For hq._hq_fleet, a separate extension, whose FleetTask.task is an
   // hq.Task: a new reference to a copy of the task, or nullptr with a
   // Python error set (TaskApi in _hq.h).

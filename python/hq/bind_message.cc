@@ -14,22 +14,19 @@
 #include <vector>
 
 #include "_hq.h"
+#include "plain_type.h"
 
 namespace hq::python {
 
 namespace {
 
 // hq.PutResult: a plain CPython type (not a pybind11 class), as a put of
-// 100 messages makes 100 of them: one allocation each, no registry.
-struct PutResultObject {
-  PyObject_HEAD hq::PutResult r;
-};
+// 100 messages makes 100 of them.
+PlainType<hq::PutResult> put_result_type;
 static_assert(std::is_trivially_destructible_v<hq::PutResult>);
 
-PyTypeObject* put_result_type = nullptr;
-
 const hq::PutResult& Of(PyObject* self) {
-  return reinterpret_cast<PutResultObject*>(self)->r;
+  return PlainType<hq::PutResult>::Of(self);
 }
 
 PyObject* GetPartition(PyObject* self, void*) {
@@ -74,28 +71,15 @@ void BindPutResult(py::module_& m) {
        "partition and id name it.",
        nullptr},
       {nullptr, nullptr, nullptr, nullptr, nullptr}};
-  static PyType_Slot slots[] = {
-      {Py_tp_getset, getset},
-      {Py_tp_repr, reinterpret_cast<void*>(&PutResultRepr)},
-      {Py_tp_doc, const_cast<char*>("Where a written message went: "
-                                    "partition, id, duplicate.")},
-      {0, nullptr}};
-  static PyType_Spec spec = {
-      "hq._hq.PutResult", static_cast<int>(sizeof(PutResultObject)), 0,
-      Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, slots};
-  PyObject* type = PyType_FromSpec(&spec);
-  if (type == nullptr) throw py::error_already_set();
-  put_result_type = reinterpret_cast<PyTypeObject*>(type);  // Never freed.
-  m.attr("PutResult") = py::reinterpret_borrow<py::object>(type);
+  put_result_type.Create(m, "hq._hq.PutResult", getset, &PutResultRepr,
+                         "Where a written message went: partition, id, "
+                         "duplicate.");
 }
 
 }  // namespace
 
 py::object NewPutResult(const hq::PutResult& r) {
-  PyObject* o = put_result_type->tp_alloc(put_result_type, 0);
-  if (o == nullptr) throw py::error_already_set();
-  new (&reinterpret_cast<PutResultObject*>(o)->r) hq::PutResult(r);
-  return py::reinterpret_steal<py::object>(o);
+  return put_result_type.New(r);
 }
 
 py::list NewPutResults(const std::vector<hq::PutResult>& results) {
