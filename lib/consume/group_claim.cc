@@ -209,19 +209,12 @@ absl::StatusOr<std::vector<Task>> GroupImpl::Claim(const ClaimOptions& o) {
     Claiming(GroupImpl* g, const std::string* name) : g(g), name(name) {
       if (name == nullptr) return;
       MutexLock l(&g->mu_);
-      ++g->claiming_[*name];
-      if (auto it = g->leaves_.find(*name); it != g->leaves_.end()) {
-        leaves_before = it->second;
-      }
+      leaves_before = g->consumers_.BeginClaim(*name);
     }
     ~Claiming() {
       if (name == nullptr) return;
       MutexLock l(&g->mu_);
-      auto it = g->claiming_.find(*name);
-      if (--it->second == 0) {
-        g->claiming_.erase(it);
-        g->leaves_.erase(*name);  // No claim left that could see it.
-      }
+      g->consumers_.EndClaim(*name);
     }
   } claiming(this, record_.ordered ? &o.consumer : nullptr);
   if (o.wait == absl::ZeroDuration()) {
@@ -437,7 +430,7 @@ absl::Status GroupImpl::CollectOrdered(Consumer* consumer,
     HQ_RETURN_IF_ERROR(CollectDue(prio, p));
     for (size_t k = 0; k < owned.size() && p->out.size() < p->o.max; ++k) {
       const uint32_t pid = owned[(consumer->next + k) % owned.size()];
-      Part& part = parts_[pid];
+      Part& part = consumers_.parts()[pid];
       if (part.in_flight > 0 || part.active.empty() ||
           (!partitions.empty() && !partitions[pid])) {
         continue;
@@ -471,8 +464,7 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
   *left = false;
   *more = false;
   *next_due = absl::InfiniteFuture();
-  if (auto it = leaves_.find(o.consumer);
-      record_.ordered && it != leaves_.end() && it->second > leaves_before) {
+  if (record_.ordered && consumers_.LeftSince(o.consumer, leaves_before)) {
     *left = true;
     return std::vector<Task>();
   }
@@ -493,7 +485,8 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
   const bool has_topic = queue_->codec().lane_has_topic();
   Consumer* consumer = nullptr;
   if (record_.ordered) {
-    HQ_ASSIGN_OR_RETURN(consumer, Join(o.consumer));
+    HQ_ASSIGN_OR_RETURN(consumer,
+                        consumers_.Join(o.consumer, options_.ownership_lease));
   }
   std::unique_ptr<leveldb::Iterator> it(
       NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
@@ -507,7 +500,7 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
   p.match = [&](const Lane* lane) {
     if (!partitions.empty() && !partitions[lane->partition]) return false;
     if (consumer != nullptr) {
-      const Part& part = parts_[lane->partition];
+      const Part& part = consumers_.parts()[lane->partition];
       if (part.owner != consumer || part.in_flight > 0) return false;
     }
     return !has_topic || o.topics.empty() ||

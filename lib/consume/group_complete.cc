@@ -108,7 +108,9 @@ absl::Status GroupImpl::Complete(std::span<const Task> tasks) {
       rec->state = format::TaskState::kDone;
       done.emplace_back(lane, tasks[i].id);
       Touch(lane, &touched);
-      if (record_.ordered) KeepAlive(tasks[i].consumer);
+      if (record_.ordered) {
+        consumers_.KeepAlive(tasks[i].consumer, options_.ownership_lease);
+      }
     }
     // In order, the completion cursor passes them: only the cursor record
     // is written. Completed out of order, each gets a record.
@@ -139,7 +141,9 @@ absl::Status GroupImpl::LetGo(
     Rec* rec;
     HQ_RETURN_IF_ERROR(FindHeld(task, /*allow_expired=*/false, &lane, &rec));
     EndInFlight(lane, rec);
-    if (record_.ordered) KeepAlive(task.consumer);
+    if (record_.ordered) {
+      consumers_.KeepAlive(task.consumer, options_.ownership_lease);
+    }
     cancel = LeaveShare(rec);
     s = next(lane, rec);
   }
@@ -191,7 +195,9 @@ absl::Status GroupImpl::Extend(Task* task, absl::Duration lease) {
   Lane* lane;
   Rec* rec;
   HQ_RETURN_IF_ERROR(FindHeld(*task, /*allow_expired=*/false, &lane, &rec));
-  if (record_.ordered) KeepAlive(task->consumer);
+  if (record_.ordered) {
+    consumers_.KeepAlive(task->consumer, options_.ownership_lease);
+  }
   // The task gets a share of its own (unless it is alone in its share).
   auto it = shares_.find(rec->share);
   absl::Status s = it == shares_.end()

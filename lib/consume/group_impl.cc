@@ -66,7 +66,16 @@ GroupImpl::GroupImpl(DbImpl* db, QueueImpl* queue, std::string name,
                  ? std::make_unique<LaneSource>(db, queue, record.id)
                  : nullptr),
       rng_(std::hash<std::string>()(name_) ^ record.id),
-      pacer_([this](std::string_view topic) { return ReadPace(topic); }) {
+      pacer_([this](std::string_view topic) { return ReadPace(topic); }),
+      consumers_(
+          db->leases(),
+          [this](const std::string& consumer, uint64_t gen) {
+            OnConsumerExpired(consumer, gen);
+          },
+          // Waiting claims of consumers that gained partitions.
+          [this] {
+            if (waiters_.load() > 0) Wake();
+          }) {
   MutexLock l(&mu_);
   lanes_.SetMaxActive(options.max_active_lanes);
   pacer_.SetDefault(options.pacing);
@@ -253,7 +262,7 @@ absl::Status GroupImpl::Load() {
   const int priorities = queue_->options().priorities;
   active_.resize(priorities);
   waiting_.resize(priorities);
-  if (record_.ordered) parts_.resize(queue_->options().partitions);
+  if (record_.ordered) consumers_.SetPartitions(queue_->options().partitions);
   if (record_.ordered && paged()) {
     park_empty_.assign(queue_->options().partitions,
                        std::vector<bool>(priorities, false));
@@ -522,7 +531,7 @@ void GroupImpl::Activate(Lane* lane) {
   lane->behind = false;
   Unrest(lane);
   if (record_.ordered && !paged()) {
-    Part& part = parts_[lane->partition];
+    Part& part = consumers_.parts()[lane->partition];
     if (part.active.empty()) part.active.resize(active_.size());
     part.active[lane->priority].push_back(lane);
   } else {
@@ -535,7 +544,7 @@ void GroupImpl::ForEachActive(F f) {
   for (const std::deque<Lane*>& dq : active_) {
     for (Lane* lane : dq) f(lane);
   }
-  for (const Part& part : parts_) {
+  for (const Part& part : consumers_.parts()) {
     for (const std::deque<Lane*>& dq : part.active) {
       for (Lane* lane : dq) f(lane);
     }
@@ -551,7 +560,7 @@ bool GroupImpl::Pending(const Lane& lane) {
 
 void GroupImpl::EndInFlight(Lane* lane, Rec* rec) {
   --in_flight_;
-  if (record_.ordered) --parts_[lane->partition].in_flight;
+  if (record_.ordered) --consumers_.parts()[lane->partition].in_flight;
   if (!rec->paced) return;
   rec->paced = false;
   const bool freed =
@@ -642,7 +651,7 @@ void GroupImpl::HandOut(Lane* lane, MessageId id, Rec* rec, absl::Time now,
   rec->deadline = now + lease;
   rec->share = 0;
   ++in_flight_;
-  if (record_.ordered) ++parts_[lane->partition].in_flight;
+  if (record_.ordered) ++consumers_.parts()[lane->partition].in_flight;
   if (pacer_.on()) {
     // ReadLane and CollectDue asked PacedOut first.
     pacer_.HandedOut(t->topic, now);

@@ -58,9 +58,11 @@
 #include "hq/lease.h"
 #include "leveldb/db.h"
 #include "leveldb/write_batch.h"
+#include "lib/consume/group_lane.h"
 #include "lib/consume/lane_notes.h"
 #include "lib/consume/lane_set.h"
 #include "lib/consume/lane_source.h"
+#include "lib/consume/ordered_consumers.h"
 #include "lib/consume/pacer.h"
 #include "lib/consume/read_ahead.h"
 #include "lib/consume/record_ceiling.h"
@@ -147,94 +149,15 @@ class GroupImpl final : public ConsumerGroup,
   // Unix ms of `t`, 0 before the epoch.
   static uint64_t ToMs(absl::Time t);
 
-  struct Lane;
-  struct Rec {
-    format::TaskState state = format::TaskState::kInFlight;
-    uint32_t attempts = 0;
-    absl::Time since;       // In flight: claimed at. Waiting: due.
-    absl::Time deadline;    // In flight: the lease deadline.
-    uint64_t share = 0;     // In flight: its lease share (shares_), and
-    uint32_t share_at = 0;  // its entry there.
-    uint64_t wait_seq = 0;  // Waiting: its place in waiting_.
-    // A task record is on disk. A task handed out for the first time, in
-    // order, has none: the scan cursor says it was handed out.
-    bool persisted = false;
-    // Waiting after Release (not after a lease expiry): no longer held.
-    bool released = false;
-    // Waiting to be written to the dead-letter queue.
-    bool dying = false;
-    DeadLetterReason reason = DeadLetterReason::kLeaseExpired;
-    // Ordered groups, in flight: the consumer it was handed to.
-    std::string consumer;
-    // In flight, counted by the pacer (with its topic, time layout only).
-    bool paced = false;
-    std::string topic;
-  };
-  struct WaitKey {
-    absl::Time due;
-    uint64_t seq;
-    Lane* lane;
-    MessageId id;
-    bool operator<(const WaitKey& o) const {
-      return due != o.due ? due < o.due : seq < o.seq;
-    }
-  };
-  // LaneBase::active: in an active list (LaneSet::Enter);
-  // LaneBase::hold: paged groups, the source position it holds.
-  struct Lane : LaneBase {
-    MessageId scan, done;
-    // As stored: in its cursor record, or implied without one (Absent).
-    format::CursorValue saved;
-    bool saved_exists = false;  // `saved` is known (else: never handed out).
-    bool record = false;        // A cursor record is stored.
-    // Its last read reached its end: nothing lay past its scan cursor.
-    bool at_end = false;
-    std::map<MessageId, Rec> tasks;
-    bool dirty = false;        // Touched by the call in progress.
-    bool park_record = false;  // A park record of it is on disk (as known).
-    bool parked_out = false;   // Parked: found again through that record.
-    // Paged groups: it had its turn with messages left and went behind the
-    // lanes waiting on disk (a new hint brings it back). An unordered
-    // group keeps it in memory while idle (in resting_) so that its return
-    // reads nothing.
-    bool behind = false;
-    bool resting = false;  // In resting_, at rest_pos.
-    std::list<Lane*>::iterator rest_pos;
-    // Topic layout: its messages from the scan cursor on, as read ahead by
-    // its last turn (ReadLane).
-    ReadAhead ahead;
-    // Paged groups: the claim records holding its cursors as a claim left
-    // them (claim_records_), until its cursor record is written.
-    absl::InlinedVector<uint64_t, 1> claims;
-    bool opened = false;      // Handed out a first time in this call.
-    bool cursor_put = false;  // Its cursor record is in this call's batch.
-    // Its new cursors go without a record (FloorMayCover, then Write).
-    bool floored = false;
-    // It stopped holding the source position back in this call: Settle
-    // writes its cursor record unless its floor covers it.
-    bool let_go = false;
-  };
-  // Ordered groups: a live consumer.
-  struct Consumer {
-    std::string name;
-    LeaseId lease = 0;  // Its ownership lease.
-    uint64_t gen = 0;   // Tells its lease's expiry from an older one's.
-    std::vector<uint32_t> partitions;  // Owned, ascending.
-    size_t next = 0;                   // Round-robin start in partitions.
-  };
-  // Ordered groups: a partition.
-  struct Part {
-    Consumer* owner = nullptr;
-    uint32_t in_flight = 0;  // 0 or 1.
-    // Unpaged groups, per priority (sized at first use): its lanes that may
-    // have new messages, in round-robin order (instead of active_).
-    std::vector<std::deque<Lane*>> active;
-  };
-
+  using Lane = GroupLane;
+  using Rec = GroupTask;
+  using WaitKey = GroupWaitKey;
+  using Consumer = OrderedConsumers::Consumer;
+  using Part = OrderedConsumers::Part;
   // One claim attempt. Sets `next_due` to the earliest redelivery due after
   // now (InfiniteFuture if none).
   // Sets `left` if the (ordered) consumer left since the Claim call began
-  // (more than `leaves_before` Leave calls counted in leaves_). Sets `more`
+  // (OrderedConsumers::LeftSince `leaves_before`). Sets `more`
   // if a paged group stopped at its budget with lanes left to examine.
   absl::StatusOr<std::vector<Task>> ClaimOnce(
       const ClaimOptions& o, const std::vector<bool>& partitions,
@@ -472,22 +395,10 @@ class GroupImpl final : public ConsumerGroup,
   // Hands out the due redeliveries of `priority` that p->match accepts.
   absl::Status CollectDue(int priority, ClaimPass* p)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Ordered groups: joins `name` or renews its ownership lease.
-  absl::StatusOr<Consumer*> Join(const std::string& name)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Renews the ownership lease of `name` if it is live.
-  void KeepAlive(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // (Re)creates the ownership lease of `c`.
-  absl::Status ArmConsumer(Consumer* c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ordered groups: the expiry action of consumer `name`'s ownership lease
+  // of generation `gen` (OrderedConsumers::Expired).
   void OnConsumerExpired(const std::string& name, uint64_t gen)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Removes `name` from the live consumers and rebalances. Returns its
-  // lease (to cancel outside the lock).
-  LeaseId DropConsumer(const std::string& name)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Spreads the partitions evenly over the live consumers, keeping as many
-  // owners as the spread allows.
-  void Rebalance() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The task `rec` of `lane` stops being in flight.
   void EndInFlight(Lane* lane, Rec* rec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Pacing (group_pacing.cc). Whether a task of `topic` is held back at
@@ -805,17 +716,8 @@ class GroupImpl final : public ConsumerGroup,
   uint64_t test_cursor_reads_ ABSL_GUARDED_BY(mu_) = 0;  // TEST_CursorReads.
   uint64_t test_lane_seeks_ ABSL_GUARDED_BY(mu_) = 0;    // TEST_LaneSeeks.
 
-  // Ordered groups.
-  absl::flat_hash_map<std::string, std::unique_ptr<Consumer>> consumers_
-      ABSL_GUARDED_BY(mu_);
-  // Claim calls in progress per consumer: a consumer in a (waiting) claim
-  // is live even if its lease runs out.
-  absl::flat_hash_map<std::string, int> claiming_ ABSL_GUARDED_BY(mu_);
-  // Per consumer with claims in progress: Leave calls since the first of
-  // them began. A claim that began before a Leave returns at once.
-  absl::flat_hash_map<std::string, uint64_t> leaves_ ABSL_GUARDED_BY(mu_);
-  std::vector<Part> parts_ ABSL_GUARDED_BY(mu_);  // Per partition.
-  uint64_t next_consumer_gen_ ABSL_GUARDED_BY(mu_) = 0;
+  // Ordered groups: the live consumers and the partitions.
+  OrderedConsumers consumers_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace hq

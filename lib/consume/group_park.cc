@@ -36,13 +36,13 @@ std::string GroupImpl::ParkKey(std::string_view lane_prefix) const {
 std::vector<uint32_t> GroupImpl::Hungry(const std::deque<Lane*>& dq,
                                         const ClaimPass& p, size_t* idle) {
   *idle = 0;
-  std::vector<bool> served(parts_.size(), false);
+  std::vector<bool> served(consumers_.parts().size(), false);
   for (const Lane* lane : dq) {
     if (p.match(lane) && !Pending(*lane)) served[lane->partition] = true;
   }
   std::vector<uint32_t> out;
   for (const uint32_t pid : p.consumer->partitions) {
-    if (parts_[pid].in_flight > 0 ||
+    if (consumers_.parts()[pid].in_flight > 0 ||
         !(p.o.partitions.empty() ||
           std::find(p.o.partitions.begin(), p.o.partitions.end(), pid) !=
               p.o.partitions.end())) {
