@@ -516,7 +516,7 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
   lanes_.EndPass();
   if (!s.ok()) return Fail(s);
   *more = p.more;
-  PutPaceClock(paced_before, &p.batch);
+  pace_records_.PutClock(pacer_.latest(), paced_before, &p.batch);
   // First hand-outs: their lanes' cursors go into one claim record.
   ClaimLog log{.seq = next_claim_seq_};
   for (Lane* lane : p.touched) Settle(lane, &p.batch, paged() ? &log : nullptr);
@@ -556,49 +556,33 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
 }
 
 absl::Status GroupImpl::ShareLease(absl::Duration lease) {
-  const uint64_t key = next_share_++;
+  const uint64_t key = shares_.NewKey();
   absl::StatusOr<LeaseId> id =
       db_->leases()->Create(lease, [this, key] { OnLeaseExpired(key); });
   if (!id.ok()) return Fail(id.status());
-  LeaseShare& share = shares_[key];
-  share.lease = *id;
-  share.entries.reserve(handed_.size());
+  std::vector<LeaseShares::Entry> entries;
+  entries.reserve(handed_.size());
   for (const Handed& h : handed_) {
     h.rec->share = key;
-    h.rec->share_at = static_cast<uint32_t>(share.entries.size());
-    share.entries.push_back({.lane = h.lane, .id = h.id, .live = true});
+    h.rec->share_at = static_cast<uint32_t>(entries.size());
+    entries.push_back({.lane = h.lane, .id = h.id, .live = true});
   }
-  share.live = share.entries.size();
+  shares_.Start(key, *id, std::move(entries));
   return absl::OkStatus();
 }
 
 LeaseId GroupImpl::LeaveShare(Rec* rec) {
   const uint64_t key = rec->share;
   rec->share = 0;
-  return LeaveShare(key, rec->share_at);
-}
-
-LeaseId GroupImpl::LeaveShare(uint64_t key, uint32_t at) {
-  auto it = key == 0 ? shares_.end() : shares_.find(key);
-  if (it == shares_.end()) return 0;
-  LeaseShare& share = it->second;
-  LeaseShare::Entry& e = share.entries[at];
-  if (!e.live) return 0;
-  e.live = false;
-  if (--share.live > 0) return 0;
-  const LeaseId lease = share.lease;
-  shares_.erase(it);
-  return lease;
+  return shares_.Leave(key, rec->share_at);
 }
 
 void GroupImpl::OnLeaseExpired(uint64_t key) {
   MutexLock l(&mu_);
-  auto it = shares_.find(key);
-  if (it == shares_.end()) return;  // Its tasks all left flight meanwhile.
-  LeaseShare share = std::move(it->second);
-  shares_.erase(it);
+  std::optional<LeaseShares::Share> share = shares_.Take(key);
+  if (!share.has_value()) return;  // Its tasks all left flight meanwhile.
   const absl::Time now = db_->clock()->Now();
-  for (const LeaseShare::Entry& e : share.entries) {
+  for (const LeaseShares::Entry& e : share->entries) {
     if (!e.live) continue;
     Lane* lane = e.lane;
     auto t = lane->tasks.find(e.id);

@@ -199,12 +199,12 @@ absl::Status GroupImpl::Extend(Task* task, absl::Duration lease) {
     consumers_.KeepAlive(task->consumer, options_.ownership_lease);
   }
   // The task gets a share of its own (unless it is alone in its share).
-  auto it = shares_.find(rec->share);
-  absl::Status s = it == shares_.end()
+  const LeaseShares::Share* share = shares_.Find(rec->share);
+  absl::Status s = share == nullptr
                        ? absl::FailedPreconditionError("no lease")
-                       : db_->leases()->Deadline(it->second.lease).status();
-  if (s.ok() && it->second.live == 1) {
-    s = db_->leases()->Renew(it->second.lease, lease);
+                       : db_->leases()->Deadline(share->lease).status();
+  if (s.ok() && share->live == 1) {
+    s = db_->leases()->Renew(share->lease, lease);
   } else if (s.ok()) {
     const uint64_t old = rec->share;
     const uint32_t old_at = rec->share_at;
@@ -213,7 +213,7 @@ absl::Status GroupImpl::Extend(Task* task, absl::Duration lease) {
     s = ShareLease(lease);
     handed_.clear();
     // Not the last of its old share (it had more live): nothing to cancel.
-    if (s.ok()) (void)LeaveShare(old, old_at);
+    if (s.ok()) (void)shares_.Leave(old, old_at);
   }
   if (!s.ok()) {
     // The expiry won the race; its action is waiting for our lock.

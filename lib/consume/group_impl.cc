@@ -57,6 +57,7 @@ GroupImpl::GroupImpl(DbImpl* db, QueueImpl* queue, std::string name,
       cursor_prefix_(format::GroupRecordPrefix(format::kCursorTag, queue->id(),
                                                record.id)),
       topic_set_(record.topics.begin(), record.topics.end()),
+      pace_records_(db->leveldb(), queue->id(), record.id, name_),
       loaded_at_(db->clock()->Now()),
       options_(options),
       lanes_(absl::StrCat("consumer group '", name_, "'"),
@@ -66,7 +67,8 @@ GroupImpl::GroupImpl(DbImpl* db, QueueImpl* queue, std::string name,
                  ? std::make_unique<LaneSource>(db, queue, record.id)
                  : nullptr),
       rng_(std::hash<std::string>()(name_) ^ record.id),
-      pacer_([this](std::string_view topic) { return ReadPace(topic); }),
+      pacer_(
+          [this](std::string_view topic) { return pace_records_.Read(topic); }),
       consumers_(
           db->leases(),
           [this](const std::string& consumer, uint64_t gen) {
@@ -268,7 +270,7 @@ absl::Status GroupImpl::Load() {
                        std::vector<bool>(priorities, false));
     HQ_RETURN_IF_ERROR(LoadParked());
   }
-  HQ_RETURN_IF_ERROR(LoadPacing());
+  HQ_RETURN_IF_ERROR(pace_records_.Load(&pacer_));
   if (paged()) {
     HQ_RETURN_IF_ERROR(cursor_ceiling_.Load(
         db_->leveldb(), format::GroupRecordPrefix(format::kCursorTag,

@@ -62,7 +62,9 @@
 #include "lib/consume/lane_notes.h"
 #include "lib/consume/lane_set.h"
 #include "lib/consume/lane_source.h"
+#include "lib/consume/lease_shares.h"
 #include "lib/consume/ordered_consumers.h"
+#include "lib/consume/pace_records.h"
 #include "lib/consume/pacer.h"
 #include "lib/consume/read_ahead.h"
 #include "lib/consume/record_ceiling.h"
@@ -405,17 +407,6 @@ class GroupImpl final : public ConsumerGroup,
   // `now` by its topic's pacing (false when pacing is off).
   absl::StatusOr<bool> PacedOut(std::string_view topic, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Reads `topic`'s own pacing record (nullopt: none).
-  absl::StatusOr<std::optional<TopicPacing>> ReadPace(
-      std::string_view topic) const;
-  // At load: whether the group has pacing records, and its latest paced
-  // hand-out before the restart.
-  absl::Status LoadPacing() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Appends the latest paced hand-out to `batch` if it moved since
-  // `before`.
-  void PutPaceClock(absl::Time before, leveldb::WriteBatch* batch)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status CheckPacingTopic(std::string_view topic) const;
   // Takes the lanes noted by the write path.
   absl::Status TakeNotes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool InScope(std::string_view topic) const;
@@ -560,19 +551,7 @@ class GroupImpl final : public ConsumerGroup,
   absl::Status FindHeld(const Task& t, bool allow_expired, Lane** lane,
                         Rec** rec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Duration Backoff(uint32_t attempts) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Leases. The tasks a claim hands out share one lease, as they share
-  // its deadline: one timer a claim, not one a task. Extend gives a task a
-  // share of its own.
-  struct LeaseShare {
-    struct Entry {
-      Lane* lane;  // Resident while the entry is live (a task in flight).
-      MessageId id;
-      bool live;
-    };
-    LeaseId lease = 0;
-    std::vector<Entry> entries;
-    size_t live = 0;
-  };
+  // Leases (lib/consume/lease_shares.h).
   // Creates one share, with a lease of `lease`, over the tasks handed_
   // names.
   absl::Status ShareLease(absl::Duration lease)
@@ -580,8 +559,6 @@ class GroupImpl final : public ConsumerGroup,
   // Takes `rec` (in flight) out of its share; returns the share's lease,
   // to cancel outside the lock, if that left it empty, else 0.
   LeaseId LeaveShare(Rec* rec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  LeaseId LeaveShare(uint64_t share, uint32_t at)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The lease of share `share` expired: its tasks still in flight wait to
   // be delivered again (or die, at max_attempts).
   void OnLeaseExpired(uint64_t share) ABSL_LOCKS_EXCLUDED(mu_);
@@ -640,6 +617,7 @@ class GroupImpl final : public ConsumerGroup,
   // The key prefix of the group's cursor records.
   const std::string cursor_prefix_;
   absl::flat_hash_set<std::string> topic_set_;
+  const PaceRecords pace_records_;
 
   // Blocked claims sleep on wait_cv_ until wake_seq_ moves. Taken alone.
   Mutex wait_mu_;
@@ -669,8 +647,7 @@ class GroupImpl final : public ConsumerGroup,
     Rec* rec;
   };
   std::vector<Handed> handed_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<uint64_t, LeaseShare> shares_ ABSL_GUARDED_BY(mu_);
-  uint64_t next_share_ ABSL_GUARDED_BY(mu_) = 1;
+  LeaseShares shares_ ABSL_GUARDED_BY(mu_);
   // Per priority: lanes that may have new messages, in round-robin order.
   std::vector<std::deque<Lane*>> active_ ABSL_GUARDED_BY(mu_);
   // Per priority: tasks waiting to be delivered again, by due time.
