@@ -68,7 +68,7 @@ absl::StatusOr<bool> GroupImpl::Offer(LaneRead* r, MessageId id,
                                       std::string_view value) {
   Lane* lane = r->lane;
   if (r->handed == r->want) return false;
-  if (lane->tasks.contains(id) || !InScope(topic)) {
+  if (lane->tasks.contains(id) || !records_.InScope(topic)) {
     if (r->contiguous) lane->scan = id.Next();
     return true;
   }

@@ -19,13 +19,6 @@
 #include "lib/util/strings.h"
 
 namespace hq {
-namespace {
-
-// Stats counts the backlog key by key up to this many keys.
-constexpr uint64_t kStatsCountLimit = 100000;
-
-}  // namespace
-
 uint64_t GroupImpl::TEST_CursorReads() {
   MutexLock l(&mu_);
   return test_cursor_reads_;
@@ -54,9 +47,8 @@ GroupImpl::GroupImpl(DbImpl* db, QueueImpl* queue, std::string name,
       queue_(queue),
       name_(std::move(name)),
       record_(record),
-      cursor_prefix_(format::GroupRecordPrefix(format::kCursorTag, queue->id(),
-                                               record.id)),
-      topic_set_(record.topics.begin(), record.topics.end()),
+      records_(db->leveldb(), queue->id(), record, name_,
+               queue->codec().lane_has_topic()),
       pace_records_(db->leveldb(), queue->id(), record.id, name_),
       loaded_at_(db->clock()->Now()),
       options_(options),
@@ -104,28 +96,9 @@ void GroupImpl::NoteLaneWritten(std::string_view lane_prefix)
 
 void GroupImpl::WakeWaiters() { Wake(); }
 
-MessageId GroupImpl::StartOf(uint32_t partition) const {
-  const std::vector<MessageId>& ids = record_.start_ids;
-  if (ids.empty()) return MessageId::Min();
-  if (ids.size() == 1) return ids[0];
-  return partition < ids.size() ? ids[partition] : MessageId::Min();
-}
-
-bool GroupImpl::InScope(std::string_view topic) const {
-  return topic_set_.empty() || topic_set_.contains(Av(topic));
-}
-
-std::string GroupImpl::TaskKey(const Lane& lane, MessageId id) const {
-  std::string k =
-      format::GroupRecordPrefix(format::kTaskTag, queue_->id(), record_.id);
-  format::AppendLaneRest(&k, lane.prefix);
-  LayoutCodec::AppendMessageId(&k, id);
-  return k;
-}
-
 MessageId GroupImpl::Absent(std::string_view prefix, uint32_t partition,
                             int priority, bool* floored) const {
-  const MessageId start = StartOf(partition);
+  const MessageId start = records_.StartOf(partition);
   MessageId floor;
   const bool passed =
       paged() && source()->Floor(prefix, partition, priority, &floor);
@@ -143,7 +116,7 @@ bool GroupImpl::FloorMayCover(const Lane& lane) const {
   // them from the scan cursor on: there are none up to the floor.
   MessageId floor;
   return source()->Floor(lane.partition, &floor) &&
-         !(std::max(StartOf(lane.partition), floor) < lane.scan);
+         !(std::max(records_.StartOf(lane.partition), floor) < lane.scan);
 }
 
 void GroupImpl::PutFloored(leveldb::WriteBatch* batch, bool unless_passed) {
@@ -166,59 +139,9 @@ void GroupImpl::PutCursor(Lane* lane, leveldb::WriteBatch* batch) {
   lane->floored = false;
 }
 
-absl::StatusOr<format::CursorValue> GroupImpl::ReadCursor(
-    std::string_view prefix, MessageId absent, const leveldb::ReadOptions& ro,
-    bool* stored) const {
-  std::string value;
-  const leveldb::Status s =
-      CheckedGet(db_->leveldb(), ro, CursorKey(prefix), &value);
-  if (stored != nullptr) *stored = s.ok();
-  format::CursorValue c;
-  if (s.IsNotFound()) {
-    c.scan = c.done = absent;
-    return c;
-  }
-  HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading a group cursor"));
-  if (!format::DecodeCursor(value, &c)) {
-    return absl::DataLossError(
-        absl::StrCat("consumer group '", name_, "': malformed cursor record"));
-  }
-  return c;
-}
-
-absl::Status GroupImpl::ForEachInWindow(std::string_view prefix,
-                                        const format::CursorValue& c,
-                                        MessageId from, leveldb::Iterator* it,
-                                        absl::FunctionRef<bool(MessageId)> fn) {
-  if (!(c.done < c.scan)) return absl::OkStatus();
-  std::string seek(prefix);
-  LayoutCodec::AppendMessageId(&seek, std::max(c.done, from));
-  MessageId id;
-  for (it->Seek(seek); it->Valid(); it->Next()) {
-    if (!LayoutCodec::LaneMessage(View(it->key()), prefix, &id) ||
-        !(id < c.scan) || !fn(id)) {
-      break;
-    }
-  }
-  return FromLevelDb(it->status(), "reading a group's window");
-}
-
-void GroupImpl::AppendCursorKey(std::string* k,
-                                std::string_view lane_prefix) const {
-  k->append(cursor_prefix_);
-  format::AppendLaneRest(k, lane_prefix);
-}
-
-std::string GroupImpl::CursorKey(std::string_view lane_prefix) const {
-  std::string k;
-  k.reserve(cursor_prefix_.size() + lane_prefix.size());
-  AppendCursorKey(&k, lane_prefix);
-  return k;
-}
-
 const std::string& GroupImpl::ScratchCursorKey(std::string_view lane_prefix) {
   key_scratch_.clear();
-  AppendCursorKey(&key_scratch_, lane_prefix);
+  records_.AppendCursorKey(&key_scratch_, lane_prefix);
   return key_scratch_;
 }
 
@@ -442,7 +365,7 @@ absl::Status GroupImpl::DiscoverLanes() {
   return queue_->WalkLanes(
       format::GroupRecordPrefix(format::kCursorTag, queue_->id(), record_.id),
       [&](const QueueImpl::LaneEntry& e) -> absl::Status {
-        if (has_topic && !InScope(e.topic)) return absl::OkStatus();
+        if (has_topic && !records_.InScope(e.topic)) return absl::OkStatus();
         format::CursorValue cursor;
         if (e.record != nullptr && !format::DecodeCursor(*e.record, &cursor)) {
           return absl::DataLossError(absl::StrCat(
@@ -460,7 +383,8 @@ absl::Status GroupImpl::DiscoverLanes() {
         const MessageId from =
             known != nullptr
                 ? known->scan
-                : (have != nullptr ? cursor.scan : StartOf(e.partition));
+                : (have != nullptr ? cursor.scan
+                                   : records_.StartOf(e.partition));
         HQ_ASSIGN_OR_RETURN(bool has_work,
                             QueueImpl::LaneHasMessageFrom(
                                 msg.get(), e.prefix, std::max(from, cutoff)));
@@ -483,7 +407,8 @@ absl::Status GroupImpl::LoadWindow(Lane* lane, MessageId cutoff,
     if (!LayoutCodec::LaneMessage(key, lane->prefix, &id) || !(id < lane->scan))
       break;
     if (lane->tasks.contains(id)) continue;
-    if (!has_topic && !InScope(key.substr(n + LayoutCodec::kMessageIdSize))) {
+    if (!has_topic &&
+        !records_.InScope(key.substr(n + LayoutCodec::kMessageIdSize))) {
       continue;
     }
     // Handed out once, in order, and neither completed nor recorded since:
@@ -517,8 +442,9 @@ absl::StatusOr<GroupImpl::Lane*> GroupImpl::NewLane(
       c.scan = c.done = absent;
     } else {
       ++test_cursor_reads_;
-      HQ_ASSIGN_OR_RETURN(c, ReadCursor(lane->prefix, absent,
-                                        CheckedReadOptions(), &lane->record));
+      HQ_ASSIGN_OR_RETURN(
+          c, records_.ReadCursor(lane->prefix, absent, CheckedReadOptions(),
+                                 &lane->record));
     }
     lane->saved_exists = lane->record || floored;
   }
@@ -579,7 +505,7 @@ absl::Status GroupImpl::TakeNotes() {
   auto activate = [&](const NotedLane& noted)
                       ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
     // A time-layout lane holds every topic.
-    if (has_topic && !InScope(noted.topic)) return absl::OkStatus();
+    if (has_topic && !records_.InScope(noted.topic)) return absl::OkStatus();
     HQ_ASSIGN_OR_RETURN(Lane * lane, GetLane(noted.prefix));
     Activate(lane);
     return absl::OkStatus();
@@ -602,7 +528,7 @@ void GroupImpl::PutTask(Lane* lane, MessageId id, Rec* rec,
   v.state = rec->state;
   v.attempts = rec->attempts;
   v.ms = rec->state == format::TaskState::kDone ? 0 : ToMs(rec->since);
-  batch->Put(TaskKey(*lane, id), format::EncodeTask(v));
+  batch->Put(records_.TaskKey(lane->prefix, id), format::EncodeTask(v));
   rec->persisted = true;
 }
 
@@ -682,7 +608,8 @@ void GroupImpl::Settle(Lane* lane, leveldb::WriteBatch* batch, ClaimLog* log) {
         !(first->first < lane->scan)) {
       break;
     }
-    if (first->second.persisted) batch->Delete(TaskKey(*lane, first->first));
+    if (first->second.persisted)
+      batch->Delete(records_.TaskKey(lane->prefix, first->first));
     lane->tasks.erase(first);
   }
   MessageId done = lane->scan;
@@ -912,7 +839,7 @@ void GroupImpl::CollectBacklogLanes(const std::vector<std::string>& waiting,
     std::string_view topic;
     if (!LayoutCodec::ParseLanePrefix(prefix, true, &partition, &priority,
                                       &topic) ||
-        !InScope(topic)) {
+        !records_.InScope(topic)) {
       continue;
     }
     if (const Lane* lane = lanes_.Find(prefix)) {
@@ -938,42 +865,20 @@ absl::Status GroupImpl::CountBacklog(const std::vector<BacklogLane>& lanes,
     MessageId scan = lane.scan;
     if (lane.on_disk) {
       HQ_ASSIGN_OR_RETURN(const format::CursorValue c,
-                          ReadCursor(lane.prefix, lane.absent, ro));
+                          records_.ReadCursor(lane.prefix, lane.absent, ro));
       scan = c.scan;
       // Handed out before a restart, not completed: delivered again when
       // the lane is taken.
-      HQ_RETURN_IF_ERROR(
-          ForEachInWindow(lane.prefix, c, cutoff, it.get(), [&](MessageId) {
+      HQ_RETURN_IF_ERROR(GroupRecords::ForEachInWindow(
+          lane.prefix, c, cutoff, it.get(), [&](MessageId) {
             ++st->redelivery;
             return true;
           }));
     }
     CountHook();
-    HQ_RETURN_IF_ERROR(CountLane(lane, scan, cutoff, it.get(), st));
+    HQ_RETURN_IF_ERROR(records_.CountLane(lane, scan, cutoff, it.get(), st));
   }
   return absl::OkStatus();
-}
-
-absl::Status GroupImpl::CountLane(const BacklogLane& lane, MessageId scan,
-                                  MessageId cutoff, leveldb::Iterator* it,
-                                  GroupStats* st) {
-  const bool has_topic = queue_->codec().lane_has_topic();
-  const size_t n = lane.prefix.size();
-  std::string seek = lane.prefix;
-  LayoutCodec::AppendMessageId(&seek, std::max(scan, cutoff));
-  MessageId id;
-  for (it->Seek(seek); it->Valid() && st->backlog_exact; it->Next()) {
-    const std::string_view key = View(it->key());
-    if (!LayoutCodec::LaneMessage(key, lane.prefix, &id)) break;
-    if (std::binary_search(lane.skip.begin(), lane.skip.end(), id)) continue;
-    if (!has_topic && !InScope(key.substr(n + 8))) continue;
-    if (st->backlog == kStatsCountLimit) {
-      st->backlog_exact = false;  // A lower bound.
-      break;
-    }
-    ++st->backlog;
-  }
-  return FromLevelDb(it->status(), "counting the backlog");
 }
 
 }  // namespace hq

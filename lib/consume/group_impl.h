@@ -59,6 +59,7 @@
 #include "leveldb/db.h"
 #include "leveldb/write_batch.h"
 #include "lib/consume/group_lane.h"
+#include "lib/consume/group_records.h"
 #include "lib/consume/lane_notes.h"
 #include "lib/consume/lane_set.h"
 #include "lib/consume/lane_source.h"
@@ -292,7 +293,6 @@ class GroupImpl final : public ConsumerGroup,
   // is found again when its partition wants work, without going through
   // the index. The record stays until the lane is drained, hinted again or
   // taken into the working set and then released.
-  std::string ParkKey(std::string_view lane_prefix) const;
   // The idle partitions of p's consumer (within its filter) that no lane
   // of the active list `dq` with nothing pending can serve; `*idle`: how
   // many are idle.
@@ -364,18 +364,9 @@ class GroupImpl final : public ConsumerGroup,
 
   // Stats in steps. Under mu_: the counts kept in memory, and the lanes
   // whose backlog Stats counts. Then, without mu_ (the count is bounded by
-  // kStatsCountLimit, not by the lanes or the backlog, but is still I/O),
-  // on a snapshot taken under mu_: the backlog of those lanes.
-  struct BacklogLane {
-    std::string prefix;
-    MessageId scan;               // Counted from here (in memory).
-    std::vector<MessageId> skip;  // Ids with task records, ascending.
-    uint32_t partition = 0;
-    // Not in memory: the cursors are read from the lane's cursor record,
-    // and the window between them counts as redelivery.
-    bool on_disk = false;
-    MessageId absent;  // on_disk: the cursors without a record (Absent).
-  };
+  // GroupRecords::kStatsCountLimit, not by the lanes or the backlog, but is
+  // still I/O), on a snapshot taken under mu_: the backlog of those lanes.
+  using BacklogLane = GroupRecords::BacklogLane;
   void CountTasks(absl::Time now, GroupStats* st)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The active lanes, then those of `waiting` (peeked from the source) in
@@ -386,10 +377,6 @@ class GroupImpl final : public ConsumerGroup,
   absl::Status CountBacklog(const std::vector<BacklogLane>& lanes,
                             const leveldb::Snapshot* snapshot, absl::Time now,
                             GroupStats* st) ABSL_LOCKS_EXCLUDED(mu_);
-  // Adds the messages of `lane` from `scan` (and `cutoff`) to st->backlog.
-  absl::Status CountLane(const BacklogLane& lane, MessageId scan,
-                         MessageId cutoff, leveldb::Iterator* it,
-                         GroupStats* st) ABSL_LOCKS_EXCLUDED(mu_);
   // Moves the tasks LoadWindow found interrupted to the redeliveries, due
   // at `now`, in id order.
   void Recover(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -409,10 +396,6 @@ class GroupImpl final : public ConsumerGroup,
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes the lanes noted by the write path.
   absl::Status TakeNotes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool InScope(std::string_view topic) const;
-  // The first id the group hands out in `partition` (GroupOptions::start):
-  // the scan and completion cursors of a lane it has no cursor record for.
-  MessageId StartOf(uint32_t partition) const;
 
   // One ReadLane call's state, for Offer.
   struct LaneRead {
@@ -562,32 +545,13 @@ class GroupImpl final : public ConsumerGroup,
   // The lease of share `share` expired: its tasks still in flight wait to
   // be delivered again (or die, at max_attempts).
   void OnLeaseExpired(uint64_t share) ABSL_LOCKS_EXCLUDED(mu_);
-  std::string TaskKey(const Lane& lane, MessageId id) const;
-  // The key of the cursor record of the lane `lane_prefix`, appended to
-  // `k` (CursorKey returns it).
-  void AppendCursorKey(std::string* k, std::string_view lane_prefix) const;
-  std::string CursorKey(std::string_view lane_prefix) const;
   // CursorKey in key_scratch_ (valid until its next use), which saves an
   // allocation per cursor write.
   const std::string& ScratchCursorKey(std::string_view lane_prefix)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Calls fn(id) for each message of the lane `prefix` in the window of
-  // its cursors `c` (handed out, not completed), from max(c.done, from),
-  // in id order, while fn returns true.
-  static absl::Status ForEachInWindow(std::string_view prefix,
-                                      const format::CursorValue& c,
-                                      MessageId from, leveldb::Iterator* it,
-                                      absl::FunctionRef<bool(MessageId)> fn);
-  // The cursors of the lane `prefix` as stored, read with `ro`; a lane
-  // without a cursor record has both at `absent` (Absent's answer), and
-  // *stored (if not null) says which. DataLoss for a malformed record.
-  absl::StatusOr<format::CursorValue> ReadCursor(std::string_view prefix,
-                                                 MessageId absent,
-                                                 const leveldb::ReadOptions& ro,
-                                                 bool* stored = nullptr) const;
   // Where the cursors of the lane `prefix` (of `partition`, `priority`)
-  // are if it has no cursor record: StartOf(partition), or past it at its
+  // are if it has no cursor record: GroupRecords::StartOf, or past it at its
   // source's floor if the walk has passed it (LaneSource::Floor). *floored
   // says which (if not null).
   MessageId Absent(std::string_view prefix, uint32_t partition, int priority,
@@ -614,9 +578,7 @@ class GroupImpl final : public ConsumerGroup,
   QueueImpl* const queue_;
   const std::string name_;
   const format::GroupRecord record_;
-  // The key prefix of the group's cursor records.
-  const std::string cursor_prefix_;
-  absl::flat_hash_set<std::string> topic_set_;
+  const GroupRecords records_;
   const PaceRecords pace_records_;
 
   // Blocked claims sleep on wait_cv_ until wake_seq_ moves. Taken alone.

@@ -38,7 +38,7 @@ absl::Status GroupImpl::Admit(LaneSource::Taken* t, ClaimPass* p) {
       lanes_.Admit(
           t,
           [&](uint32_t /*partition*/, std::string_view topic) {
-            return InScope(topic);
+            return records_.InScope(topic);
           },
           [&](std::string prefix)
               ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::StatusOr<Lane*> {
@@ -156,7 +156,7 @@ void GroupImpl::MaybeRelease(Lane* lane, leveldb::WriteBatch* batch) {
   if (lane->active || !TasksPersisted(*lane)) return;
   LetGoHold(lane);
   if (lane->park_record && !lane->parked_out) {
-    batch->Delete(ParkKey(lane->prefix));
+    batch->Delete(records_.ParkKey(lane->prefix));
     lane->park_record = false;
   }
 }

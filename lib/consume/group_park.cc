@@ -27,12 +27,6 @@
 
 namespace hq {
 
-std::string GroupImpl::ParkKey(std::string_view lane_prefix) const {
-  std::string k = format::ParkPrefix(queue_->id(), record_.id);
-  format::AppendLaneRest(&k, lane_prefix);
-  return k;
-}
-
 std::vector<uint32_t> GroupImpl::Hungry(const std::deque<Lane*>& dq,
                                         const ClaimPass& p, size_t* idle) {
   *idle = 0;
@@ -76,7 +70,7 @@ void GroupImpl::Park(Lane* lane, ClaimPass* p) {
   LetGoHold(lane);
   lane->parked_out = true;
   if (!lane->park_record) {
-    p->batch.Put(ParkKey(lane->prefix), "");
+    p->batch.Put(records_.ParkKey(lane->prefix), "");
     lane->park_record = true;
   }
   park_empty_[lane->partition][lane->priority] = false;
@@ -97,7 +91,7 @@ absl::Status GroupImpl::ReadParkRecord(Lane* lane) {
   if (!parks_maybe_) return absl::OkStatus();
   std::string value;
   const leveldb::Status s = CheckedGet(db_->leveldb(), CheckedReadOptions(),
-                                       ParkKey(lane->prefix), &value);
+                                       records_.ParkKey(lane->prefix), &value);
   if (s.IsNotFound()) return absl::OkStatus();
   HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading a parked lane record"));
   if (!value.empty()) {

@@ -91,7 +91,7 @@ GroupImpl::PendingLanes(const std::string& start, leveldb::Iterator* it) {
     if (prefix < start || lanes_.Find(prefix) != nullptr ||
         !LayoutCodec::ParseLanePrefix(prefix, true, &partition, &priority,
                                       &topic) ||
-        !InScope(topic)) {
+        !records_.InScope(topic)) {
       continue;
     }
     lanes.emplace(prefix, nullptr);
@@ -131,11 +131,12 @@ absl::Status GroupImpl::ListWindow(const std::string& prefix, MessageId from,
   std::string_view topic;
   LayoutCodec::ParseLanePrefix(prefix, true, &partition, &priority, &topic);
   // No cursor record: nothing was handed out (the window is empty).
-  HQ_ASSIGN_OR_RETURN(const format::CursorValue c,
-                      ReadCursor(prefix, Absent(prefix, partition, priority),
-                                 CheckedReadOptions()));
+  HQ_ASSIGN_OR_RETURN(
+      const format::CursorValue c,
+      records_.ReadCursor(prefix, Absent(prefix, partition, priority),
+                          CheckedReadOptions()));
   if (out->size() >= max) return absl::OkStatus();
-  return ForEachInWindow(
+  return GroupRecords::ForEachInWindow(
       prefix, c, std::max(from, queue_->TtlCutoff(now)), it, [&](MessageId id) {
         // A first hand-out (a task with a record would be in memory).
         out->push_back({.partition = partition,
