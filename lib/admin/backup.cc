@@ -38,6 +38,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "lib/admin/inspect.h"
 #include "lib/engine/db_impl.h"
 #include "lib/engine/file_pin_env.h"
 #include "lib/format/log_check.h"
@@ -275,20 +276,21 @@ absl::Status CopyState(leveldb::Env* env, const std::string& from,
 
 }  // namespace
 
-absl::StatusOr<BackupReport> DbImpl::Backup(const std::string& dest,
-                                            const ProgressCallback& progress) {
-  OpScope op(this);
+absl::StatusOr<BackupReport> BackupDb(DbImpl* db, const std::string& dest,
+                                      const ProgressCallback& progress) {
+  DbImpl::OpScope op(db);
   HQ_RETURN_IF_ERROR(op.status());
   const absl::Time start = absl::Now();
-  leveldb::Env* env = options_.env ? options_.env : leveldb::Env::Default();
-  HQ_ASSIGN_OR_RETURN(const bool created_dest, PrepareDest(env, path_, dest));
+  leveldb::Env* env = db->BaseEnv();
+  HQ_ASSIGN_OR_RETURN(const bool created_dest,
+                      PrepareDest(env, db->path(), dest));
   BackupReport report;
   report.path = dest;
   std::vector<std::string> created;
-  pin_env_->Pin();
-  absl::Status s =
-      CopyState(env, path_, dest, backup_hook_, progress, &report, &created);
-  pin_env_->Unpin();
+  db->pin_env()->Pin();
+  absl::Status s = CopyState(env, db->path(), dest, db->backup_hook(), progress,
+                             &report, &created);
+  db->pin_env()->Unpin();
   if (!s.ok()) {
     // Only what this call made.
     for (const std::string& f : created) env->RemoveFile(f);

@@ -5,6 +5,8 @@
 // `ls`, `stat` and `compact` show and do. Only CompactAll writes: its TTL
 // sweep deletes expired messages before the compaction.
 
+#include "lib/admin/inspect.h"
+
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -91,43 +93,45 @@ std::vector<std::string> SliceBounds(leveldb::DB* db, int slices) {
 
 }  // namespace
 
-absl::StatusOr<uint64_t> QueueImpl::ApproximateBytes() {
-  if (dropped()) return DroppedError();
-  DbImpl::OpScope op(db_);
+absl::StatusOr<uint64_t> QueueBytes(QueueImpl* q) {
+  if (q->dropped()) return q->DroppedError();
+  DbImpl::OpScope op(q->db());
   HQ_RETURN_IF_ERROR(op.status());
-  return PrefixBytes(db_->leveldb(), format::MessagePrefix(record_.id));
+  return PrefixBytes(q->db()->leveldb(), format::MessagePrefix(q->id()));
 }
 
-absl::StatusOr<QueueStats> QueueImpl::Stats() {
-  if (dropped()) return DroppedError();
-  DbImpl::OpScope op(db_);
+absl::StatusOr<QueueStats> QueueStatsOf(QueueImpl* q) {
+  if (q->dropped()) return q->DroppedError();
+  DbImpl::OpScope op(q->db());
   HQ_RETURN_IF_ERROR(op.status());
   QueueStats stats;
-  const uint32_t partitions = record_.options.partitions;
+  const uint32_t partitions = q->options().partitions;
   stats.partitions.resize(partitions);
   for (uint32_t p = 0; p < partitions; ++p) {
     stats.partitions[p].partition = p;
-    std::string prefix = format::MessagePrefix(record_.id);
+    std::string prefix = format::MessagePrefix(q->id());
     coding::PutFixed16(&prefix, static_cast<uint16_t>(p));
-    stats.partitions[p].approximate_bytes = PrefixBytes(db_->leveldb(), prefix);
+    stats.partitions[p].approximate_bytes =
+        PrefixBytes(q->db()->leveldb(), prefix);
     stats.approximate_bytes += stats.partitions[p].approximate_bytes;
   }
-  const MessageId cutoff = TtlCutoff(db_->clock()->Now());
+  const MessageId cutoff = q->TtlCutoff(q->db()->clock()->Now());
   leveldb::ReadOptions ro = CheckedReadOptions();
   ro.fill_cache = false;
-  ro.snapshot = db_->leveldb()->GetSnapshot();
+  ro.snapshot = q->db()->leveldb()->GetSnapshot();
   struct Release {
     leveldb::DB* db;
     const leveldb::Snapshot* s;
     ~Release() { db->ReleaseSnapshot(s); }
-  } release{db_->leveldb(), ro.snapshot};
-  std::unique_ptr<leveldb::Iterator> it(NewCheckedIterator(db_->leveldb(), ro));
+  } release{q->db()->leveldb(), ro.snapshot};
+  std::unique_ptr<leveldb::Iterator> it(
+      NewCheckedIterator(q->db()->leveldb(), ro));
   std::unique_ptr<leveldb::Iterator> dir(
-      NewCheckedIterator(db_->leveldb(), ro));
-  const std::string message_prefix = format::MessagePrefix(record_.id);
-  const bool has_topic = codec_.lane_has_topic();
+      NewCheckedIterator(q->db()->leveldb(), ro));
+  const std::string message_prefix = format::MessagePrefix(q->id());
+  const bool has_topic = q->codec().lane_has_topic();
   std::string lane, key;
-  LaneWalk walk(dir.get(), codec_, message_prefix);
+  LaneWalk walk(dir.get(), q->codec(), message_prefix);
   for (walk.Seek(message_prefix); walk.Valid(); walk.Next()) {
     lane.assign(walk.prefix());
     uint32_t partition;
@@ -136,7 +140,7 @@ absl::StatusOr<QueueStats> QueueImpl::Stats() {
     if (!LayoutCodec::ParseLanePrefix(lane, has_topic, &partition, &priority,
                                       &topic) ||
         partition >= partitions) {
-      return absl::DataLossError(absl::StrCat("queue '", name_,
+      return absl::DataLossError(absl::StrCat("queue '", q->name(),
                                               "': malformed lane prefix '",
                                               Printable(lane), "'"));
     }
@@ -145,7 +149,7 @@ absl::StatusOr<QueueStats> QueueImpl::Stats() {
     // The last live message.
     MessageId last;
     HQ_ASSIGN_OR_RETURN(const bool found,
-                        LastLaneMessage(it.get(), lane, &last));
+                        QueueImpl::LastLaneMessage(it.get(), lane, &last));
     if (!found || last < cutoff) continue;  // No live message.
     key = lane;
     LayoutCodec::AppendMessageId(&key, cutoff);
@@ -171,29 +175,14 @@ absl::StatusOr<QueueStats> QueueImpl::Stats() {
   return stats;
 }
 
-absl::StatusOr<std::string> QueueImpl::ReadNamedRecord(const std::string& key,
-                                                       std::string_view kind,
-                                                       std::string_view name) {
-  std::string value;
-  const leveldb::Status s =
-      CheckedGet(db_->leveldb(), CheckedReadOptions(), key, &value);
-  if (s.IsNotFound()) {
-    return absl::NotFoundError(absl::StrCat("queue '", name_, "' has no ",
-                                            Av(kind), " '", Av(name), "'"));
-  }
-  HQ_RETURN_IF_ERROR(
-      FromLevelDb(s, absl::StrCat("reading a ", Av(kind), " record")));
-  return value;
-}
-
-absl::StatusOr<GroupInfo> QueueImpl::InspectGroup(std::string_view name) {
+absl::StatusOr<GroupInfo> InspectGroupOf(QueueImpl* q, std::string_view name) {
   HQ_RETURN_IF_ERROR(format::ValidateGroupName(name));
-  if (dropped()) return DroppedError();
-  DbImpl::OpScope op(db_);
+  if (q->dropped()) return q->DroppedError();
+  DbImpl::OpScope op(q->db());
   HQ_RETURN_IF_ERROR(op.status());
   HQ_ASSIGN_OR_RETURN(const std::string value,
-                      ReadNamedRecord(format::GroupKey(record_.id, name),
-                                      "consumer group", name));
+                      q->ReadNamedRecord(format::GroupKey(q->id(), name),
+                                         "consumer group", name));
   format::GroupRecord record;
   HQ_RETURN_IF_ERROR(format::DecodeGroupRecord(value, &record));
   GroupInfo info;
@@ -202,16 +191,16 @@ absl::StatusOr<GroupInfo> QueueImpl::InspectGroup(std::string_view name) {
   info.ordered = record.ordered;
   info.start = static_cast<GroupOptions::Start>(record.start);
   info.start_ids = record.start_ids;
-  info.dead_letter_queue = absl::StrCat(name_, ".dead.", Av(name));
+  info.dead_letter_queue = absl::StrCat(q->name(), ".dead.", Av(name));
   const std::string prefix =
-      format::GroupRecordPrefix(format::kCursorTag, record_.id, record.id);
+      format::GroupRecordPrefix(format::kCursorTag, q->id(), record.id);
   std::unique_ptr<leveldb::Iterator> it(
-      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
-  const bool has_topic = codec_.lane_has_topic();
+      NewCheckedIterator(q->db()->leveldb(), CheckedReadOptions()));
+  const bool has_topic = q->codec().lane_has_topic();
   std::string lane;
   for (it->Seek(prefix); it->Valid() && View(it->key()).starts_with(prefix);
        it->Next()) {
-    lane = format::MessagePrefix(record_.id);
+    lane = format::MessagePrefix(q->id());
     lane.append(View(it->key()).substr(prefix.size()));
     GroupInfo::LaneCursor c;
     std::string_view topic;
@@ -231,27 +220,27 @@ absl::StatusOr<GroupInfo> QueueImpl::InspectGroup(std::string_view name) {
   return info;
 }
 
-absl::StatusOr<SubscriptionStats> QueueImpl::InspectSubscription(
-    std::string_view name) {
+absl::StatusOr<SubscriptionStats> InspectSubscriptionOf(QueueImpl* q,
+                                                        std::string_view name) {
   HQ_RETURN_IF_ERROR(format::ValidateGroupName(name));
-  if (dropped()) return DroppedError();
-  DbImpl::OpScope op(db_);
+  if (q->dropped()) return q->DroppedError();
+  DbImpl::OpScope op(q->db());
   HQ_RETURN_IF_ERROR(op.status());
   HQ_ASSIGN_OR_RETURN(
       const std::string value,
-      ReadNamedRecord(format::SubKey(record_.id, name), "subscription", name));
+      q->ReadNamedRecord(format::SubKey(q->id(), name), "subscription", name));
   format::SubRecord record;
   HQ_RETURN_IF_ERROR(format::DecodeSubRecord(value, &record));
-  const bool has_topic = codec_.lane_has_topic();
-  const MessageId cutoff = TtlCutoff(db_->clock()->Now());
+  const bool has_topic = q->codec().lane_has_topic();
+  const MessageId cutoff = q->TtlCutoff(q->db()->clock()->Now());
   std::unique_ptr<leveldb::Iterator> it(
-      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
+      NewCheckedIterator(q->db()->leveldb(), CheckedReadOptions()));
   SubscriptionStats st;
   std::string seek;
   const std::string cp_prefix =
-      format::GroupRecordPrefix(format::kCheckpointTag, record_.id, record.id);
-  HQ_RETURN_IF_ERROR(
-      WalkLanes(cp_prefix, [&](const LaneEntry& e) -> absl::Status {
+      format::GroupRecordPrefix(format::kCheckpointTag, q->id(), record.id);
+  HQ_RETURN_IF_ERROR(q->WalkLanes(
+      cp_prefix, [&](const QueueImpl::LaneEntry& e) -> absl::Status {
         if (!record.partitions.empty() &&
             !std::binary_search(record.partitions.begin(),
                                 record.partitions.end(), e.partition)) {
@@ -301,37 +290,37 @@ absl::StatusOr<SubscriptionStats> QueueImpl::InspectSubscription(
   return st;
 }
 
-absl::StatusOr<SweepStats> DbImpl::CompactAll(
-    const ProgressCallback& progress) {
-  HQ_ASSIGN_OR_RETURN(SweepStats stats, CompactExpired());
-  OpScope op(this);
+absl::StatusOr<SweepStats> CompactAllOf(DbImpl* db,
+                                        const ProgressCallback& progress) {
+  HQ_ASSIGN_OR_RETURN(SweepStats stats, db->CompactExpired());
+  DbImpl::OpScope op(db);
   HQ_RETURN_IF_ERROR(op.status());
   if (!progress) {
-    db_->CompactRange(nullptr, nullptr);
+    db->leveldb()->CompactRange(nullptr, nullptr);
   } else {
     // Slices [begin, end] of about equal size: the first from the start of
     // the key range, the last to its end.
     const std::vector<std::string> bounds =
-        SliceBounds(db_.get(), kCompactSlices);
+        SliceBounds(db->leveldb(), kCompactSlices);
     PhaseProgress told(progress, "compacting",
-                       ApproximateBytesBefore(db_.get(), ""));
+                       ApproximateBytesBefore(db->leveldb(), ""));
     for (size_t i = 0; i <= bounds.size(); ++i) {
       const leveldb::Slice begin =
           i == 0 ? leveldb::Slice() : leveldb::Slice(bounds[i - 1]);
       const leveldb::Slice end =
           i == bounds.size() ? leveldb::Slice() : leveldb::Slice(bounds[i]);
-      db_->CompactRange(i == 0 ? nullptr : &begin,
-                        i == bounds.size() ? nullptr : &end);
-      HQ_RETURN_IF_ERROR(DamageError());
+      db->leveldb()->CompactRange(i == 0 ? nullptr : &begin,
+                                  i == bounds.size() ? nullptr : &end);
+      HQ_RETURN_IF_ERROR(db->DamageError());
       if (i < bounds.size()) {
-        told.Set(ApproximateBytesBefore(db_.get(), bounds[i]));
+        told.Set(ApproximateBytesBefore(db->leveldb(), bounds[i]));
       }
     }
     told.Finish();
   }
   // CompactRange returns nothing: a compaction it gave up on is only in
-  // LevelDB's log, which info_log_ watches.
-  HQ_RETURN_IF_ERROR(DamageError());
+  // LevelDB's log, which the Db's info log watches.
+  HQ_RETURN_IF_ERROR(db->DamageError());
   return stats;
 }
 

@@ -14,6 +14,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "leveldb/db.h"
+#include "lib/admin/inspect.h"
 #include "lib/admin/record_walk.h"
 #include "lib/engine/checked_read.h"
 #include "lib/engine/db_impl.h"
@@ -137,32 +138,34 @@ void AddDropped(leveldb::Env* env, const std::string& dir,
 
 }  // namespace
 
-absl::StatusOr<VerifyReport> DbImpl::Verify(const ProgressCallback& progress) {
-  OpScope op(this, /*despite_damage=*/true);
+absl::StatusOr<VerifyReport> VerifyDb(DbImpl* db,
+                                      const ProgressCallback& progress) {
+  DbImpl::OpScope op(db, /*despite_damage=*/true);
   HQ_RETURN_IF_ERROR(op.status());
   // Damage first (tables, then dropped logs), then the records' problems in
   // key order.
   VerifyReport damage;
   HQ_ASSIGN_OR_RETURN(std::vector<table_check::LiveTable> live,
-                      table_check::LiveTables(db_.get()));
+                      table_check::LiveTables(db->leveldb()));
   uint64_t table_bytes = 0;
   for (const table_check::LiveTable& t : live) table_bytes += t.size;
   PhaseProgress checked(progress, "checking tables", table_bytes);
-  const table_check::Report tables =
-      table_check::CheckTables(db_.get(), env_.get(), path_, live,
-                               [&](uint64_t bytes) { checked.Add(bytes); });
+  const table_check::Report tables = table_check::CheckTables(
+      db->leveldb(), db->leveldb_env(), db->path(), live,
+      [&](uint64_t bytes) { checked.Add(bytes); });
   checked.Finish();
   AddDamage(tables, &damage);
-  AddDropped(env_.get(), path_, &damage);
+  AddDropped(db->leveldb_env(), db->path(), &damage);
 
   leveldb::ReadOptions ro = CheckedReadOptions();
   ro.fill_cache = false;
-  ro.snapshot = db_->GetSnapshot();
+  ro.snapshot = db->leveldb()->GetSnapshot();
   absl::StatusOr<VerifyReport> report;
   // Its iterators go before the snapshot is released.
-  report = CheckRecords(db_.get(), ro, clock_->Now(), std::move(damage),
-                        /*past_damage=*/!tables.damage.empty(), progress);
-  db_->ReleaseSnapshot(ro.snapshot);
+  report =
+      CheckRecords(db->leveldb(), ro, db->clock()->Now(), std::move(damage),
+                   /*past_damage=*/!tables.damage.empty(), progress);
+  db->leveldb()->ReleaseSnapshot(ro.snapshot);
   return report;
 }
 

@@ -145,7 +145,7 @@ absl::Status DbImpl::DropQueue(std::string_view name) {
     dropped_.push_back(std::move(node.mapped()));
     dropped_queue = dropped_.back().get();
   }
-  dropped_queue->WakeWaiters();  // Blocked claims return NotFound.
+  dropped_queue->consumers()->WakeWaiters();  // Blocked claims return NotFound.
   absl::Status s = DeleteQueueData(queue_id);
   if (!s.ok()) {
     return WithErrorDetail(

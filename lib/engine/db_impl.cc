@@ -57,13 +57,9 @@ std::string LockKey(const std::string& path, leveldb::Env* env) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Db>> Db::Open(const std::string& path,
-                                             const Options& options) {
-  return DbImpl::Open(path, options);
-}
-
 absl::StatusOr<std::unique_ptr<Db>> DbImpl::Open(const std::string& path,
-                                                 const Options& options) {
+                                                 const Options& options,
+                                                 DbExtensions* extensions) {
   if (path.empty()) return absl::InvalidArgumentError("Db path is empty");
   HQ_RETURN_IF_ERROR(ValidateOptions(options));
   leveldb::Env* env = options.env ? options.env : leveldb::Env::Default();
@@ -76,7 +72,8 @@ absl::StatusOr<std::unique_ptr<Db>> DbImpl::Open(const std::string& path,
           "' is already open in this process; close the other Db first"));
     }
   }
-  std::unique_ptr<DbImpl> db(new DbImpl(path, options, std::move(lock_key)));
+  std::unique_ptr<DbImpl> db(
+      new DbImpl(path, options, std::move(lock_key), extensions));
   HQ_RETURN_IF_ERROR(db->Init());  // ~DbImpl unregisters on failure.
   // A status file left by a process that died describes nothing now (and
   // its pid may be this process's: a container's pid 1).
@@ -110,10 +107,12 @@ void DbImpl::ReleaseDirectory(const std::string& key) {
   OpenDirs()->erase(key);
 }
 
-DbImpl::DbImpl(std::string path, const Options& options, std::string lock_key)
+DbImpl::DbImpl(std::string path, const Options& options, std::string lock_key,
+               DbExtensions* extensions)
     : path_(std::move(path)),
       options_(options),
       lock_key_(std::move(lock_key)),
+      extensions_(extensions),
       clock_(options.clock ? options.clock : Clock::Default()),
       leases_(std::make_unique<LeaseManagerImpl>(clock_)) {}
 
@@ -481,11 +480,11 @@ std::vector<QueueImpl*> DbImpl::CachedQueues() {
 }
 
 void DbImpl::WakeAllWaiters() {
-  for (QueueImpl* q : CachedQueues()) q->WakeWaiters();
+  for (QueueImpl* q : CachedQueues()) q->consumers()->WakeWaiters();
 }
 
 void DbImpl::StopSubscriptions() {
-  for (QueueImpl* q : CachedQueues()) q->StopSubscriptions();
+  for (QueueImpl* q : CachedQueues()) q->consumers()->StopSubscriptions();
 }
 
 size_t DbImpl::TEST_CachedQueueCount() {

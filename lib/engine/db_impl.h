@@ -26,6 +26,7 @@
 #include "leveldb/env.h"
 #include "leveldb/filter_policy.h"
 #include "leveldb/write_batch.h"
+#include "lib/engine/db_extensions.h"
 #include "lib/engine/delivery_pool.h"
 #include "lib/engine/file_pin_env.h"
 #include "lib/engine/info_log.h"
@@ -58,8 +59,11 @@ class DeliveryPool;
 // extra record.
 class DbImpl final : public Db {
  public:
+  // Db::Open (lib/admin/db_open.cc), with the calls that the folders above
+  // the engine implement: `extensions` outlives the Db.
   static absl::StatusOr<std::unique_ptr<Db>> Open(const std::string& path,
-                                                  const Options& options);
+                                                  const Options& options,
+                                                  DbExtensions* extensions);
   ~DbImpl() override;
 
   absl::StatusOr<Queue*> CreateQueue(std::string_view name,
@@ -72,20 +76,39 @@ class DbImpl final : public Db {
   const RecoveryReport& recovery() const override { return recovery_; }
   LeaseManagerImpl* lease_impl() { return leases_.get(); }
   absl::StatusOr<SweepStats> CompactExpired() override;
+  // Implemented by the extensions (lib/admin).
   using Db::CompactAll;
-  absl::StatusOr<SweepStats> CompactAll(  // lib/admin/inspect.cc
-      const ProgressCallback& progress) override;
+  absl::StatusOr<SweepStats> CompactAll(
+      const ProgressCallback& progress) override {
+    return extensions_->CompactAll(this, progress);
+  }
   using Db::Backup;
   using Db::Verify;
-  absl::StatusOr<VerifyReport> Verify(  // lib/admin/verify.cc
-      const ProgressCallback& progress) override;
-  absl::StatusOr<BackupReport> Backup(  // lib/admin/backup.cc
-      const std::string& dest, const ProgressCallback& progress) override;
+  absl::StatusOr<VerifyReport> Verify(
+      const ProgressCallback& progress) override {
+    return extensions_->Verify(this, progress);
+  }
+  absl::StatusOr<BackupReport> Backup(
+      const std::string& dest, const ProgressCallback& progress) override {
+    return extensions_->Backup(this, dest, progress);
+  }
+  DbExtensions* extensions() const { return extensions_; }
   // Runs `f` inside every later Backup, after it read the MANIFEST and
   // before it links the tables (tests compact there). Not thread-safe with
   // Backup.
   void TEST_SetBackupHook(std::function<void()> f) {
     backup_hook_ = std::move(f);
+  }
+  // For Backup and Verify: the hook above (empty if none), the Env that
+  // defers LevelDB's file deletions (lib/engine/file_pin_env.h), and
+  // LevelDB's own Env (the top of the chain).
+  const std::function<void()>& backup_hook() const { return backup_hook_; }
+  FilePinEnv* pin_env() const { return pin_env_.get(); }
+  leveldb::Env* leveldb_env() const { return env_.get(); }
+  // Options::env, or the default Env: what hq's own files are written
+  // through (LevelDB's go through leveldb_env(), over it).
+  leveldb::Env* BaseEnv() const {
+    return options_.env ? options_.env : leveldb::Env::Default();
   }
 
   // ---- For QueueImpl and ScannerImpl ----
@@ -286,7 +309,8 @@ class DbImpl final : public Db {
     return (uint64_t{queue_id} << 16) | partition;
   }
 
-  DbImpl(std::string path, const Options& options, std::string lock_key);
+  DbImpl(std::string path, const Options& options, std::string lock_key,
+         DbExtensions* extensions);
   // Opens LevelDB under hq's checks and checks (or writes) hq's records.
   absl::Status Init();
   // LevelDB's options over hq's Env chain, cache and filter (created here).
@@ -444,7 +468,7 @@ class DbImpl final : public Db {
   // Sets *due (sweep_due_ or status_due_) and wakes the janitor every
   // `interval` on the Db's clock.
   void ArmJanitorTimer(absl::Duration interval, bool DbImpl::*due);
-  // Writes the live status file (lib/admin/status_publish.cc). `timed`:
+  // Writes the live status file (lib/engine/status_publish.cc). `timed`:
   // the status timer's publication, which starts the next interval of the
   // rates; an early one (PublishStatusSoon) gives the rates since the last
   // timed one, or since the group's load, and starts none. Janitor thread
@@ -453,11 +477,6 @@ class DbImpl final : public Db {
   // Deletes it (at a clean close, and at Open: one a dead process left).
   void RemoveStatusFile();
   std::string StatusFile() const;  // Its path.
-  // Options::env, or the default Env: what hq's own files are written
-  // through (LevelDB's go through env_, over it).
-  leveldb::Env* BaseEnv() const {
-    return options_.env ? options_.env : leveldb::Env::Default();
-  }
   leveldb::WriteOptions CatalogWriteOptions() const;
   void TightenReservations() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
 
@@ -465,6 +484,7 @@ class DbImpl final : public Db {
   const std::string path_;
   const Options options_;
   const std::string lock_key_;
+  DbExtensions* const extensions_;
   Clock* const clock_;
   std::unique_ptr<leveldb::Cache> cache_;
   std::unique_ptr<const leveldb::FilterPolicy> filter_;

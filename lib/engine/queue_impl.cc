@@ -16,6 +16,76 @@
 
 namespace hq {
 
+QueueImpl::QueueImpl(DbImpl* db, std::string name,
+                     const format::QueueRecord& record)
+    : db_(db),
+      name_(std::move(name)),
+      record_(record),
+      codec_(LayoutCodec::For(record.options.layout)),
+      consumers_(db->extensions()->NewConsumers(db, this)) {}
+
+QueueImpl::~QueueImpl() = default;
+
+absl::StatusOr<std::unique_ptr<Scanner>> QueueImpl::NewScanner(
+    const ScanOptions& options) {
+  return consumers_->NewScanner(options);
+}
+
+absl::StatusOr<ConsumerGroup*> QueueImpl::Group(std::string_view name,
+                                                const GroupOptions& options) {
+  return consumers_->Group(name, options);
+}
+
+absl::Status QueueImpl::DeleteGroup(std::string_view name,
+                                    const DeleteGroupOptions& options) {
+  return consumers_->DeleteGroup(name, options);
+}
+
+absl::StatusOr<Subscription*> QueueImpl::Subscribe(
+    const SubscribeOptions& options, MessageListener* listener) {
+  return consumers_->Subscribe(options, listener);
+}
+
+absl::Status QueueImpl::Unsubscribe(std::string_view name) {
+  return consumers_->Unsubscribe(name);
+}
+
+absl::Status QueueImpl::DeleteSubscription(std::string_view name) {
+  return consumers_->Unsubscribe(name);
+}
+
+absl::StatusOr<uint64_t> QueueImpl::ApproximateBytes() {
+  return db_->extensions()->ApproximateBytes(this);
+}
+
+absl::StatusOr<QueueStats> QueueImpl::Stats() {
+  return db_->extensions()->Stats(this);
+}
+
+absl::StatusOr<GroupInfo> QueueImpl::InspectGroup(std::string_view name) {
+  return db_->extensions()->InspectGroup(this, name);
+}
+
+absl::StatusOr<SubscriptionStats> QueueImpl::InspectSubscription(
+    std::string_view name) {
+  return db_->extensions()->InspectSubscription(this, name);
+}
+
+absl::StatusOr<std::string> QueueImpl::ReadNamedRecord(const std::string& key,
+                                                       std::string_view kind,
+                                                       std::string_view name) {
+  std::string value;
+  const leveldb::Status s =
+      CheckedGet(db_->leveldb(), CheckedReadOptions(), key, &value);
+  if (s.IsNotFound()) {
+    return absl::NotFoundError(absl::StrCat("queue '", name_, "' has no ",
+                                            Av(kind), " '", Av(name), "'"));
+  }
+  HQ_RETURN_IF_ERROR(
+      FromLevelDb(s, absl::StrCat("reading a ", Av(kind), " record")));
+  return value;
+}
+
 QueueInfo QueueImpl::info() const {
   return QueueInfo{name_, record_.options, record_.created};
 }

@@ -16,7 +16,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "hq/queue.h"
 #include "leveldb/iterator.h"
-#include "lib/format/live_status.h"
+#include "lib/engine/db_extensions.h"
 #include "lib/format/format.h"
 #include "lib/format/layout_codec.h"
 #include "lib/util/sync.h"
@@ -24,8 +24,6 @@
 namespace hq {
 
 class DbImpl;
-class GroupImpl;
-class SubscriptionImpl;
 
 // Told by the write path which lanes it wrote (consumer groups and
 // subscriptions of the queue). Must not block or take the caller's locks.
@@ -37,12 +35,13 @@ class LaneListener {
   ~LaneListener() = default;
 };
 
-// The queue's core (writes, lanes, listeners) is lib/engine/queue_impl.cc;
-// its consume side (groups, subscriptions, scanners, and the constructor
-// and destructor, which need their complete types) is
-// lib/consume/queue_consume.cc.
+// The queue's core: writes, lanes, listeners. Its consumers (groups,
+// subscriptions, scanners) are a QueueConsumers that the Db's extensions
+// make (lib/engine/db_extensions.h), and its inspection calls go to those
+// extensions: both are implemented above the engine.
 class QueueImpl final : public Queue {
  public:
+  // `db` outlives it; its consumers are made here, by db->extensions().
   QueueImpl(DbImpl* db, std::string name, const format::QueueRecord& record);
   ~QueueImpl() override;
 
@@ -60,7 +59,6 @@ class QueueImpl final : public Queue {
   absl::StatusOr<ConsumerGroup*> Group(std::string_view name,
                                        const GroupOptions& options) override;
   absl::StatusOr<std::vector<std::string>> ListGroups() override;
-  // lib/consume/group_delete.cc.
   absl::Status DeleteGroup(std::string_view name,
                            const DeleteGroupOptions& options) override;
   absl::StatusOr<Subscription*> Subscribe(const SubscribeOptions& options,
@@ -68,7 +66,7 @@ class QueueImpl final : public Queue {
   absl::Status Unsubscribe(std::string_view name) override;
   absl::Status DeleteSubscription(std::string_view name) override;
   absl::StatusOr<std::vector<std::string>> ListSubscriptions() override;
-  // Inspection (lib/admin/inspect.cc).
+  // Inspection (DbExtensions).
   absl::StatusOr<uint64_t> ApproximateBytes() override;
   absl::StatusOr<QueueStats> Stats() override;
   absl::StatusOr<GroupInfo> InspectGroup(std::string_view name) override;
@@ -80,14 +78,9 @@ class QueueImpl final : public Queue {
   absl::StatusOr<SubscriptionStats> InspectSubscription(
       std::string_view name) override;
 
-  // Stops every subscription of the queue and writes its checkpoints (at
-  // the Db's close).
-  void StopSubscriptions();
-  // Appends the live status of the groups loaded and the subscriptions live
-  // in this process (lib/admin/status_publish.cc); rates left at zero. If
-  // `loaded_at` is not null, appends each group's load time to it.
-  void CollectLiveStatus(LiveStatus* out, std::vector<absl::Time>* loaded_at)
-      ABSL_LOCKS_EXCLUDED(status_mu_);
+  // The queue's consumers (constant after construction).
+  QueueConsumers* consumers() const { return consumers_.get(); }
+  DbImpl* db() const { return db_; }
 
   // One lane of the queue, as WalkLanes gives it.
   struct LaneEntry {
@@ -119,8 +112,6 @@ class QueueImpl final : public Queue {
   // (written, with `results`) went to. Called by the write pipeline after each
   // write, while the write still counts as a call in flight.
   void NoteWritten(std::span<const Message> messages, const PutResult* results);
-  // Wakes the blocked claims of the queue's groups.
-  void WakeWaiters();
   bool has_listeners() const {
     return has_listeners_.load(std::memory_order_acquire);
   }
@@ -142,20 +133,17 @@ class QueueImpl final : public Queue {
   bool dropped() const { return dropped_.load(); }
   absl::Status DroppedError() const;
 
- private:
-  absl::StatusOr<std::vector<std::string>> ListNames(char tag,
-                                                     std::string_view what);
   // The end (the id after the last message) of each lane in `scope`.
   absl::StatusOr<std::vector<std::pair<std::string, MessageId>>> LaneEnds(
       const format::SubRecord& scope);
-  // Sets the start of a new group's `record` from `options`.
-  absl::Status SetGroupStart(const GroupOptions& options,
-                             format::GroupRecord* record);
-  // Writes the record (and, to start at the latest, the checkpoints) of a
-  // new subscription: `want` with its start from `options` and a new id.
-  absl::StatusOr<format::SubRecord> CreateSubRecord(
-      const SubscribeOptions& options, format::SubRecord want,
-      const std::string& key);
+  // The write path tells `l` the lanes it writes, from now until
+  // RemoveListener(l) returns.
+  void AddListener(LaneListener* l) ABSL_LOCKS_EXCLUDED(listeners_mu_);
+  void RemoveListener(LaneListener* l) ABSL_LOCKS_EXCLUDED(listeners_mu_);
+
+ private:
+  absl::StatusOr<std::vector<std::string>> ListNames(char tag,
+                                                     std::string_view what);
   // OK or InvalidArgument naming message `index` (-1: a single Put).
   absl::Status Validate(const Message& m, int64_t index) const {
     if (ABSL_PREDICT_TRUE(Plain(m))) return absl::OkStatus();
@@ -187,32 +175,14 @@ class QueueImpl final : public Queue {
   std::atomic<bool> dropped_{false};
   std::atomic<uint64_t> swept_cutoff_{0};  // ms << 16 | seq.
 
-  // Groups loaded in this process. groups_mu_ is held while a group loads;
-  // listeners_mu_ only while the write path notes lanes.
-  Mutex groups_mu_ ABSL_ACQUIRED_BEFORE(listeners_mu_);
-  absl::flat_hash_map<std::string, std::unique_ptr<GroupImpl>> groups_
-      ABSL_GUARDED_BY(groups_mu_);
-  // Groups being deleted (Group() fails with NotFound meanwhile), and the
-  // deleted ones that were loaded: kept so that their handles stay valid.
-  absl::flat_hash_set<std::string> deleting_groups_ ABSL_GUARDED_BY(groups_mu_);
-  std::vector<std::unique_ptr<GroupImpl>> deleted_groups_
-      ABSL_GUARDED_BY(groups_mu_);
-  // Subscriptions live in this process. subs_mu_ is held while one is
-  // created or loaded, not while one stops.
-  Mutex subs_mu_ ABSL_ACQUIRED_BEFORE(listeners_mu_);
-  absl::flat_hash_map<std::string, std::unique_ptr<SubscriptionImpl>> subs_
-      ABSL_GUARDED_BY(subs_mu_);
-  // Held by CollectLiveStatus while it uses this queue's subscriptions, and
-  // by Unsubscribe to destroy one: a subscription it reads stays alive.
-  Mutex status_mu_ ABSL_ACQUIRED_BEFORE(subs_mu_);
-  // Being unsubscribed (Subscribe with these names fails meanwhile).
-  absl::flat_hash_set<std::string> unsubscribing_ ABSL_GUARDED_BY(subs_mu_);
-
-  void AddListener(LaneListener* l) ABSL_LOCKS_EXCLUDED(listeners_mu_);
-  void RemoveListener(LaneListener* l) ABSL_LOCKS_EXCLUDED(listeners_mu_);
+  // Held only while the write path notes lanes, and by AddListener and
+  // RemoveListener; taken after the consumers' own locks.
   Mutex listeners_mu_;
   std::vector<LaneListener*> listeners_ ABSL_GUARDED_BY(listeners_mu_);
   std::atomic<bool> has_listeners_{false};
+
+  // Last: destroyed first, while the rest of the queue is whole.
+  std::unique_ptr<QueueConsumers> consumers_;
 };
 
 }  // namespace hq

@@ -1,8 +1,9 @@
 // Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
 //
-// Publishing the live status file (lib/format/live_status.h): what each
-// queue contributes (QueueImpl::CollectLiveStatus) and the janitor's
-// publication (DbImpl::PublishStatus, DbImpl::RemoveStatusFile).
+// Publishing the live status file (lib/format/live_status.h): the
+// janitor's publication (DbImpl::PublishStatus, DbImpl::RemoveStatusFile),
+// from what each queue's consumers contribute
+// (QueueConsumers::CollectLiveStatus).
 
 #include <unistd.h>
 
@@ -11,66 +12,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "leveldb/env.h"
-#include "lib/format/live_status.h"
-#include "lib/consume/group_impl.h"
-#include "lib/consume/subscription_impl.h"
 #include "lib/engine/db_impl.h"
 #include "lib/engine/queue_impl.h"
+#include "lib/format/live_status.h"
 #include "lib/util/file_util.h"
 
 namespace hq {
-
-void QueueImpl::CollectLiveStatus(LiveStatus* out,
-                                  std::vector<absl::Time>* loaded_at) {
-  std::vector<GroupImpl*> groups;
-  {
-    MutexLock l(&groups_mu_);
-    for (auto& [name, g] : groups_) groups.push_back(g.get());
-  }
-  for (GroupImpl* g : groups) {
-    absl::StatusOr<GroupStats> st = g->Stats();
-    if (!st.ok()) continue;  // Dropped meanwhile, or the Db is closing.
-    LiveGroupStatus s{.queue = name_, .name = g->name(), .stats = *st};
-    absl::StatusOr<std::vector<PendingTask>> pending =
-        g->ListPending(kLiveStatusPending, nullptr);
-    if (pending.ok()) {
-      s.pending_complete = pending->size() < kLiveStatusPending;
-      s.pending = *std::move(pending);
-    } else {
-      s.pending_complete = false;
-    }
-    if (absl::StatusOr<std::vector<ConsumerInfo>> c = g->Consumers(); c.ok()) {
-      s.consumers = *std::move(c);
-      if (s.consumers.size() > kLiveStatusConsumers) {
-        s.consumers.resize(kLiveStatusConsumers);
-      }
-    }
-    s.claimed_total = g->claimed_total();
-    s.completed_total = g->completed_total();
-    out->groups.push_back(std::move(s));
-    if (loaded_at != nullptr) loaded_at->push_back(g->loaded_at());
-  }
-  MutexLock status(&status_mu_);
-  std::vector<SubscriptionImpl*> subs;
-  {
-    MutexLock l(&subs_mu_);
-    for (auto& [name, sub] : subs_) subs.push_back(sub.get());
-  }
-  for (SubscriptionImpl* sub : subs) {
-    // Without the lanes: reading every checkpoint (one per topic of a topic
-    // layout queue) under the subscription's lock would stall it.
-    absl::StatusOr<SubscriptionStats> st = sub->Stats(/*with_lanes=*/false);
-    if (!st.ok()) continue;
-    out->subscriptions.push_back({.queue = name_,
-                                  .name = sub->name(),
-                                  .lag = st->lag,
-                                  .lag_exact = st->lag_exact,
-                                  .delivered = st->delivered,
-                                  .failed_attempts = st->failed_attempts,
-                                  .buffered = st->buffered,
-                                  .listeners = st->listeners});
-  }
-}
 
 absl::Status DbImpl::PublishStatus(bool timed) {
   if (IsClosing()) return absl::OkStatus();
@@ -79,7 +26,7 @@ absl::Status DbImpl::PublishStatus(bool timed) {
   s.interval = options_.status_interval;
   std::vector<absl::Time> loaded_at;
   for (QueueImpl* q : CachedQueues()) {
-    if (!q->dropped()) q->CollectLiveStatus(&s, &loaded_at);
+    if (!q->dropped()) q->consumers()->CollectLiveStatus(&s, &loaded_at);
   }
   // After the collection: every figure counts what happened before it.
   s.written = clock_->Now();
