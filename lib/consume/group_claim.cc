@@ -223,17 +223,13 @@ absl::StatusOr<std::vector<Task>> GroupImpl::Claim(const ClaimOptions& o) {
     return ClaimChunks(o, partitions, claiming.leaves_before, &next_due, &left);
   }
   const absl::Time deadline = db_->clock()->Now() + o.wait;
-  waiters_.fetch_add(1);
+  wakeup_.Enter();
   struct Leave {
-    std::atomic<int>* n;
-    ~Leave() { n->fetch_sub(1); }
-  } leave{&waiters_};
+    ClaimWakeup* w;
+    ~Leave() { w->Exit(); }
+  } leave{&wakeup_};
   for (;;) {
-    uint64_t seen;
-    {
-      MutexLock l(&wait_mu_);
-      seen = wake_seq_;
-    }
+    const uint64_t seen = wakeup_.seq();
     absl::Time next_due;
     bool left;
     HQ_ASSIGN_OR_RETURN(
@@ -280,12 +276,9 @@ absl::StatusOr<std::vector<bool>> GroupImpl::CheckClaim(
 
 absl::Status GroupImpl::SleepUntilWoken(uint64_t seen, absl::Time wake_at) {
   absl::StatusOr<LeaseId> timer =
-      db_->lease_impl()->CreateAt(wake_at, [this] { Wake(); });
+      db_->lease_impl()->CreateAt(wake_at, [this] { wakeup_.Wake(); });
   if (!timer.ok()) return timer.status();
-  {
-    MutexLock l(&wait_mu_);
-    while (wake_seq_ == seen) wait_cv_.Wait(&wait_mu_);
-  }
+  wakeup_.WaitPast(seen);
   (void)db_->leases()->Cancel(*timer);
   return absl::OkStatus();
 }
@@ -311,12 +304,6 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimChunks(
     }
     if (out.size() == o.max || !more || *left) return out;
   }
-}
-
-void GroupImpl::Wake() {
-  MutexLock l(&wait_mu_);
-  ++wake_seq_;
-  wait_cv_.SignalAll();
 }
 
 absl::Status GroupImpl::CollectDue(int priority, ClaimPass* p) {
@@ -596,7 +583,8 @@ void GroupImpl::OnLeaseExpired(uint64_t key) {
       AddWaiting(lane, e.id, &rec, now + Backoff(rec.attempts));
     }
   }
-  if (waiters_.load() > 0) Wake();  // Due now, or a new earliest due time.
+  if (wakeup_.has_waiters())
+    wakeup_.Wake();  // Due now, or a new earliest due time.
 }
 
 }  // namespace hq

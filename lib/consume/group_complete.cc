@@ -124,7 +124,7 @@ absl::Status GroupImpl::Complete(std::span<const Task> tasks) {
   // and that action takes the lock (it then finds the task completed).
   for (LeaseId id : cancel) (void)db_->leases()->Cancel(id);
   // Ordered groups: the lanes after these tasks are free to go on.
-  if (record_.ordered && waiters_.load() > 0) Wake();
+  if (record_.ordered && wakeup_.has_waiters()) wakeup_.Wake();
   return absl::OkStatus();
 }
 
@@ -149,7 +149,7 @@ absl::Status GroupImpl::LetGo(
   }
   if (cancel != 0) (void)db_->leases()->Cancel(cancel);
   // A redelivery to take; for ordered groups, the lane after it free.
-  if (s.ok() && waiters_.load() > 0) Wake();
+  if (s.ok() && wakeup_.has_waiters()) wakeup_.Wake();
   return s;
 }
 

@@ -68,7 +68,7 @@ GroupImpl::GroupImpl(DbImpl* db, QueueImpl* queue, std::string name,
           },
           // Waiting claims of consumers that gained partitions.
           [this] {
-            if (waiters_.load() > 0) Wake();
+            if (wakeup_.has_waiters()) wakeup_.Wake();
           }) {
   MutexLock l(&mu_);
   lanes_.SetMaxActive(options.max_active_lanes);
@@ -91,10 +91,10 @@ void GroupImpl::SetOptions(const GroupOptions& options) {
 void GroupImpl::NoteLaneWritten(std::string_view lane_prefix)
     ABSL_NO_THREAD_SAFETY_ANALYSIS {
   lanes_.Note(lane_prefix);  // Thread-safe: without mu_.
-  if (waiters_.load() > 0) Wake();
+  if (wakeup_.has_waiters()) wakeup_.Wake();
 }
 
-void GroupImpl::WakeWaiters() { Wake(); }
+void GroupImpl::WakeWaiters() { wakeup_.Wake(); }
 
 MessageId GroupImpl::Absent(std::string_view prefix, uint32_t partition,
                             int priority, bool* floored) const {
@@ -496,7 +496,7 @@ void GroupImpl::EndInFlight(Lane* lane, Rec* rec) {
                    db_->clock()->Now());
   rec->topic.clear();
   // A claim waiting for the topic's in-flight limit may take it now.
-  if (freed && waiters_.load() > 0) Wake();
+  if (freed && wakeup_.has_waiters()) wakeup_.Wake();
 }
 
 absl::Status GroupImpl::TakeNotes() {

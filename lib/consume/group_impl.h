@@ -58,6 +58,8 @@
 #include "hq/lease.h"
 #include "leveldb/db.h"
 #include "leveldb/write_batch.h"
+#include "lib/consume/claim_wakeup.h"
+#include "lib/consume/group_claim_pass.h"
 #include "lib/consume/group_lane.h"
 #include "lib/consume/group_records.h"
 #include "lib/consume/lane_notes.h"
@@ -134,7 +136,7 @@ class GroupImpl final : public ConsumerGroup,
   // When the group was loaded, by the Db's clock.
   absl::Time loaded_at() const { return loaded_at_; }
   // Claims blocked in a wait.
-  int TEST_Waiters() const { return waiters_.load(); }
+  int TEST_Waiters() const { return wakeup_.waiters(); }
   // Besides LaneSetHooks. Since load: cursor records read, and seeks of lanes
   // for new messages. Bytes of messages read ahead now.
   uint64_t TEST_CursorReads() ABSL_LOCKS_EXCLUDED(mu_);
@@ -173,14 +175,13 @@ class GroupImpl final : public ConsumerGroup,
       const ClaimOptions& o, const std::vector<bool>& partitions,
       uint64_t leaves_before, absl::Time* next_due, bool* left)
       ABSL_LOCKS_EXCLUDED(mu_);
-  void Wake() ABSL_LOCKS_EXCLUDED(wait_mu_);
   // Checks a claim's options against the group and its queue; returns its
   // partition filter (partitions[p]: p may be claimed; empty: all).
   absl::StatusOr<std::vector<bool>> CheckClaim(const ClaimOptions& o) const;
-  // Sleeps until Wake() moves wake_seq_ past `seen`, or the Db's clock
+  // Sleeps until wakeup_ moves past `seen`, or the Db's clock
   // reaches `wake_at` (a timer on it wakes the claim).
   absl::Status SleepUntilWoken(uint64_t seen, absl::Time wake_at)
-      ABSL_LOCKS_EXCLUDED(wait_mu_, mu_);
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Usable() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // NotFound if the queue was dropped or the group deleted; else OK.
   absl::Status Gone() const;
@@ -207,26 +208,7 @@ class GroupImpl final : public ConsumerGroup,
   // Ordered groups: whether `lane` has a task not completed (in flight or
   // waiting), which holds back the rest of the lane.
   static bool Pending(const Lane& lane);
-  // One claim in progress: its inputs, and what it hands out and writes.
-  struct ClaimPass {
-    const ClaimOptions& o;
-    absl::Time now;
-    MessageId cutoff;                        // The TTL cutoff at `now`.
-    absl::Duration lease;                    // The tasks' lease.
-    std::function<bool(const Lane*)> match;  // Lanes the claim may take.
-    leveldb::Iterator* it;
-    std::vector<Task> out;
-    std::vector<Lane*> touched;
-    std::vector<std::pair<Lane*, MessageId>> gone;  // Found past the TTL.
-    leveldb::WriteBatch batch;
-    // Paged groups: the claim stopped examining lanes at its budget while
-    // the source had more.
-    bool more = false;
-    // Paged groups: lanes evicted for higher priorities (MakeRoom).
-    std::vector<Lane*> made_room;
-    // Ordered groups: the calling consumer.
-    const Consumer* consumer = nullptr;
-  };
+  using ClaimPass = GroupClaimPass;
   // Collects the tasks of an unordered or an ordered claim.
   absl::Status CollectUnordered(ClaimPass* p)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -397,20 +379,7 @@ class GroupImpl final : public ConsumerGroup,
   // Takes the lanes noted by the write path.
   absl::Status TakeNotes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // One ReadLane call's state, for Offer.
-  struct LaneRead {
-    Lane* lane;
-    size_t want;
-    const std::vector<std::string>& topics;
-    bool has_topic;
-    absl::Time now;
-    absl::Duration lease;
-    std::vector<Task>* out;
-    leveldb::WriteBatch* batch;
-    bool contiguous = true;  // The scan cursor follows the messages read.
-    size_t handed = 0;
-    size_t paced_skips = 0;
-  };
+  using LaneRead = GroupLaneRead;
   // The next message of r->lane, `id` of `topic` with value `value`: handed
   // out, or passed. False if the read stops before it, or (an ordered
   // lane's delayed message) after it.
@@ -467,14 +436,7 @@ class GroupImpl final : public ConsumerGroup,
   // At load: `rec` was in flight when the process stopped.
   void Interrupted(Lane* lane, MessageId id, Rec* rec)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A paged group's claim in progress: its claim record's value
-  // (doc/format.md, "Claim records"), the cursors of the lanes it handed
-  // out first messages of, written in place of their cursor records.
-  struct ClaimLog {
-    uint64_t seq;
-    std::string value;
-    uint32_t lanes = 0;
-  };
+  using ClaimLog = GroupClaimLog;
   // Erases completed records at the head of the lane, moves the completion
   // cursor and appends the changed cursor record; or, if `log` is not null
   // and the lane handed out a first message in this call, an entry of
@@ -581,11 +543,8 @@ class GroupImpl final : public ConsumerGroup,
   const GroupRecords records_;
   const PaceRecords pace_records_;
 
-  // Blocked claims sleep on wait_cv_ until wake_seq_ moves. Taken alone.
-  Mutex wait_mu_;
-  CondVar wait_cv_;
-  uint64_t wake_seq_ ABSL_GUARDED_BY(wait_mu_) = 0;
-  std::atomic<int> waiters_{0};
+  // Where blocked claims wait.
+  ClaimWakeup wakeup_;
   // Set once, by BeginDelete, under mu_.
   std::atomic<bool> deleted_{false};
   std::atomic<uint64_t> claimed_total_{0};

@@ -39,7 +39,7 @@ absl::Status GroupImpl::SetTopicPacing(std::string_view topic,
   stored.interval =
       absl::Milliseconds(absl::ToInt64Milliseconds(pacing.interval));
   pacer_.OverrideChanged(topic, stored);
-  if (waiters_.load() > 0) Wake();  // It may have been loosened.
+  if (wakeup_.has_waiters()) wakeup_.Wake();  // It may have been loosened.
   return absl::OkStatus();
 }
 
@@ -62,7 +62,7 @@ absl::Status GroupImpl::ClearTopicPacing(std::string_view topic) {
   pace_records_.Delete(topic, &batch);
   HQ_RETURN_IF_ERROR(Write(batch));
   pacer_.OverrideChanged(topic, std::nullopt);
-  if (waiters_.load() > 0) Wake();
+  if (wakeup_.has_waiters()) wakeup_.Wake();
   return absl::OkStatus();
 }
 
