@@ -20,21 +20,6 @@
 
 namespace hq {
 
-absl::StatusOr<QueueImpl*> GroupImpl::DeadQueue(bool create) {
-  const std::string name = dead_letter_queue();
-  absl::StatusOr<Queue*> q = db_->OpenQueue(name);
-  if (absl::IsNotFound(q.status()) && create) {
-    const QueueOptions& qo = queue_->options();
-    q = db_->CreateQueue(name, {.partitions = qo.partitions,
-                                .priorities = qo.priorities,
-                                .layout = qo.layout,
-                                .max_payload_bytes = qo.max_payload_bytes});
-    if (absl::IsAlreadyExists(q.status())) q = db_->OpenQueue(name);
-  }
-  if (!q.ok()) return q.status();
-  return static_cast<QueueImpl*>(*q);
-}
-
 absl::Status GroupImpl::FlushDying() {
   if (dying_.empty()) return absl::OkStatus();
   const absl::Time now = db_->clock()->Now();
@@ -83,7 +68,7 @@ absl::Status GroupImpl::FlushDying() {
   }
   // This batch does not move the source position.
   PutFloored(&extra, /*unless_passed=*/false);
-  const absl::Status s = WriteDeadLetters(letters, infos, extra);
+  const absl::Status s = dead_queue_.Write(letters, infos, extra);
   if (!s.ok()) {
     // The tasks are marked done in memory but not on disk: stop here.
     if (!queue_->dropped() && broken_.ok()) {
@@ -96,52 +81,6 @@ absl::Status GroupImpl::FlushDying() {
   dead_count_ += letters.size();
   Committed(&touched);
   return absl::OkStatus();
-}
-
-absl::Status GroupImpl::WriteDeadLetters(
-    const std::vector<Task>& letters,
-    const std::vector<format::DeadValue>& infos,
-    const leveldb::WriteBatch& extra) {
-  const std::string dead_prefix =
-      format::GroupRecordPrefix(format::kDeadTag, queue_->id(), record_.id);
-  std::vector<Message> messages(letters.size());
-  std::vector<uint32_t> partitions(letters.size());
-  std::vector<PutResult> results(letters.size());
-  absl::Status s;
-  // Twice: the dead-letter queue may be dropped between the lookup and the
-  // write; the second attempt creates it again.
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    absl::StatusOr<QueueImpl*> dead = DeadQueue(/*create=*/true);
-    if (!dead.ok()) {
-      s = dead.status();
-      continue;
-    }
-    const QueueOptions& dqo = (*dead)->options();
-    for (size_t i = 0; i < letters.size(); ++i) {
-      const Task& t = letters[i];
-      messages[i] =
-          Message{.topic = t.topic,
-                  .payload = t.payload,
-                  .key = t.key,
-                  .priority = std::min(t.priority, dqo.priorities - 1)};
-      partitions[i] = t.partition % dqo.partitions;
-    }
-    s = db_->WriteMessages(
-        *dead, messages, partitions.data(), results.data(), db_->default_sync(),
-        [&](leveldb::WriteBatch* b) {
-          std::string k;
-          for (size_t i = 0; i < results.size(); ++i) {
-            k = dead_prefix;
-            coding::PutFixed16(&k, static_cast<uint16_t>(results[i].partition));
-            LayoutCodec::AppendMessageId(&k, results[i].id);
-            b->Put(k, format::EncodeDead(infos[i]));
-          }
-          b->Append(extra);
-        },
-        /*also_live=*/queue_);
-    if (s.ok() || queue_->dropped()) break;
-  }
-  return s;
 }
 
 absl::StatusOr<std::vector<DeadLetter>> GroupImpl::ListDeadLetters(
@@ -157,7 +96,7 @@ absl::StatusOr<std::vector<DeadLetter>> GroupImpl::ListDeadLetters(
   HQ_RETURN_IF_ERROR(FlushDying());
   HQ_RETURN_IF_ERROR(ForgetDeadIfQueueGone());
   std::vector<DeadLetter> out;
-  absl::StatusOr<QueueImpl*> dead = DeadQueue(/*create=*/false);
+  absl::StatusOr<QueueImpl*> dead = dead_queue_.Open(/*create=*/false);
   if (absl::IsNotFound(dead.status())) return out;
   if (!dead.ok()) return dead.status();
   if (after != nullptr && after->partition >= (*dead)->options().partitions) {
@@ -240,7 +179,7 @@ absl::Status GroupImpl::Requeue(std::span<const DeadLetter> letters,
   {
     MutexLock l(&mu_);
     HQ_RETURN_IF_ERROR(Usable());
-    absl::StatusOr<QueueImpl*> dead = DeadQueue(/*create=*/false);
+    absl::StatusOr<QueueImpl*> dead = dead_queue_.Open(/*create=*/false);
     if (!dead.ok()) return dead.status();
     const std::string prefix =
         format::GroupRecordPrefix(format::kDeadTag, queue_->id(), record_.id);

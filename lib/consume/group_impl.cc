@@ -50,6 +50,7 @@ GroupImpl::GroupImpl(DbImpl* db, QueueImpl* queue, std::string name,
       records_(db->leveldb(), queue->id(), record, name_,
                queue->codec().lane_has_topic()),
       pace_records_(db->leveldb(), queue->id(), record.id, name_),
+      dead_queue_(db, queue, record.id, name_),
       loaded_at_(db->clock()->Now()),
       options_(options),
       lanes_(absl::StrCat("consumer group '", name_, "'"),
@@ -77,9 +78,7 @@ GroupImpl::GroupImpl(DbImpl* db, QueueImpl* queue, std::string name,
 
 GroupImpl::~GroupImpl() = default;
 
-std::string GroupImpl::dead_letter_queue() const {
-  return absl::StrCat(queue_->name(), ".dead.", name_);
-}
+std::string GroupImpl::dead_letter_queue() const { return dead_queue_.name(); }
 
 void GroupImpl::SetOptions(const GroupOptions& options) {
   MutexLock l(&mu_);
@@ -259,7 +258,7 @@ void GroupImpl::Recover(absl::Time now) {
 
 absl::Status GroupImpl::ForgetDeadIfQueueGone() {
   if (dead_count_ == 0) return absl::OkStatus();
-  absl::StatusOr<QueueImpl*> dead = DeadQueue(/*create=*/false);
+  absl::StatusOr<QueueImpl*> dead = dead_queue_.Open(/*create=*/false);
   if (!absl::IsNotFound(dead.status())) return dead.status();
   // The dead-letter queue was dropped: so are its letters.
   std::unique_ptr<leveldb::Iterator> it(

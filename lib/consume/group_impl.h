@@ -59,6 +59,7 @@
 #include "leveldb/db.h"
 #include "leveldb/write_batch.h"
 #include "lib/consume/claim_wakeup.h"
+#include "lib/consume/dead_letter_queue.h"
 #include "lib/consume/group_claim_pass.h"
 #include "lib/consume/group_lane.h"
 #include "lib/consume/group_records.h"
@@ -473,15 +474,6 @@ class GroupImpl final : public ConsumerGroup,
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes the dying tasks to the dead-letter queue.
   absl::Status FlushDying() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Writes `letters` (with their `infos`) to the dead-letter queue, which
-  // it creates if needed (again if it is dropped meanwhile), and `extra`
-  // in the same batch.
-  absl::Status WriteDeadLetters(const std::vector<Task>& letters,
-                                const std::vector<format::DeadValue>& infos,
-                                const leveldb::WriteBatch& extra)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<QueueImpl*> DeadQueue(bool create)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // If there are dead records but no dead-letter queue (a user dropped
   // it), deletes the records.
   absl::Status ForgetDeadIfQueueGone() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -542,6 +534,7 @@ class GroupImpl final : public ConsumerGroup,
   const format::GroupRecord record_;
   const GroupRecords records_;
   const PaceRecords pace_records_;
+  const DeadLetterQueue dead_queue_;
 
   // Where blocked claims wait.
   ClaimWakeup wakeup_;
