@@ -179,9 +179,15 @@
 //                    many_topics_subscribe[L], its delivery of every
 //                    message (one op = one message; the topic layout's
 //                    walks the lanes, as one created over existing
-//                    data does); `many_topics heap_kb[L]`, heap growth
-//                    after the put, the group load, the first claim, the
-//                    claims and the subscription. Then
+//                    data does), many_topics_sub_first[L], the time from
+//                    Subscribe to its first delivery (one op);
+//                    `many_topics heap_kb[L]`, heap growth after the put,
+//                    the group load, the first claim, the claims and the
+//                    subscription, and `many_topics leveldb_kb[L]`, the
+//                    part of the heap LevelDB's memtables and block cache
+//                    held after the first claim, the claims and the
+//                    subscription (leveldb.approximate-memory-usage).
+//                    Unless --many_topics_extras=false, then
 //                    many_topics_put[topic_with_group], the topic layout's
 //                    put into a queue with a consumer group from the start
 //                    (its batches write lane index records; a queue
@@ -361,6 +367,9 @@
 //   --many_topics_drain=false  many_topics stops after read_topic: no
 //                      claims, no subscription (start-up and memory at a
 //                      scale where draining takes hours).
+//   --many_topics_extras=false  many_topics runs only its two layouts
+//                      and their ratios: no put with a group, no put while
+//                      claiming, no raw LevelDB.
 //   --lab_layouts=LIST Layouts of layout_lab, the first the baseline.
 //                      Default: salt_index_segment_time_job,
 //                      salt_time_job_segment_index.
@@ -468,6 +477,8 @@ ABSL_FLAG(int64_t, cache_bytes, int64_t{64} << 20,
 ABSL_FLAG(int64_t, many_topics, 1000000, "Topics of many_topics.");
 ABSL_FLAG(bool, many_topics_drain, true,
           "many_topics drains its group and runs its subscription.");
+ABSL_FLAG(bool, many_topics_extras, true,
+          "many_topics runs its puts with a group and raw LevelDB.");
 ABSL_FLAG(std::string, lab_layouts,
           "salt_index_segment_time_job,salt_time_job_segment_index",
           "Rowkey layouts of layout_lab (orders of salt, index, segment, "
@@ -574,6 +585,7 @@ absl::Status ScalarsFromFlags(Config& c) {
   c.sync_num = absl::GetFlag(FLAGS_sync_num);
   c.many_topics = absl::GetFlag(FLAGS_many_topics);
   c.many_topics_drain = absl::GetFlag(FLAGS_many_topics_drain);
+  c.many_topics_extras = absl::GetFlag(FLAGS_many_topics_extras);
   return absl::OkStatus();
 }
 

@@ -52,6 +52,9 @@ struct Config {
   int64_t sync_num = 20000;
   int64_t many_topics = 1000000;
   bool many_topics_drain = true;  // false: no claims nor subscription.
+  // false: many_topics runs only its two layouts (no put with a group, no
+  // raw LevelDB).
+  bool many_topics_extras = true;
   LayoutLabOptions lab;
   bool sqlite = false;  // --peers
   bool redis = false;

@@ -597,8 +597,14 @@ class CountingListener : public MessageListener {
  public:
   absl::Status OnMessage(const MessageView&) override {
     MutexLock l(&mu_);
+    if (got_ == 0) first_ = SteadyClock::now();
     if (++got_ == want_) cv_.SignalAll();
     return absl::OkStatus();
+  }
+  // When the first delivery came. REQUIRES: one came (Wait returned true).
+  SteadyClock::time_point first() {
+    MutexLock l(&mu_);
+    return first_;
   }
   // False if no delivery came for a minute (a liveness bound).
   bool Wait(int64_t n) {
@@ -619,12 +625,26 @@ class CountingListener : public MessageListener {
   CondVar cv_;
   int64_t got_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t want_ ABSL_GUARDED_BY(mu_) = -1;
+  SteadyClock::time_point first_ ABSL_GUARDED_BY(mu_);
 };
+
+// LevelDB's part of the heap: its memtables and block cache
+// ("leveldb.approximate-memory-usage"), in KiB; 0 if it does not say.
+int64_t LevelDbKb(Db* db) {
+  std::string v;
+  uint64_t bytes = 0;
+  if (!static_cast<DbImpl*>(db)->leveldb()->GetProperty(
+          "leveldb.approximate-memory-usage", &v) ||
+      !absl::SimpleAtoi(v, &bytes)) {
+    return 0;
+  }
+  return static_cast<int64_t>(bytes / 1024);
+}
 
 // many_topics' subscription: a new one, created after the reopen, delivers
 // every message (the topic layout's walks the lanes, as one
 // created over existing data does). Prints its load (the Subscribe call)
-// and delivery lines.
+// delivery lines, and the time from Subscribe to the first delivery.
 absl::StatusOr<Result> ManyTopicsSubscribe(
     Context& c, Queue* q, const std::function<std::string(const char*)>& line) {
   CountingListener listener;
@@ -637,6 +657,10 @@ absl::StatusOr<Result> ManyTopicsSubscribe(
         "the subscription delivered nothing for a minute");
   }
   const Result r = c.Payloads(MicrosSince(start) / 1e6, c.config.num);
+  PrintLine(
+      line("sub_first"),
+      Result{std::chrono::duration<double>(listener.first() - start).count(), 1,
+             0});
   // A delivery counts once its listener has returned: the last one may
   // still be on its way (a liveness bound of a minute).
   const SteadyClock::time_point waited = SteadyClock::now();
@@ -694,6 +718,7 @@ absl::Status ManyTopicsLayout(
                       group->Claim({.max = c.config.claim_batch}));
   PrintLine(line("first_claim"), Result{MicrosSince(start) / 1e6, 1, 0});
   const int64_t heap_first = HeapKb() - heap_before;
+  const int64_t leveldb_first = LevelDbKb(db.get());
   HQ_RETURN_IF_ERROR(group->Complete(first));
 
   HQ_ASSIGN_OR_RETURN(const Result read, ManyTopicsRead(c, q));
@@ -721,6 +746,7 @@ absl::Status ManyTopicsLayout(
   PrintLine(line("claim"), claim);
   results[absl::StrCat("claim", ln)] = claim;
   const int64_t heap_claim = HeapKb() - heap_before;
+  const int64_t leveldb_claim = LevelDbKb(db.get());
 
   HQ_ASSIGN_OR_RETURN(const Result sub, ManyTopicsSubscribe(c, q, line));
   results[absl::StrCat("subscribe", ln)] = sub;
@@ -731,6 +757,12 @@ absl::Status ManyTopicsLayout(
       static_cast<long long>(heap_load), static_cast<long long>(heap_first),
       static_cast<long long>(heap_claim),
       static_cast<long long>(HeapKb() - heap_before));
+  std::printf(
+      "many_topics leveldb_kb[%s] : after first claim %lld; after claim "
+      "%lld; after subscribe %lld\n",
+      ln.c_str(), static_cast<long long>(leveldb_first),
+      static_cast<long long>(leveldb_claim),
+      static_cast<long long>(LevelDbKb(db.get())));
   std::fflush(stdout);
   return absl::OkStatus();
 }
@@ -740,6 +772,17 @@ ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ManyTopics(Context& c,
   absl::flat_hash_map<std::string, Result> results;
   for (const Layout layout : {Layout::kTopic, Layout::kTime}) {
     HQ_RETURN_IF_ERROR(ManyTopicsLayout(c, layout, results));
+  }
+  if (!c.config.many_topics_extras) {
+    for (const char* what : {"put", "read", "claim", "subscribe"}) {
+      if (results[absl::StrCat(what, "topic")].messages == 0) continue;
+      PrintRatio(absl::StrCat("many_topics_", what,
+                              std::string_view(what) == "read" ? "_topic" : "",
+                              "[topic]/[time]"),
+                 results[absl::StrCat(what, "topic")],
+                 results[absl::StrCat(what, "time")]);
+    }
+    return Result{};
   }
   HQ_ASSIGN_OR_RETURN(const PutWithGroup idle,
                       ManyTopicsPutWithGroup(c, Layout::kTopic, false));
