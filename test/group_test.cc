@@ -2047,11 +2047,12 @@ TEST_CASE(
   ConsumerGroup* g = ValueOrDie(q->Group("g", {.max_active_lanes = kCap}));
   test::PutSites(q, kTopics / 2, kTopics);
   std::set<std::string> seen;
-  size_t max_resident = 0, max_active = 0;
+  size_t max_resident = 0, max_active = 0, max_entries = 0;
   for (;;) {
     std::vector<Task> tasks = ValueOrDie(g->Claim({.max = kClaim}));
     max_resident = std::max(max_resident, Paged(g)->TEST_ResidentLanes());
     max_active = std::max(max_active, Paged(g)->TEST_ActiveLanes());
+    max_entries = std::max(max_entries, Paged(g)->TEST_SourceEntries());
     if (tasks.empty()) break;
     for (const Task& t : tasks) CHECK(seen.insert(t.payload).second);
     HQ_REQUIRE_OK(g->Complete(tasks));
@@ -2060,6 +2061,9 @@ TEST_CASE(
   CHECK(max_active <= kCap);
   // Besides the active lanes, only the lanes of the tasks in flight.
   CHECK(max_resident <= kCap + kClaim);
+  // issue40: nor does the source keep an entry per lane drained (its walked
+  // lanes are trimmed to twice those held, plus 64).
+  CHECK(max_entries <= 3 * (kCap + kClaim) + 64);
   CHECK(Paged(g)->TEST_ResidentLanes() == 0);
   // A restarted group whose topics are all drained loads nothing.
   f.Reopen();

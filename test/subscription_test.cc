@@ -758,8 +758,11 @@ class ResidentSampler : public MessageListener {
   absl::Status OnMessage(const MessageView& m) override {
     const size_t resident =
         sub_ == nullptr ? 0 : Paged(sub_)->TEST_ResidentLanes();
+    const size_t entries =
+        sub_ == nullptr ? 0 : Paged(sub_)->TEST_SourceEntries();
     MutexLock l(&mu_);
     max_resident_ = std::max(max_resident_, resident);
+    max_source_entries_ = std::max(max_source_entries_, entries);
     ++got_[std::string(m.payload)];
     return absl::OkStatus();
   }
@@ -777,12 +780,17 @@ class ResidentSampler : public MessageListener {
     MutexLock l(&mu_);
     return max_resident_;
   }
+  size_t max_source_entries() {
+    MutexLock l(&mu_);
+    return max_source_entries_;
+  }
 
  private:
   std::atomic<Subscription*> sub_{nullptr};
   Mutex mu_;
   std::map<std::string, int> got_;
   size_t max_resident_ = 0;
+  size_t max_source_entries_ = 0;
 };
 
 TEST_CASE(
@@ -818,6 +826,9 @@ TEST_CASE(
   // are not yet written: each bounded by its option.
   CHECK(c.max_resident() <= kCap + kBuffer + kCheckpoint);
   CHECK(Paged(s)->TEST_ActiveLanes() <= kCap);
+  // issue40: nor does the source keep an entry per lane drained (its walked
+  // lanes are trimmed to twice those held, plus 64).
+  CHECK(c.max_source_entries() <= 3 * (kCap + kBuffer + kCheckpoint) + 64);
   // Written, the lanes leave memory.
   Eventually([&] {
     CHECK(s->Checkpoint().ok());
@@ -888,8 +899,11 @@ TEST_CASE("a paged subscription resumes where it was, whatever its cap") {
   CHECK(got.size() == static_cast<size_t>(kTopics));
   HQ_REQUIRE_OK(s->Checkpoint());
   const SubscriptionStats st = ValueOrDie(s->Stats());
-  CHECK(st.lanes.size() == static_cast<size_t>(kTopics));
-  for (const LaneCheckpoint& lc : st.lanes) CHECK(lc.next == lc.written);
+  // Only the lanes in memory: drained and checkpointed, none stay.
+  CHECK(st.lanes.empty());
+  CHECK(st.resident_lanes == 0);
+  CHECK(st.active_lanes == 0);
+  CHECK(st.lag == 0);
 }
 
 TEST_CASE("a paged subscription's walk, resumed, skips what it delivered") {
@@ -950,7 +964,12 @@ TEST_CASE("the live status's stats skip the lanes and count the same") {
   const SubscriptionStats all = ValueOrDie(s->Stats());
   const SubscriptionStats counts =
       ValueOrDie(static_cast<SubscriptionImpl*>(s)->Stats(false));
-  CHECK(all.lanes.size() == static_cast<size_t>(kTopics));
+  // In memory: only the lane waiting for its retry.
+  REQUIRE(all.lanes.size() == 1);
+  CHECK(all.lanes[0].topic == "t7");
+  CHECK(all.resident_lanes == 1);
+  CHECK(counts.resident_lanes == 1);
+  CHECK(counts.active_lanes == all.active_lanes);
   CHECK(counts.lanes.empty());
   CHECK(counts.lag == all.lag);
   CHECK(all.lag == 1);
@@ -983,7 +1002,10 @@ TEST_CASE("a paged subscription's stats count the lanes waiting on disk") {
   const SubscriptionStats st = ValueOrDie(s->Stats());
   CHECK(st.lag == 30);
   CHECK(st.lag_exact);
-  CHECK(st.lanes.size() == 10);
+  // The lanes in memory, not those waiting on disk.
+  CHECK(st.lanes.size() == st.resident_lanes);
+  CHECK(st.active_lanes <= 1);
+  CHECK(st.lanes.size() < 10);
   c.Open();
   c.WaitFor(30);
   Eventually([&] { return ValueOrDie(s->Stats()).lag == 0; });
@@ -1025,11 +1047,153 @@ TEST_CASE("a subscription's stats read what is on disk without its lock") {
   CHECK(lock_free == calls);
   CHECK(st.lag == 60);
   CHECK(st.lag_exact);
-  CHECK(st.lanes.size() == 20);
+  CHECK(st.lanes.size() == st.resident_lanes);
+  CHECK(st.active_lanes <= 2);
+  CHECK(st.lanes.size() < 20);
   CHECK(st.delivered == 10);
   c.Open();
   c.WaitFor(70);
   Eventually([&] { return ValueOrDie(s->Stats()).lag == 0; });
+}
+
+TEST_CASE("issue40: a paged subscription's stats list its lanes in memory") {
+  // More lanes with a checkpoint than the working set's cap: Stats lists
+  // the lanes in memory (bounded by the cap and the buffer), never every
+  // lane with a checkpoint; InspectSubscription reads them all.
+  constexpr size_t kCap = 3;
+  constexpr int kTopics = 50;
+  DbFixture f(Storage::kMemory, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.layout = Layout::kTopic}));
+  auto put = [&](const std::string& prefix) {
+    for (int t = 0; t < kTopics; ++t) {
+      HQ_REQUIRE_OK(q->Put({.topic = absl::StrCat("t", t),
+                            .payload = absl::StrCat(prefix, t)})
+                        .status());
+    }
+  };
+  put("a");
+  Collector c;
+  Subscription* s = ValueOrDie(q->Subscribe(
+      {.name = "s", .buffer_messages = 2, .max_active_lanes = kCap}, &c));
+  c.WaitFor(kTopics);
+  Eventually([&] { return ValueOrDie(s->Stats()).delivered == kTopics; });
+  HQ_REQUIRE_OK(s->Checkpoint());
+  SubscriptionStats st = ValueOrDie(s->Stats());
+  CHECK(st.lanes.size() == st.resident_lanes);
+  CHECK(st.lanes.size() <= kCap);
+  CHECK(st.lag == 0);
+  // Every delivery waits now: the working set fills, the rest wait on disk.
+  c.Close();
+  put("b");
+  Eventually([&] { return c.calls() > kTopics; });
+  st = ValueOrDie(s->Stats());
+  CHECK(st.lanes.size() == st.resident_lanes);
+  CHECK(st.active_lanes <= kCap);
+  // The cap, and the lanes whose messages are buffered.
+  CHECK(st.lanes.size() <= kCap + 2);
+  CHECK(st.lag == kTopics);
+  for (const LaneCheckpoint& lc : st.lanes) {
+    CHECK(!lc.topic.empty());
+    CHECK(!(lc.next < lc.written));
+  }
+  // What is stored: a checkpoint for every lane delivered.
+  const SubscriptionStats stored = ValueOrDie(q->InspectSubscription("s"));
+  CHECK(stored.lanes.size() == static_cast<size_t>(kTopics));
+  CHECK(stored.resident_lanes == 0);
+  CHECK(stored.active_lanes == 0);
+  c.Open();
+  c.WaitFor(2 * kTopics);
+  Eventually([&] { return ValueOrDie(s->Stats()).lag == 0; });
+}
+
+TEST_CASE(
+    "issue40: lanes a subscription's walk passed at their floor need no "
+    "checkpoint record: after a restart none of their messages comes again, "
+    "and their new ones come once") {
+  const size_t cap = GENERATE(2, 1000);
+  INFO("max_active_lanes " << cap);
+  DbFixture f(Storage::kDisk, NoBackgroundSweeps());
+  Queue* q = ValueOrDie(f.db()->CreateQueue(
+      "q", {.partitions = 3, .priorities = 2, .layout = Layout::kTopic}));
+  // 300 lanes of one message and 20 of three, before the subscription.
+  std::multiset<std::string> put;
+  auto put_one = [&](const std::string& topic, int priority,
+                     const std::string& payload) {
+    HQ_REQUIRE_OK(
+        q->Put({.topic = topic, .payload = payload, .priority = priority})
+            .status());
+    put.insert(payload);
+  };
+  for (int i = 0; i < 300; ++i) {
+    put_one(absl::StrCat("s", i), i % 2, absl::StrCat("s", i, "/0"));
+  }
+  for (int i = 0; i < 20; ++i) {
+    for (int k = 0; k < 3; ++k) {
+      put_one(absl::StrCat("m", i), 0, absl::StrCat("m", i, "/", k));
+    }
+  }
+  const SubscribeOptions o{.name = "s",
+                           .checkpoint_messages = 25,
+                           .buffer_messages = 16,
+                           .max_active_lanes = cap};
+  std::string checkpoints;
+  {
+    Collector c;
+    Subscription* s = ValueOrDie(q->Subscribe(o, &c));
+    checkpoints = format::GroupRecordPrefix(
+        format::kCheckpointTag, static_cast<QueueImpl*>(q)->id(),
+        static_cast<SubscriptionImpl*>(s)->record().id);
+    c.WaitFor(put.size());
+    Eventually([&] { return ValueOrDie(s->Stats()).lag == 0; });
+    HQ_REQUIRE_OK(s->Checkpoint());
+    std::multiset<std::string> got;
+    for (const Got& g : c.got()) got.insert(g.payload);
+    CHECK(got == put);
+    // Lanes checkpointed behind a lane still held, or hinted again, get a
+    // record; the others none (a record per lane would be 320).
+    CHECK(test::CountKeys(f.db(), checkpoints) < 160);
+    // As stored: every lane has its checkpoint, a record or its floor, at
+    // its end.
+    const SubscriptionStats stored = ValueOrDie(q->InspectSubscription("s"));
+    CHECK(stored.lanes.size() == 320);
+    CHECK(stored.lag == 0);
+    f.Close();
+  }
+  f.Reopen();
+  q = ValueOrDie(f.db()->OpenQueue("q"));
+  // New messages in old lanes (hinted: read from their floors) and in a
+  // new one.
+  std::multiset<std::string> later;
+  for (int i = 0; i < 60; ++i) {
+    const std::string topic =
+        i < 40 ? absl::StrCat("s", i * 7) : absl::StrCat("m", i - 40);
+    const std::string payload = absl::StrCat(topic, "/new");
+    HQ_REQUIRE_OK(q->Put({.topic = topic,
+                          .payload = payload,
+                          .priority = i < 40 ? (i * 7) % 2 : 0})
+                      .status());
+    later.insert(payload);
+  }
+  HQ_REQUIRE_OK(q->Put({.topic = "fresh", .payload = "fresh/0"}).status());
+  later.insert("fresh/0");
+  // Its stats count only what is new, also in lanes waiting on disk.
+  Collector c;
+  c.Close();
+  Subscription* s = ValueOrDie(q->Subscribe(o, &c));
+  Eventually([&] { return c.calls() >= 1; });
+  const SubscriptionStats waiting = ValueOrDie(s->Stats());
+  CHECK(waiting.lag == later.size());
+  CHECK(waiting.lag_exact);
+  CHECK(ValueOrDie(q->InspectSubscription("s")).lag == later.size());
+  c.Open();
+  c.WaitFor(later.size());
+  Eventually([&] { return ValueOrDie(s->Stats()).lag == 0; });
+  std::multiset<std::string> got;
+  for (const Got& g : c.got()) got.insert(g.payload);
+  CHECK(got == later);
+  HQ_REQUIRE_OK(s->Checkpoint());
+  const VerifyReport report = ValueOrDie(f.db()->Verify());
+  for (const VerifyProblem& p : report.problems) FAIL_CHECK(p.description);
 }
 
 }  // namespace

@@ -254,9 +254,12 @@ class HQ_EXPORT Queue {
   virtual absl::StatusOr<GroupInfo> InspectGroup(std::string_view name) = 0;
 
   // The subscription `name` as stored, without subscribing: `lanes` holds
-  // the written checkpoints (next == written), `lag` counts the messages in
-  // scope past them (lanes without a checkpoint from the subscription's
-  // start), up to 100000 as in SubscriptionStats; the other fields are 0.
+  // the written checkpoints (next == written) of every lane that has one,
+  // a record or, in a topic layout queue, its walk's floor (a lane the
+  // subscription's walk passed at its floor has no record), `lag` counts
+  // the messages in scope past them (lanes without a checkpoint from the
+  // subscription's start), up to 100000 as in SubscriptionStats; the other
+  // fields are 0. Time and memory grow with the lanes.
   // For a subscription live in this process, its unwritten progress is
   // not seen: Subscription::Stats() has it. Errors: InvalidArgument (bad
   // name), NotFound (no such subscription, or the queue was dropped),

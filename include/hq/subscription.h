@@ -138,9 +138,19 @@ struct LaneCheckpoint {
 };
 
 struct SubscriptionStats {
-  // Every lane with a checkpoint (written, or not yet written), by
-  // partition, then priority from the highest, then topic.
+  // Lanes with their checkpoints, by partition, then priority from the
+  // highest, then topic. A time layout queue: every lane with a checkpoint
+  // (written, or not yet written; at most partitions x priorities). A
+  // topic layout queue: the lanes in memory (see resident_lanes), never
+  // those waiting on disk: at most max_active_lanes plus the lanes with
+  // buffered messages, whatever the number of topics.
   std::vector<LaneCheckpoint> lanes;
+  // Lanes in memory: those with messages to read, buffered messages, a
+  // retry pending, a checkpoint not yet written, or (topic layout) a hold
+  // on the source position. Of them, those in the working set (at most
+  // SubscribeOptions::max_active_lanes in a topic layout queue).
+  uint64_t resident_lanes = 0;
+  uint64_t active_lanes = 0;
   // Messages in scope past the checkpoints, counted up to 100000 (then
   // lag_exact is false and lag is a lower bound).
   uint64_t lag = 0;
@@ -164,14 +174,16 @@ class HQ_EXPORT Subscription {
   Subscription(const Subscription&) = delete;
   Subscription& operator=(const Subscription&) = delete;
   virtual const std::string& name() const = 0;
-  // Reads every checkpoint record (SubscriptionStats::lanes): time and
-  // memory grow with the lanes that have one (the topics of a topic layout
-  // queue). It reads them, and counts the lag, on a snapshot of one moment
-  // after letting go of the subscription's lock: deliveries go on
-  // meanwhile. The live status file
-  // (Options::status_interval, hq/options.h) counts the same figures without
-  // the lanes, for the cost of the lanes in memory. Errors: as Checkpoint's,
-  // and DataLoss for a malformed checkpoint record.
+  // Time and memory are bounded by the lanes in memory and, in a topic
+  // layout queue, at most 1024 lanes waiting on disk (whose lag it counts),
+  // not by the topics; a time layout queue's idle lanes have their
+  // checkpoint records read (SubscriptionStats::lanes). It reads them, and
+  // counts the lag, on a snapshot of one moment after letting go of the
+  // subscription's lock: deliveries go on meanwhile. The live status file
+  // (Options::status_interval, hq/options.h) counts the same figures
+  // without the lanes. Queue::InspectSubscription lists every lane with a
+  // checkpoint record. Errors: as Checkpoint's, and DataLoss for a
+  // malformed checkpoint record.
   virtual absl::StatusOr<SubscriptionStats> Stats() = 0;
   // Writes the checkpoints now (one write), also when the interval has not
   // passed. Errors: NotFound (the queue was dropped); FailedPrecondition

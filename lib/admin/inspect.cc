@@ -237,6 +237,22 @@ absl::StatusOr<SubscriptionStats> InspectSubscriptionOf(QueueImpl* q,
       NewCheckedIterator(q->db()->leveldb(), CheckedReadOptions()));
   SubscriptionStats st;
   std::string seek;
+  // Topic layout: a lane its walk passed has no record if its checkpoint is
+  // at its floor.
+  format::SourceValue source;
+  if (has_topic) {
+    std::string sv;
+    const leveldb::Status s =
+        CheckedGet(q->db()->leveldb(), CheckedReadOptions(),
+                   format::SourceKey(q->id(), record.id), &sv);
+    if (s.ok() && !format::DecodeSource(sv, &source)) {
+      return absl::DataLossError(absl::StrCat(
+          "subscription '", Av(name), "': malformed lane source position"));
+    }
+    if (!s.ok() && !s.IsNotFound()) {
+      return FromLevelDb(s, "reading a lane source position");
+    }
+  }
   const std::string cp_prefix =
       format::GroupRecordPrefix(format::kCheckpointTag, q->id(), record.id);
   HQ_RETURN_IF_ERROR(q->WalkLanes(
@@ -252,11 +268,16 @@ absl::StatusOr<SubscriptionStats> InspectSubscriptionOf(QueueImpl* q,
           return absl::OkStatus();
         }
         MessageId next = record.StartOf(e.partition);
-        if (e.record != nullptr) {
-          if (!format::DecodeCheckpoint(*e.record, &next)) {
-            return absl::DataLossError(absl::StrCat(
-                "subscription '", Av(name), "': malformed checkpoint record"));
-          }
+        MessageId floor;
+        const bool floored = format::SourceFloor(source, e.prefix, e.partition,
+                                                 e.priority, &floor);
+        if (floored) next = std::max(next, floor);
+        if (e.record != nullptr &&
+            !format::DecodeCheckpoint(*e.record, &next)) {
+          return absl::DataLossError(absl::StrCat(
+              "subscription '", Av(name), "': malformed checkpoint record"));
+        }
+        if (e.record != nullptr || floored) {
           LaneCheckpoint c;
           c.partition = e.partition;
           c.priority = e.priority;

@@ -563,7 +563,12 @@ void RecordWalker::CheckCheckpoint() {
   if (!Lane("checkpoint", *q, lane, &p)) return;
   MessageId next;
   if (!format::DecodeCheckpoint(value_, &next)) {
-    return (void)Reject("malformed checkpoint value");
+    // Without a record, a lane the subscription's walk has passed would be
+    // at its floor: its source position goes too (CheckSource).
+    if (!Reject("malformed checkpoint value")) {
+      cursors_lost_.insert(std::string(key_.substr(1, 8)));
+    }
+    return;
   }
   policy_->Refers(q->record.id, p, next, /*message=*/false);
 }
@@ -632,6 +637,14 @@ void RecordWalker::CheckSource() {
         id, q->name));
   }
   if (cursors_lost_.contains(Av(key_.substr(1, 8)))) {
+    if (q->subs.contains(id)) {
+      return (void)Reject(
+          "lane source position of a subscription that lost a checkpoint "
+          "record",
+          "lane source position moved aside: its subscription walks the "
+          "lanes again (messages of lanes it passed without a checkpoint "
+          "record are delivered again)");
+    }
     return (void)Reject(
         "lane source position of a group that lost a cursor record",
         "lane source position moved aside: its group walks the lanes again "

@@ -225,8 +225,8 @@ class RecordWalker {
   absl::flat_hash_set<uint32_t> group_ids_;  // Groups and subscriptions.
   // Queues a hint of which the policy did not keep.
   absl::flat_hash_set<uint32_t> hints_lost_;
-  // Groups (fixed32 queue_id fixed32 group_id) a cursor record of which
-  // the policy did not keep.
+  // Groups and subscriptions (fixed32 queue_id fixed32 consumer_id) a
+  // cursor or checkpoint record of which the policy did not keep.
   absl::flat_hash_set<std::string> cursors_lost_;
   std::string lane_;  // The message lane the walk is in ("": none).
 };

@@ -97,9 +97,14 @@ class LaneCounts {
   // unless a test replaced every consumer's (group_test_hooks.h).
   void SetMaxActive(size_t configured) { configured_max_ = configured; }
   size_t max_active() const { return MaxActiveLanes(configured_max_); }
+  // The source's entries for holds (LaneSource::TEST_Entries); 0 unpaged,
+  // or for a source that does not count them.
+  virtual size_t SourceEntries() const = 0;
 
  protected:
   LaneCounts() = default;
+  LaneCounts(const LaneCounts&) = default;
+  LaneCounts& operator=(const LaneCounts&) = default;
   ~LaneCounts() = default;
   size_t resident_ = 0;
   size_t active_ = 0;
@@ -107,7 +112,7 @@ class LaneCounts {
 };
 
 template <typename L, typename Source = LaneSource>
-class LaneSet : public LaneCounts {
+class LaneSet final : public LaneCounts {
  public:
   using Taken = LaneSource::Taken;
   using Map = absl::flat_hash_map<std::string_view, std::unique_ptr<L>>;
@@ -132,6 +137,13 @@ class LaneSet : public LaneCounts {
   LaneSet& operator=(const LaneSet&) = delete;
 
   bool paged() const { return source_ != nullptr; }
+  size_t SourceEntries() const override {
+    if constexpr (requires(const Source& s) { s.TEST_Entries(); }) {
+      return paged() ? source_->TEST_Entries() : 0;
+    } else {
+      return 0;
+    }
+  }
   // The source (paged), owned by the set; null if unpaged.
   Source* source() const { return source_.get(); }
 
@@ -364,6 +376,11 @@ class LaneSetHooks {
   size_t TEST_MaxActive() ABSL_NO_THREAD_SAFETY_ANALYSIS {
     MutexLock l(mu_);
     return lanes_->max_active();
+  }
+  // The source's entries for holds (LaneSource::TEST_Entries; 0 unpaged).
+  size_t TEST_SourceEntries() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    MutexLock l(mu_);
+    return lanes_->SourceEntries();
   }
   // Sets a function that the consumer's Stats calls before it counts each
   // lane's backlog or lag (nullptr: none). REQUIRES: no Stats call runs.

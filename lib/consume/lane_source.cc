@@ -348,6 +348,12 @@ bool LaneSource::AppendRecord(leveldb::WriteBatch* batch) {
   return true;
 }
 
+size_t LaneSource::TEST_Entries() const {
+  size_t n = 0;
+  for (const State& st : state_) n += st.holds.size() + st.walk_holds.size();
+  return n;
+}
+
 bool LaneSource::Floor(uint32_t partition, MessageId* floor) const {
   if (partition >= durable_.floors.size()) return false;
   *floor = durable_.floors[partition];
@@ -355,14 +361,7 @@ bool LaneSource::Floor(uint32_t partition, MessageId* floor) const {
 }
 
 bool LaneSource::Passed(std::string_view lane_prefix, int priority) const {
-  if (durable_.floors.empty() || priority < 0 ||
-      static_cast<size_t>(priority) >= durable_.priorities.size()) {
-    return false;
-  }
-  const format::SourcePosition& pos = durable_.priorities[priority];
-  const size_t n = format::kMessagePrefixSize;
-  return !pos.walking ||
-         (lane_prefix.size() >= n && lane_prefix.substr(n) < pos.walk_from);
+  return format::SourcePassed(durable_, lane_prefix, priority);
 }
 
 }  // namespace hq

@@ -108,6 +108,10 @@ class LaneSource {
   // Whether the position moved since the record was last appended.
   bool Moved() const;
 
+  // Entries kept for holds: held hints, and walked lanes (held, or released
+  // behind a held one). Bounded by the lanes held, not by those taken.
+  size_t TEST_Entries() const;
+
   // Where the cursors of the lane `lane_prefix` (of `partition` and
   // `priority`) are if it has no cursor record: false if nothing is implied
   // (a record without floors, or a lane the walk has not passed, as last

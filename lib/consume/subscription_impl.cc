@@ -108,13 +108,17 @@ absl::StatusOr<SubscriptionImpl::Lane*> SubscriptionImpl::ReadIn(
     std::string prefix, const MessageId* checkpoint) {
   HQ_ASSIGN_OR_RETURN(std::unique_ptr<Lane> lane,
                       lanes_.Make(std::move(prefix)));
-  MessageId at = record_.StartOf(lane->partition);
+  // Without a record: at its floor if the walk passed it, else at the start.
+  bool floored;
+  MessageId at =
+      Absent(lane->prefix, lane->partition, lane->priority, &floored);
+  lane->written_exists = floored;
   if (checkpoint != nullptr) {
     at = *checkpoint;
-    lane->written_exists = true;
+    lane->written_exists = lane->record = true;
   } else if (paged() &&
              !checkpoint_ceiling_.MayExist(CheckpointKey(lane->prefix))) {
-    // No checkpoint: at the start.
+    // No checkpoint record.
   } else {
     std::string value;
     leveldb::Status s = CheckedGet(db_->leveldb(), CheckedReadOptions(),
@@ -124,7 +128,7 @@ absl::StatusOr<SubscriptionImpl::Lane*> SubscriptionImpl::ReadIn(
         return absl::DataLossError(absl::StrCat(
             "subscription '", name_, "': malformed checkpoint record"));
       }
-      lane->written_exists = true;
+      lane->written_exists = lane->record = true;
     } else if (!s.IsNotFound()) {
       return FromLevelDb(s, "reading a subscription checkpoint");
     }
@@ -134,7 +138,29 @@ absl::StatusOr<SubscriptionImpl::Lane*> SubscriptionImpl::ReadIn(
   return lanes_.Insert(std::move(lane));
 }
 
+MessageId SubscriptionImpl::Absent(std::string_view prefix, uint32_t partition,
+                                   int priority, bool* floored) const {
+  const MessageId start = record_.StartOf(partition);
+  MessageId floor;
+  *floored = paged() && source()->Floor(prefix, partition, priority, &floor);
+  return *floored ? std::max(start, floor) : start;
+}
+
+bool SubscriptionImpl::FloorMayCover(const Lane& lane) const {
+  if (!paged() || lane.record || !lane.at_end || lane.rehint || !Idle(lane)) {
+    return false;
+  }
+  // Every message of the partition below its floor was stored before the
+  // source record, so the turn that read the lane to its end saw each of
+  // them from its checkpoint on, and all were delivered: there are none
+  // from the checkpoint up to the floor.
+  MessageId floor;
+  return source()->Floor(lane.partition, &floor) &&
+         !(std::max(record_.StartOf(lane.partition), floor) < lane.next());
+}
+
 void SubscriptionImpl::Activate(Lane* lane) {
+  lane->at_end = false;
   if (lane->blocked) {  // Read again after its head is delivered.
     lane->reread = true;
     return;
@@ -316,6 +342,7 @@ absl::Status SubscriptionImpl::Fill() {
     } else {
       HQ_RETURN_IF_ERROR(ReadTurn(lane, it.get(), &drained));
     }
+    lane->at_end = drained;
     if (drained || behind) {
       lanes_.Leave(lane);
       lane->rehint = !drained;
@@ -395,8 +422,9 @@ absl::Status SubscriptionImpl::Buffer(Lane* lane, MessageId id,
 
 // ------------------------------------------------------------ the sender
 
-size_t SubscriptionImpl::Deliver(
-    Lane* lane, size_t budget, const std::vector<MessageListener*>& listeners) {
+size_t SubscriptionImpl::Deliver(Lane* lane, size_t budget,
+                                 const std::vector<MessageListener*>& listeners,
+                                 bool* checkpoint_due) {
   // Only this (running) slice changes lane->buf, so its front stays put
   // while the listeners run without the lock.
   size_t delivered = 0;
@@ -467,13 +495,15 @@ size_t SubscriptionImpl::Deliver(
     lane->buf.pop_front();
     lane->resume = 0;
     lane->failures = 0;
+    lane->delivered = true;
     ++delivered_;
     ++since_checkpoint_;
     ++delivered;
-    // Every checkpoint_messages deliveries, at once (not at the end of the
-    // slice): that bounds what a crash delivers again.
-    if (since_checkpoint_ >= options_.checkpoint_messages &&
-        !Fail(WriteCheckpoints()).ok()) {
+    // Every checkpoint_messages deliveries the slice stops delivering and
+    // writes the checkpoints (RunSlice, once the lanes it delivered are
+    // idle): that bounds what a crash delivers again.
+    if (since_checkpoint_ >= options_.checkpoint_messages) {
+      *checkpoint_due = true;
       break;
     }
   }
@@ -530,8 +560,9 @@ bool SubscriptionImpl::RunSlice() {
   }
   size_t budget = kMessagesPerSlice;
   size_t next = 0;
-  for (; next < todo.size() && budget > 0; ++next) {
-    budget -= Deliver(todo[next], budget, listeners);
+  bool checkpoint_due = false;
+  for (; next < todo.size() && budget > 0 && !checkpoint_due; ++next) {
+    budget -= Deliver(todo[next], budget, listeners, &checkpoint_due);
   }
   MutexLock l(&mu_);
   bool more = false;
@@ -573,21 +604,44 @@ absl::Status SubscriptionImpl::WriteCheckpoints() {
   rotated_idle_ = false;
   leveldb::WriteBatch batch;
   std::vector<Lane*> wrote;
+  // Lanes whose checkpoint their floor may imply: written only if the
+  // position this batch writes does not pass them.
+  std::vector<Lane*> floored;
   // Paged: idle lanes let the position go in this batch, with a new hint
   // if they left the active lanes with messages to read.
   std::vector<std::string> rehint;
+  auto put = [&](Lane* lane) {
+    const std::string key = CheckpointKey(lane->prefix);
+    batch.Put(key, format::EncodeCheckpoint(lane->next()));
+    checkpoint_ceiling_.Raise(key);
+    wrote.push_back(lane);
+  };
   for (auto& [prefix, lane] : lanes_) {
-    if (Dirty(*lane)) {
-      const std::string key = CheckpointKey(prefix);
-      batch.Put(key, format::EncodeCheckpoint(lane->next()));
-      checkpoint_ceiling_.Raise(key);
-      wrote.push_back(lane.get());
+    // A lane that delivered nothing since its checkpoint was written keeps
+    // it until it does, or is idle: its new one would only skip ids that
+    // are not messages of the lane.
+    if (Dirty(*lane) && (lane->delivered || Idle(*lane))) {
+      if (FloorMayCover(*lane)) {
+        floored.push_back(lane.get());
+      } else {
+        put(lane.get());
+      }
     }
     if (paged() && Idle(*lane) && lanes_.LetGo(lane.get()) && lane->rehint) {
       rehint.emplace_back(prefix);
     }
   }
   const bool moved = paged() && source()->AppendRecord(&batch);
+  // A lane the position (as written by this batch) passes has its
+  // checkpoint at its floor; the others get their record.
+  std::vector<Lane*> implied;
+  for (Lane* lane : floored) {
+    if (source()->Passed(lane->prefix, lane->priority)) {
+      implied.push_back(lane);
+    } else {
+      put(lane);
+    }
+  }
   if (!rehint.empty()) {
     HQ_RETURN_IF_ERROR(db_->WriteWithHints(
         queue_, db_->default_sync(),
@@ -601,7 +655,13 @@ absl::Status SubscriptionImpl::WriteCheckpoints() {
   }
   for (Lane* lane : wrote) {
     lane->written = lane->next();
+    lane->written_exists = lane->record = true;
+    lane->delivered = false;
+  }
+  for (Lane* lane : implied) {
+    lane->written = lane->next();
     lane->written_exists = true;
+    lane->delivered = false;
   }
   since_checkpoint_ = 0;
   // Idle lanes, their checkpoints on disk: forgotten.
@@ -695,13 +755,16 @@ absl::Status SubscriptionImpl::PlanWaiting(MessageId cutoff,
     }
     if (!InScope(c.partition, topic)) continue;
     c.topic.assign(topic);
+    // Its checkpoint if it has no record (read after the lock).
+    bool floored;
+    c.next = Absent(prefix, c.partition, c.priority, &floored);
     plan->stored.push_back({std::move(prefix), std::move(c)});
   }
   return absl::OkStatus();
 }
 
 absl::Status SubscriptionImpl::CountStored(const StatsPlan& plan,
-                                           MessageId cutoff, bool with_lanes,
+                                           MessageId cutoff,
                                            const leveldb::ReadOptions& ro,
                                            leveldb::Iterator* it,
                                            SubscriptionStats* st) const {
@@ -710,19 +773,12 @@ absl::Status SubscriptionImpl::CountStored(const StatsPlan& plan,
     std::string value;
     leveldb::Status s =
         CheckedGet(db_->leveldb(), ro, CheckpointKey(prefix), &value);
-    c.next = record_.StartOf(c.partition);
     if (s.ok()) {
       if (!format::DecodeCheckpoint(value, &c.next)) {
         return absl::DataLossError(absl::StrCat(
             "subscription '", name_, "': malformed checkpoint record"));
       }
-    } else if (s.IsNotFound()) {
-      // Not listed by the checkpoint records: listed here.
-      if (with_lanes) {
-        c.written = c.next;
-        st->lanes.push_back(c);
-      }
-    } else {
+    } else if (!s.IsNotFound()) {
       return FromLevelDb(s, "reading a subscription checkpoint");
     }
     HQ_RETURN_IF_ERROR(CountLag(prefix, std::max(c.next, cutoff), it, st));
@@ -777,10 +833,12 @@ absl::StatusOr<SubscriptionStats> SubscriptionImpl::Stats(bool with_lanes) {
     st.buffered = buffered_;
     st.buffered_bytes = buffered_bytes_;
     st.listeners = static_cast<uint32_t>(listeners_.size());
+    st.resident_lanes = lanes_.size();
+    st.active_lanes = lanes_.active();
     cutoff = queue_->TtlCutoff(db_->clock()->Now());
     for (const auto& [prefix, lane] : lanes_) {
       if (with_lanes) {
-        in_memory.emplace(prefix);
+        if (!paged()) in_memory.emplace(prefix);
         LaneCheckpoint c;
         c.partition = lane->partition;
         c.priority = lane->priority;
@@ -809,12 +867,16 @@ absl::StatusOr<SubscriptionStats> SubscriptionImpl::Stats(bool with_lanes) {
   absl::Cleanup release = [&] { db_->leveldb()->ReleaseSnapshot(snapshot); };
   leveldb::ReadOptions ro = CheckedReadOptions();
   ro.snapshot = snapshot;
-  if (with_lanes) HQ_RETURN_IF_ERROR(AddStoredLanes(in_memory, ro, &st));
+  // A time layout queue's idle lanes (partitions x priorities at most);
+  // a topic layout queue's lanes on disk are not listed.
+  if (with_lanes && !paged()) {
+    HQ_RETURN_IF_ERROR(AddStoredLanes(in_memory, ro, &st));
+  }
   std::unique_ptr<leveldb::Iterator> it(NewCheckedIterator(db_->leveldb(), ro));
   for (const auto& [prefix, from] : plan.count) {
     HQ_RETURN_IF_ERROR(CountLag(prefix, from, it.get(), &st));
   }
-  HQ_RETURN_IF_ERROR(CountStored(plan, cutoff, with_lanes, ro, it.get(), &st));
+  HQ_RETURN_IF_ERROR(CountStored(plan, cutoff, ro, it.get(), &st));
   if (!plan.exact) st.lag_exact = false;
   // Lane order: partition, priority from the highest, topic.
   std::sort(st.lanes.begin(), st.lanes.end(),

@@ -83,8 +83,9 @@ class SubscriptionImpl final : public Subscription,
   const std::string& name() const override { return name_; }
   absl::StatusOr<SubscriptionStats> Stats() override { return Stats(true); }
   // Stats, with `lanes` filled only if `with_lanes`: without, it reads no
-  // checkpoint record of a lane not in memory (bounded by the working set,
-  // not by the topics), as the live status file needs. It holds the
+  // checkpoint record of a lane not in memory (a time layout's idle
+  // lanes), as the live status file needs. Either way it is bounded by the
+  // lanes in memory and the source's peek, not by the topics. It holds the
   // subscription's lock only to copy the state in memory and peek at the
   // source; the checkpoints and the lag are read after, on a snapshot.
   absl::StatusOr<SubscriptionStats> Stats(bool with_lanes);
@@ -109,9 +110,15 @@ class SubscriptionImpl final : public Subscription,
   };
   // LaneBase::active: in active_ (LaneSet::Enter).
   struct Lane : LaneBase {
-    MessageId read;               // The next id to read into buf.
-    MessageId written;            // The checkpoint as last written...
+    MessageId read;  // The next id to read into buf.
+    // The checkpoint as last written, or implied by the walk's floor...
+    MessageId written;
     bool written_exists = false;  // ...if one was.
+    bool record = false;          // A checkpoint record is on disk.
+    // A message was delivered since the checkpoint was last written.
+    bool delivered = false;
+    // Paged: its last turn read it to its end (cleared by Activate).
+    bool at_end = false;
     std::deque<Buffered> buf;
     bool ready = false;  // In ready_: buf is not empty.
     size_t resume = 0;   // The listener to call next for buf.front().
@@ -129,6 +136,17 @@ class SubscriptionImpl final : public Subscription,
   };
 
   bool InScope(uint32_t partition, std::string_view topic) const;
+  // The checkpoint of the lane `prefix` (of `partition` and `priority`) if
+  // it has no record: its floor if the source's position (as last loaded
+  // or written) passed it (*floored set), else the subscription's start
+  // (doc/format.md, "Walk floors").
+  MessageId Absent(std::string_view prefix, uint32_t partition, int priority,
+                   bool* floored) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Paged: whether the floor may imply the checkpoint of `lane`, which has
+  // no record: it is idle, its last turn read it to its end, and its
+  // checkpoint is at or below its floor. Its record is then written only
+  // if the batch's position does not pass it (WriteCheckpoints).
+  bool FloorMayCover(const Lane& lane) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<Lane*> GetLane(std::string_view prefix,
                                 const MessageId* checkpoint = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -173,10 +191,9 @@ class SubscriptionImpl final : public Subscription,
   // Paged: plans the lag of up to kPeekLanes lanes waiting in the source.
   absl::Status PlanWaiting(MessageId cutoff, leveldb::Iterator* it,
                            StatsPlan* plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Counts the lag of plan.stored from their checkpoints read with `ro`
-  // (listing, with `with_lanes`, those without a checkpoint record).
+  // Counts the lag of plan.stored from their checkpoints read with `ro`.
   absl::Status CountStored(const StatsPlan& plan, MessageId cutoff,
-                           bool with_lanes, const leveldb::ReadOptions& ro,
+                           const leveldb::ReadOptions& ro,
                            leveldb::Iterator* it, SubscriptionStats* st) const;
   // Adds to st->lanes the checkpoint of every lane not in `in_memory`, read
   // with `ro` (one per record: O(lanes with one)).
@@ -201,10 +218,12 @@ class SubscriptionImpl final : public Subscription,
   // Writes the checkpoints that moved; forgets idle lanes.
   absl::Status WriteCheckpoints() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Calls the listeners for buffered messages of `lane` (at most `budget`).
-  // Returns how many were delivered. REQUIRES: called by the running slice.
+  // Returns how many were delivered; stops, setting *checkpoint_due, once
+  // checkpoint_messages deliveries are not checkpointed. REQUIRES: called by
+  // the running slice.
   size_t Deliver(Lane* lane, size_t budget,
-                 const std::vector<MessageListener*>& listeners)
-      ABSL_LOCKS_EXCLUDED(mu_);
+                 const std::vector<MessageListener*>& listeners,
+                 bool* checkpoint_due) ABSL_LOCKS_EXCLUDED(mu_);
   // A timer on the Db's clock that schedules this job (and, if
   // `checkpoint`, makes it write the checkpoints).
   void ArmTimer(absl::Duration after, bool checkpoint)

@@ -447,6 +447,27 @@ bool DecodeSource(std::string_view in, SourceValue* v) {
   return in.empty();
 }
 
+bool SourcePassed(const SourceValue& v, std::string_view lane_prefix,
+                  int priority) {
+  if (v.floors.empty() || priority < 0 ||
+      static_cast<size_t>(priority) >= v.priorities.size()) {
+    return false;
+  }
+  const SourcePosition& pos = v.priorities[priority];
+  return !pos.walking ||
+         (lane_prefix.size() >= kMessagePrefixSize &&
+          lane_prefix.substr(kMessagePrefixSize) < pos.walk_from);
+}
+
+bool SourceFloor(const SourceValue& v, std::string_view lane_prefix,
+                 uint32_t partition, int priority, MessageId* floor) {
+  if (partition >= v.floors.size() || !SourcePassed(v, lane_prefix, priority)) {
+    return false;
+  }
+  *floor = v.floors[partition];
+  return true;
+}
+
 std::string SubKey(uint32_t queue_id, std::string_view name) {
   std::string s = TaggedQueue(kSubTag, queue_id);
   s.append(name);

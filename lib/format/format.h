@@ -244,6 +244,15 @@ struct SourceValue {
 inline constexpr uint32_t kMaxSourceFloors = 1024;
 std::string EncodeSource(const SourceValue& v);
 bool DecodeSource(std::string_view in, SourceValue* v);
+// Whether `v` has passed the lane `lane_prefix` (a message lane prefix) of
+// `priority` in its walk (false without floors).
+bool SourcePassed(const SourceValue& v, std::string_view lane_prefix,
+                  int priority);
+// If `v` has passed the lane (of `partition`), its floor in *floor: where
+// the consumer's cursors or checkpoint of the lane are if it has no record
+// (at the latest of the floor and the consumer's start). Else false.
+bool SourceFloor(const SourceValue& v, std::string_view lane_prefix,
+                 uint32_t partition, int priority, MessageId* floor);
 
 // DO NOT CHANGE: persisted task states.
 enum class TaskState : uint8_t { kInFlight = 1, kWaiting = 2, kDone = 3 };

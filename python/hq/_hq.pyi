@@ -155,7 +155,9 @@ class Subscription:
     @property
     def name(self) -> str: ...
     def stats(self) -> SubscriptionStats:
-        """FailedPrecondition once unsubscribed or the Db closed."""
+        """Delivered, lag and the lanes: a topic layout queue's lanes in
+        memory only (resident_lanes, active_lanes), not every topic's.
+        FailedPrecondition once unsubscribed or the Db closed."""
     def checkpoint(self) -> None:
         """Writes the checkpoints now."""
     @property

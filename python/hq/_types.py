@@ -236,7 +236,12 @@ class LaneCheckpoint:
 
 @_record
 class SubscriptionStats:
+    # Time layout: every lane with a checkpoint. Topic layout: the lanes in
+    # memory only (at most max_active_lanes plus those with buffered
+    # messages), never every topic's.
     lanes: List[LaneCheckpoint]
+    resident_lanes: int  # Lanes in memory...
+    active_lanes: int  # ...and of them those in the working set.
     lag: int
     lag_exact: bool
     delivered: int

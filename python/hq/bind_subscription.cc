@@ -63,7 +63,9 @@ py::object SubscriptionStatsToPy(const hq::SubscriptionStats& s) {
         py::arg("next") = l.next, py::arg("written") = l.written));
   }
   return Make("SubscriptionStats", py::arg("lanes") = lanes,
-              py::arg("lag") = s.lag, py::arg("lag_exact") = s.lag_exact,
+              py::arg("resident_lanes") = s.resident_lanes,
+              py::arg("active_lanes") = s.active_lanes, py::arg("lag") = s.lag,
+              py::arg("lag_exact") = s.lag_exact,
               py::arg("delivered") = s.delivered,
               py::arg("failed_attempts") = s.failed_attempts,
               py::arg("buffered") = s.buffered,

@@ -998,6 +998,24 @@ def test_subscription_max_active_lanes_pages_topics(db):
         q.subscribe("t", print, max_active_lanes=0)
 
 
+def test_subscription_stats_list_lanes_in_memory_not_every_topic(db):
+    # 50 topics with a checkpoint, a working set of 2: stats list the lanes
+    # in memory; inspect_subscription reads every checkpoint stored.
+    q = db.create_queue("q", layout="topic")
+    for i in range(50):
+        q.put(b"m%d" % i, topic="site%d" % i)
+    got = []
+    sub = q.subscribe("s", lambda m: got.append(m.payload),
+                      max_active_lanes=2)
+    wait_for(lambda: sub.stats().delivered == 50, "50 messages delivered")
+    sub.checkpoint()
+    st = sub.stats()
+    assert len(st.lanes) == st.resident_lanes <= 2
+    assert st.active_lanes <= 2
+    assert st.lag == 0
+    assert len(q.inspect_subscription("s").lanes) == 50
+
+
 def test_listener_exception_is_reported_and_retried(db, monkeypatch):
     reported = []
     monkeypatch.setattr(sys, "unraisablehook", reported.append)
