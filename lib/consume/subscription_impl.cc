@@ -327,6 +327,7 @@ absl::Status SubscriptionImpl::Fill() {
     if (lane->blocked) {  // Waiting for a retry: read again after it.
       lanes_.Leave(lane);
       lane->reread = true;
+      Touch(lane);
       continue;
     }
     if (lane->read < cutoff) lane->read = cutoff;  // Expired: skipped.
@@ -354,11 +355,13 @@ absl::Status SubscriptionImpl::Fill() {
       lane->ready = true;
       ready_.push_back(lane);
     }
-    if (paged() && drained && Idle(*lane) && !Dirty(*lane)) {
+    if (paged() && drained && Idle(*lane) && !Dirty(*lane) && !lane->touched) {
       // Nothing new (a stale hint, or a lane the walk found drained): its
       // checkpoint is as written, so it lets the position go at once.
       lanes_.LetGo(lane);
       lanes_.Erase(lane);
+    } else if (!lane->active) {
+      Touch(lane);
     }
   }
   // The kept values are of this Fill's iterator: a large buffer is not
@@ -450,6 +453,7 @@ size_t SubscriptionImpl::Deliver(Lane* lane, size_t budget,
       if (!listeners[i]->OnMessage(view).ok()) break;
     }
     MutexLock l(&mu_);
+    Touch(lane);
     if (i < listeners.size()) {
       // Failed: this lane waits; the message and those after it stay.
       ++failed_;
@@ -572,6 +576,7 @@ bool SubscriptionImpl::RunSlice() {
     if (lane->buf.empty()) {
       lane->ready = false;
       if (lane->rehint) rotated_idle_ = true;
+      Touch(lane);
     } else {
       ready_.push_back(lane);
       if (lane->retry_at <= now) more = true;  // Its turn was cut short.
@@ -599,9 +604,25 @@ bool SubscriptionImpl::Dirty(const Lane& lane) const {
              : !(lane.next() == record_.StartOf(lane.partition));
 }
 
-absl::Status SubscriptionImpl::WriteCheckpoints() {
+void SubscriptionImpl::Touch(Lane* lane) {
+  if (lane->touched) return;
+  lane->touched = true;
+  touched_.push_back(lane);
+}
+
+absl::Status SubscriptionImpl::WriteCheckpoints(bool all) {
   checkpoint_due_ = false;
   rotated_idle_ = false;
+  // The lanes to look at: all, or those touched since the last write.
+  std::vector<Lane*> visit;
+  if (all) {
+    visit.reserve(lanes_.size());
+    for (auto& [prefix, lane] : lanes_) visit.push_back(lane.get());
+    touched_.clear();
+  } else {
+    visit.swap(touched_);
+  }
+  for (Lane* lane : visit) lane->touched = false;
   leveldb::WriteBatch batch;
   std::vector<Lane*> wrote;
   // Lanes whose checkpoint their floor may imply: written only if the
@@ -616,19 +637,19 @@ absl::Status SubscriptionImpl::WriteCheckpoints() {
     checkpoint_ceiling_.Raise(key);
     wrote.push_back(lane);
   };
-  for (auto& [prefix, lane] : lanes_) {
+  for (Lane* lane : visit) {
     // A lane that delivered nothing since its checkpoint was written keeps
     // it until it does, or is idle: its new one would only skip ids that
     // are not messages of the lane.
     if (Dirty(*lane) && (lane->delivered || Idle(*lane))) {
       if (FloorMayCover(*lane)) {
-        floored.push_back(lane.get());
+        floored.push_back(lane);
       } else {
-        put(lane.get());
+        put(lane);
       }
     }
-    if (paged() && Idle(*lane) && lanes_.LetGo(lane.get()) && lane->rehint) {
-      rehint.emplace_back(prefix);
+    if (paged() && Idle(*lane) && lanes_.LetGo(lane) && lane->rehint) {
+      rehint.emplace_back(lane->prefix);
     }
   }
   const bool moved = paged() && source()->AppendRecord(&batch);
@@ -664,10 +685,13 @@ absl::Status SubscriptionImpl::WriteCheckpoints() {
     lane->delivered = false;
   }
   since_checkpoint_ = 0;
-  // Idle lanes, their checkpoints on disk: forgotten.
-  lanes_.EraseIf([&](const Lane& lane) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    return Idle(lane) && !Dirty(lane) && !lane.hold.held();
-  });
+  // Idle lanes, their checkpoints on disk: forgotten. The others are
+  // touched again when they deliver or leave the working set.
+  for (Lane* lane : visit) {
+    if (Idle(*lane) && !Dirty(*lane) && !lane->hold.held()) {
+      lanes_.Erase(lane);
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -677,7 +701,7 @@ absl::Status SubscriptionImpl::Checkpoint() {
   MutexLock l(&mu_);
   if (queue_->dropped()) return queue_->DroppedError();
   HQ_RETURN_IF_ERROR(broken_);
-  return Fail(WriteCheckpoints());
+  return Fail(WriteCheckpoints(/*all=*/true));
 }
 
 absl::Status SubscriptionImpl::Stop(bool checkpoint) {
@@ -695,7 +719,7 @@ absl::Status SubscriptionImpl::Stop(bool checkpoint) {
   if (!checkpoint) return absl::OkStatus();
   MutexLock l(&mu_);
   if (!broken_.ok() || queue_->dropped()) return broken_;
-  return WriteCheckpoints();
+  return WriteCheckpoints(/*all=*/true);
 }
 
 // ------------------------------------------------------------------ stats

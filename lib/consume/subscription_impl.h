@@ -117,6 +117,7 @@ class SubscriptionImpl final : public Subscription,
     bool record = false;          // A checkpoint record is on disk.
     // A message was delivered since the checkpoint was last written.
     bool delivered = false;
+    bool touched = false;  // In touched_.
     // Paged: its last turn read it to its end (cleared by Activate).
     bool at_end = false;
     std::deque<Buffered> buf;
@@ -215,8 +216,15 @@ class SubscriptionImpl final : public Subscription,
                       std::string_view value)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Dirty(const Lane& lane) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Writes the checkpoints that moved; forgets idle lanes.
-  absl::Status WriteCheckpoints() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes the checkpoints that moved; forgets idle lanes. Looks at every
+  // lane in memory if `all`, else at the lanes touched since the last call
+  // (those that delivered, failed or left the working set: what a lane
+  // must do to become idle, or to have delivered what its checkpoint
+  // covers).
+  absl::Status WriteCheckpoints(bool all = false)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Notes `lane` for the next WriteCheckpoints (once).
+  void Touch(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Calls the listeners for buffered messages of `lane` (at most `budget`).
   // Returns how many were delivered; stops, setting *checkpoint_due, once
   // checkpoint_messages deliveries are not checkpointed. REQUIRES: called by
@@ -248,6 +256,8 @@ class SubscriptionImpl final : public Subscription,
   LaneSet<Lane> lanes_ ABSL_GUARDED_BY(mu_);
   std::deque<Lane*> active_ ABSL_GUARDED_BY(mu_);
   std::deque<Lane*> ready_ ABSL_GUARDED_BY(mu_);
+  // Lanes WriteCheckpoints looks at next (Touch), each once.
+  std::vector<Lane*> touched_ ABSL_GUARDED_BY(mu_);
   uint64_t buffered_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t buffered_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t delivered_ ABSL_GUARDED_BY(mu_) = 0;
