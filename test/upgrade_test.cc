@@ -121,8 +121,8 @@ TEST_CASE("a Db of a format version newer than this hq is refused") {
 // dead letter reason "rejected", format 5 dropped lane fences; a format 2
 // to 4 Db is upgraded by rewriting its format record, and keeps its groups
 // and the fences it has (which Verify still checks and readers skip).
-TEST_CASE("a format 2 to 9 Db is upgraded to the current version on Open") {
-  const uint32_t old_version = GENERATE(2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u);
+TEST_CASE("a format 2 to 10 Db is upgraded to the current version on Open") {
+  const uint32_t old_version = GENERATE(2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 10u);
   CAPTURE(old_version);
   test::TempDir dir;
   const std::string path = dir.Sub("db");
@@ -151,7 +151,7 @@ TEST_CASE("a format 2 to 9 Db is upgraded to the current version on Open") {
   }
   auto db = test::ValueOrDie(Db::Open(path));
   CHECK(FormatVersion(db.get()) == format::kFormatVersion);
-  CHECK(format::kFormatVersion == 10);
+  CHECK(format::kFormatVersion == 11);
   Queue* q = test::ValueOrDie(db->OpenQueue("q"));
   HQ_REQUIRE_OK(q->Put({.payload = "b"}).status());
   CHECK(test::ScanAll(q).size() == 2);
@@ -218,7 +218,7 @@ TEST_CASE("a format 5 Db (single-lane hints) is upgraded and keeps its state") {
   }
   auto db = test::ValueOrDie(Db::Open(path));
   CHECK(FormatVersion(db.get()) == format::kFormatVersion);
-  CHECK(format::kFormatVersion == 10);
+  CHECK(format::kFormatVersion == 11);
   // Verify reads both kinds of hint, and the lane directory format 7 no
   // longer writes.
   CheckVerifiesClean(db.get());
@@ -357,7 +357,7 @@ TEST_CASE(
   {
     auto db = test::ValueOrDie(Db::Open(path));
     CHECK(FormatVersion(db.get()) == format::kFormatVersion);
-    CHECK(format::kFormatVersion == 10);
+    CHECK(format::kFormatVersion == 11);
     CheckVerifiesClean(db.get());
     Queue* q = test::ValueOrDie(db->OpenQueue("topics"));
     // "late" walks the lanes from a format 9 source record: no floors.

@@ -47,7 +47,7 @@ inline constexpr char kClaimTag = 0x12;
 inline constexpr char kDeleteTag = 0x13;
 
 // Bumped when a change makes old code unable to read new data.
-inline constexpr uint32_t kFormatVersion = 10;
+inline constexpr uint32_t kFormatVersion = 11;
 // The oldest version Open upgrades (doc/format.md, "Db metadata").
 inline constexpr uint32_t kOldestFormatVersion = 1;
 
