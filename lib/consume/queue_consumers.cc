@@ -40,6 +40,20 @@ void QueueConsumersImpl::WakeWaiters() {
 
 namespace {
 
+// The error of a consumer delete that removed the consumer durably but
+// failed while deleting its records (the next Open finishes the delete):
+// `s`'s code and message, with ErrorDetail::kDropDurable.
+absl::Status RecordsNotDeleted(std::string_view consumer,
+                               std::string_view queue, const absl::Status& s) {
+  return WithErrorDetail(
+      absl::Status(s.code(),
+                   absl::StrCat(Av(consumer), " of queue '", Av(queue),
+                                "' is deleted, but deleting its records "
+                                "failed (the next Open finishes it): ",
+                                s.message())),
+      ErrorDetail::kDropDurable);
+}
+
 template <typename T>
 std::vector<T> SortedUnique(std::vector<T> v) {
   std::sort(v.begin(), v.end());
@@ -324,15 +338,8 @@ absl::Status QueueConsumersImpl::Unsubscribe(std::string_view name) {
     if (s.ok()) {
       s = db_->FinishConsumerDelete(queue_->id(), record.id, {});
       if (!s.ok()) {
-        s = WithErrorDetail(
-            absl::Status(s.code(),
-                         absl::StrCat("subscription '", Av(name),
-                                      "' of queue '", queue_->name(),
-                                      "' is deleted, but deleting its "
-                                      "records failed (the next Open "
-                                      "finishes it): ",
-                                      s.message())),
-            ErrorDetail::kDropDurable);
+        s = RecordsNotDeleted(absl::StrCat("subscription '", Av(name), "'"),
+                              queue_->name(), s);
       }
     }
   }
@@ -445,14 +452,8 @@ absl::Status QueueConsumersImpl::DeleteGroup(
   if (!s.ok()) {
     // The name stays unusable in this process: the next Open finishes the
     // delete.
-    return WithErrorDetail(
-        absl::Status(s.code(), absl::StrCat("consumer group '", Av(name),
-                                            "' of queue '", queue_->name(),
-                                            "' is deleted, but deleting its "
-                                            "records failed (the next Open "
-                                            "finishes it): ",
-                                            s.message())),
-        ErrorDetail::kDropDurable);
+    return RecordsNotDeleted(absl::StrCat("consumer group '", Av(name), "'"),
+                             queue_->name(), s);
   }
   MutexLock l(&groups_mu_);
   deleting_groups_.erase(Av(name));
