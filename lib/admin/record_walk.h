@@ -163,7 +163,11 @@ class RecordWalker {
            std::string value, std::string mend);
   bool Later(std::string problem);
 
-  // The rules, one function a record kind.
+  // The lane prefix (tag 0x10) for key bytes `rest` (lane_rest) of queue id.
+  static std::string LanePrefix(uint32_t queue_id, std::string_view rest);
+
+  // The rules, one function a record kind (record_walk.cc, and the
+  // consumers' records in record_walk_consumer.cc).
   void Check();
   void CheckMeta();
   void CheckCatalog();
