@@ -189,6 +189,8 @@ class NullListener : public MessageListener {
 TEST_CASE("bad input to groups, subscriptions, leases and inspection") {
   const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);
   INFO(test::StorageName(storage));
+  // Outlives the Db, as Subscribe requires: the Db delivers until it closes.
+  NullListener listener;
   DbFixture f(storage);
   Db* db = f.db();
   Queue* q = ValueOrDie(db->CreateQueue("q", {.partitions = 4}));
@@ -198,7 +200,6 @@ TEST_CASE("bad input to groups, subscriptions, leases and inspection") {
   }
   ConsumerGroup* g = ValueOrDie(q->Group("g"));
   ConsumerGroup* ordered = ValueOrDie(time_q->Group("o", {.ordered = true}));
-  NullListener listener;
   HQ_REQUIRE_OK(q->Subscribe({.name = "s"}, &listener).status());
   // A task held by g, and one g never handed out.
   std::vector<Task> held = ValueOrDie(g->Claim({.max = 1}));
