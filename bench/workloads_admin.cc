@@ -773,7 +773,8 @@ ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ManyTopics(Context& c,
   for (const Layout layout : {Layout::kTopic, Layout::kTime}) {
     HQ_RETURN_IF_ERROR(ManyTopicsLayout(c, layout, results));
   }
-  if (!c.config.many_topics_extras) {
+  // The topic layout's rate over the time layout's, per line measured.
+  auto PrintLayoutRatios = [&results] {
     for (const char* what : {"put", "read", "claim", "subscribe"}) {
       if (results[absl::StrCat(what, "topic")].messages == 0) continue;
       PrintRatio(absl::StrCat("many_topics_", what,
@@ -782,6 +783,9 @@ ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ManyTopics(Context& c,
                  results[absl::StrCat(what, "topic")],
                  results[absl::StrCat(what, "time")]);
     }
+  };
+  if (!c.config.many_topics_extras) {
+    PrintLayoutRatios();
     return Result{};
   }
   HQ_ASSIGN_OR_RETURN(const PutWithGroup idle,
@@ -830,14 +834,7 @@ ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Result> ManyTopics(Context& c,
   raw.db.reset();
   const std::string raw_path = c.root + "/many-leveldb";
   HQ_RETURN_IF_ERROR(FromLevelDb(leveldb::DestroyDB(raw_path, {}), raw_path));
-  for (const char* what : {"put", "read", "claim", "subscribe"}) {
-    if (results[absl::StrCat(what, "topic")].messages == 0) continue;
-    PrintRatio(absl::StrCat("many_topics_", what,
-                            std::string_view(what) == "read" ? "_topic" : "",
-                            "[topic]/[time]"),
-               results[absl::StrCat(what, "topic")],
-               results[absl::StrCat(what, "time")]);
-  }
+  PrintLayoutRatios();
   PrintRatio("many_topics_put[topic_with_group]/[time]", put_grouped,
              results["puttime"]);
   PrintRatio("many_topics_put[topic_group_deleted]/[time]", gone.put,
