@@ -1865,22 +1865,7 @@ TEST_CASE(
   Queue* q = ValueOrDie(f.db()->CreateQueue(
       "q", {.partitions = 3, .priorities = 2, .layout = Layout::kTopic}));
   // 300 lanes of one message and 20 of three, before the group exists.
-  std::multiset<std::string> put;
-  auto put_one = [&](const std::string& topic, int priority,
-                     const std::string& payload) {
-    HQ_REQUIRE_OK(
-        q->Put({.topic = topic, .payload = payload, .priority = priority})
-            .status());
-    put.insert(payload);
-  };
-  for (int i = 0; i < 300; ++i) {
-    put_one(absl::StrCat("s", i), i % 2, absl::StrCat("s", i, "/0"));
-  }
-  for (int i = 0; i < 20; ++i) {
-    for (int k = 0; k < 3; ++k) {
-      put_one(absl::StrCat("m", i), 0, absl::StrCat("m", i, "/", k));
-    }
-  }
+  const std::multiset<std::string> put = test::PutWalkedLanes(q);
   ConsumerGroup* g = ValueOrDie(q->Group("g"));
   const uint32_t qid = static_cast<QueueImpl*>(q)->id();
   const uint32_t gid = Paged(g)->record().id;

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "catch2/catch.hpp"
@@ -270,6 +272,30 @@ inline std::vector<ScannedMessage> ScanAll(Queue* q,
   }
   HQ_REQUIRE_OK(scanner->status());
   return out;
+}
+
+// Fills a topic layout queue with the lanes a consumer created after them
+// walks: 300 of one message (topic "s<i>", payload "s<i>/0", priority
+// i % 2) and 20 of three (topic "m<i>", payloads "m<i>/<k>", priority 0).
+// Returns the payloads written.
+inline std::multiset<std::string> PutWalkedLanes(Queue* q) {
+  std::multiset<std::string> put;
+  auto put_one = [&](const std::string& topic, int priority,
+                     const std::string& payload) {
+    HQ_REQUIRE_OK(
+        q->Put({.topic = topic, .payload = payload, .priority = priority})
+            .status());
+    put.insert(payload);
+  };
+  for (int i = 0; i < 300; ++i) {
+    put_one(absl::StrCat("s", i), i % 2, absl::StrCat("s", i, "/0"));
+  }
+  for (int i = 0; i < 20; ++i) {
+    for (int k = 0; k < 3; ++k) {
+      put_one(absl::StrCat("m", i), 0, absl::StrCat("m", i, "/", k));
+    }
+  }
+  return put;
 }
 
 // An Env that counts fsyncs of written files and reads of table files:
