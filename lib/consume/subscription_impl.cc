@@ -203,7 +203,18 @@ absl::Status SubscriptionImpl::Admit(LaneSource::Taken* t) {
                        [&](std::string prefix) ABSL_NO_THREAD_SAFETY_ANALYSIS {
                          return ReadIn(std::move(prefix));
                        }));
-  if (lane != nullptr) Activate(lane);
+  if (lane == nullptr) return absl::OkStatus();
+  if (active_.empty() && !lane->active && !lane->blocked &&
+      lanes_.Walked(*lane) && !Full()) {
+    // Its turn now, without a read: the walk saw all it holds. (Not while
+    // lanes wait in the working set: the lanes' turns keep the source's
+    // order, so that the position passes lanes as they are delivered.)
+    if (lane->read < cutoff_) lane->read = cutoff_;  // Expired: skipped.
+    HQ_RETURN_IF_ERROR(TakeWalked(lane).status());
+    EndTurn(lane, /*drained=*/true, /*behind=*/false);
+    return absl::OkStatus();
+  }
+  Activate(lane);
   return absl::OkStatus();
 }
 
@@ -211,10 +222,14 @@ absl::Status SubscriptionImpl::PageIn(leveldb::Iterator* it) {
   lanes_.TakePagedNotes();
   size_t budget = kPageInBudget;
   for (int p = queue_->options().priorities - 1; p >= 0; --p) {
-    while (budget > 0 && active_.size() < MaxActive() && source()->pending(p)) {
+    while (budget > 0 && active_.size() < MaxActive() && !Full() &&
+           source()->pending(p)) {
+      // No more lanes than the buffers have room for messages: each lane
+      // the walk saw hold one message then has its turn at once (Admit).
+      const size_t room = options_.buffer_messages - (buffered_ - blocked_);
       size_t taken;
       HQ_RETURN_IF_ERROR(lanes_.Page(
-          p, std::min(budget, MaxActive() - active_.size()), it,
+          p, std::min({budget, MaxActive() - active_.size(), room}), it,
           [&](LaneSource::Taken* t)
               ABSL_NO_THREAD_SAFETY_ANALYSIS { return Admit(t); },
           &taken));
@@ -308,7 +323,7 @@ bool SubscriptionImpl::Full() const {
 
 absl::Status SubscriptionImpl::Fill() {
   if (Full()) return absl::OkStatus();
-  const MessageId cutoff = queue_->TtlCutoff(db_->clock()->Now());
+  cutoff_ = queue_->TtlCutoff(db_->clock()->Now());
   std::unique_ptr<leveldb::Iterator> it(
       NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
   lanes_.BeginPass();  // What an earlier Fill's walk kept is of its iterator.
@@ -326,44 +341,52 @@ absl::Status SubscriptionImpl::Fill() {
       Touch(lane);
       continue;
     }
-    if (lane->read < cutoff) lane->read = cutoff;  // Expired: skipped.
+    if (lane->read < cutoff_) lane->read = cutoff_;  // Expired: skipped.
     bool drained = true;
-    std::string_view value;
-    if (const LaneSource::Kept* m = lanes_.TakeWalked(lane, &value)) {
-      // This Fill's walk saw, with `it`, the lane hold one message: all a
-      // read would find (and the buffer has room for one: !Full()).
-      if (lane->read <= m->id) {
-        HQ_RETURN_IF_ERROR(Buffer(lane, m->id, lane->topic, value));
-        lane->read = m->id.Next();
-      }
-    } else {
-      HQ_RETURN_IF_ERROR(ReadTurn(lane, it.get(), &drained));
-    }
-    lane->at_end = drained;
-    if (drained || behind) {
-      lanes_.Leave(lane);
-      lane->rehint = !drained;
-      if (lane->rehint && lane->buf.empty()) rotated_idle_ = true;
-    } else {
-      active_.push_back(lane);
-    }
-    if (!lane->buf.empty() && !lane->ready) {
-      lane->ready = true;
-      ready_.push_back(lane);
-    }
-    if (paged() && drained && Idle(*lane) && !Dirty(*lane) && !lane->touched) {
-      // Nothing new (a stale hint, or a lane the walk found drained): its
-      // checkpoint is as written, so it lets the position go at once.
-      lanes_.LetGo(lane);
-      lanes_.Erase(lane);
-    } else if (!lane->active) {
-      Touch(lane);
-    }
+    HQ_ASSIGN_OR_RETURN(const bool walked, TakeWalked(lane));
+    if (!walked) HQ_RETURN_IF_ERROR(ReadTurn(lane, it.get(), &drained));
+    EndTurn(lane, drained, behind);
   }
   // The kept values are of this Fill's iterator: a large buffer is not
   // held between slices.
   lanes_.EndPass();
   return absl::OkStatus();
+}
+
+absl::StatusOr<bool> SubscriptionImpl::TakeWalked(Lane* lane) {
+  std::string_view value;
+  const LaneSource::Kept* m = lanes_.TakeWalked(lane, &value);
+  if (m == nullptr) return false;
+  // This Fill's walk saw, with its iterator, the lane hold one message:
+  // all a read would find (and the buffer has room for one: !Full()).
+  if (lane->read <= m->id) {
+    HQ_RETURN_IF_ERROR(Buffer(lane, m->id, lane->topic, value));
+    lane->read = m->id.Next();
+  }
+  return true;
+}
+
+void SubscriptionImpl::EndTurn(Lane* lane, bool drained, bool behind) {
+  lane->at_end = drained;
+  if (drained || behind) {
+    if (lane->active) lanes_.Leave(lane);
+    lane->rehint = !drained;
+    if (lane->rehint && lane->buf.empty()) rotated_idle_ = true;
+  } else {
+    active_.push_back(lane);
+  }
+  if (!lane->buf.empty() && !lane->ready) {
+    lane->ready = true;
+    ready_.push_back(lane);
+  }
+  if (paged() && drained && Idle(*lane) && !Dirty(*lane) && !lane->touched) {
+    // Nothing new (a stale hint, or a lane the walk found drained): its
+    // checkpoint is as written, so it lets the position go at once.
+    lanes_.LetGo(lane);
+    lanes_.Erase(lane);
+  } else if (!lane->active) {
+    Touch(lane);
+  }
 }
 
 absl::Status SubscriptionImpl::ReadTurn(Lane* lane, leveldb::Iterator* it,
@@ -409,7 +432,7 @@ absl::Status SubscriptionImpl::Buffer(Lane* lane, MessageId id,
   }
   Buffered b;
   b.id = id;
-  b.topic.assign(topic);
+  if (!queue_->codec().lane_has_topic()) b.topic.assign(topic);
   b.key.assign(mkey);
   b.payload.assign(payload);
   b.not_before = format::NotBeforeTime(not_before_ms);
@@ -440,7 +463,7 @@ size_t SubscriptionImpl::Deliver(Lane* lane, size_t budget,
     view.id = b->id;
     view.partition = lane->partition;
     view.priority = lane->priority;
-    view.topic = b->topic;
+    view.topic = queue_->codec().lane_has_topic() ? lane->topic : b->topic;
     view.key = b->key;
     view.payload = b->payload;
     view.not_before = b->not_before;

@@ -48,6 +48,7 @@
 #include "lib/engine/queue_impl.h"
 #include "lib/format/format.h"
 #include "lib/util/sync.h"
+#include "lib/util/vector_fifo.h"
 
 namespace hq {
 
@@ -105,7 +106,8 @@ class SubscriptionImpl final : public Subscription,
  private:
   struct Buffered {
     MessageId id;
-    std::string topic, key, payload;
+    std::string topic;  // Time layout only: a topic layout's is the lane's.
+    std::string key, payload;
     absl::Time not_before;
   };
   // LaneBase::active: in active_ (LaneSet::Enter).
@@ -120,7 +122,7 @@ class SubscriptionImpl final : public Subscription,
     bool touched = false;  // In touched_.
     // Paged: its last turn read it to its end (cleared by Activate).
     bool at_end = false;
-    std::deque<Buffered> buf;
+    VectorFifo<Buffered> buf;
     bool ready = false;  // In ready_: buf is not empty.
     size_t resume = 0;   // The listener to call next for buf.front().
     uint32_t failures = 0;
@@ -162,9 +164,25 @@ class SubscriptionImpl final : public Subscription,
     return lanes_.max_active();
   }
   // Paged: takes lanes from the source, highest priority first, while
-  // fewer than MaxActive are active (at most kPageInBudget a call).
+  // fewer than MaxActive are active and the buffers are not full (at most
+  // kPageInBudget a call, and no more than the buffers have room for
+  // messages).
   absl::Status PageIn(leveldb::Iterator* it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Admits the lane of `t`. While the working set is empty and the buffers
+  // have room, a lane the walk saw hold one message (not waiting for a
+  // retry) has its turn at once: that message is buffered, as Fill would
+  // buffer it, and the lane does not join the working set.
   absl::Status Admit(LaneSource::Taken* t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Buffers the message the walk kept for `lane` (LaneSet::TakeWalked) if
+  // it is at or past the lane's next read, and moves the read past it.
+  // False if the pass kept none for it.
+  absl::StatusOr<bool> TakeWalked(Lane* lane)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After a turn that read `lane` (drained: to its end): the lane leaves
+  // the working set if it is drained or `behind`, becomes ready if it has
+  // messages buffered, and is forgotten or touched (Fill).
+  void EndTurn(Lane* lane, bool drained, bool behind)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The lane `prefix`, not in memory, read in (its checkpoint is
   // `checkpoint`, or read if null).
   absl::StatusOr<Lane*> ReadIn(std::string prefix,
@@ -276,7 +294,9 @@ class SubscriptionImpl final : public Subscription,
   // Lanes waiting for a retry, and their head messages' payload bytes.
   uint64_t blocked_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t blocked_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  bool started_ ABSL_GUARDED_BY(mu_) = false;          // Start was called.
+  bool started_ ABSL_GUARDED_BY(mu_) = false;  // Start was called.
+  // Fill's TTL cutoff: messages below it are skipped.
+  MessageId cutoff_ ABSL_GUARDED_BY(mu_);
   uint64_t test_lane_reads_ ABSL_GUARDED_BY(mu_) = 0;  // TEST_LaneReads.
   // Live timers (cancelled by Stop).
   absl::flat_hash_set<LeaseId> timers_ ABSL_GUARDED_BY(mu_);
