@@ -27,6 +27,9 @@ constexpr size_t kScanChunk = 8 * kReadChunk;
 // lanes, or stale hints, must not hold the lock for long: the slice is run
 // again).
 constexpr size_t kPageInBudget = 256;
+// The most buffer space an emptied lane buffer keeps for the lane's next
+// turn (a turn reads up to kReadChunk messages).
+constexpr size_t kKeptBufferBytes = 32 << 10;
 
 }  // namespace
 
@@ -430,7 +433,7 @@ absl::Status SubscriptionImpl::Buffer(Lane* lane, MessageId id,
     return absl::DataLossError(absl::StrCat(
         "queue '", queue_->name(), "': malformed message ", id.ToString()));
   }
-  Buffered b;
+  Buffered& b = lane->buf.emplace_back();
   b.id = id;
   if (!queue_->codec().lane_has_topic()) b.topic.assign(topic);
   b.key.assign(mkey);
@@ -438,7 +441,6 @@ absl::Status SubscriptionImpl::Buffer(Lane* lane, MessageId id,
   b.not_before = format::NotBeforeTime(not_before_ms);
   ++buffered_;
   buffered_bytes_ += b.payload.size();
-  lane->buf.push_back(std::move(b));
   return absl::OkStatus();
 }
 
@@ -516,6 +518,13 @@ size_t SubscriptionImpl::Deliver(Lane* lane, size_t budget,
     buffered_ -= 1;
     buffered_bytes_ -= b->payload.size();
     lane->buf.pop_front();
+    // An emptied buffer keeps its space for the lane's next turn, unless
+    // the lane left the working set (it may stay in memory until its
+    // checkpoint is written) or the space is large.
+    if (lane->buf.empty() &&
+        (!lane->active || lane->buf.heap_bytes() > kKeptBufferBytes)) {
+      lane->buf.shrink_to_fit();
+    }
     lane->resume = 0;
     lane->failures = 0;
     lane->delivered = true;

@@ -1,12 +1,15 @@
 // Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
 //
-// VectorFifo<T>: a first-in first-out sequence in one std::vector and a head
+// VectorFifo<T, kInline>: a first-in first-out sequence in one vector (an
+// absl::InlinedVector holding up to kInline elements in place) and a head
 // index. Unlike std::deque (which allocates two blocks, one of 512 bytes,
-// when it is constructed), an empty VectorFifo owns no memory, so a
-// consumer can hold one per lane for millions of lanes that are mostly
-// empty. Elements are contiguous: push_back is amortized O(1), pop_front
-// O(1) amortized (the popped slots are reclaimed once they are at least
-// half of the vector, or all of it), pop_back O(1).
+// when it is constructed), a VectorFifo of at most kInline elements owns no
+// heap memory, so a consumer can hold one per lane for millions of lanes
+// that hold one message or none. Elements are contiguous: push_back is
+// amortized O(1) (the popped slots are reclaimed when the vector is full
+// and they are at least half of it, or when it is emptied), pop_front and
+// pop_back O(1). An emptied one keeps its capacity for the next elements
+// until shrink_to_fit.
 //
 // References to elements stay valid until the next push_back or pop_front
 // (either may move the elements); pop_back invalidates only the last.
@@ -18,12 +21,14 @@
 
 #include <cassert>
 #include <cstddef>
+#include <memory>
 #include <utility>
-#include <vector>
+
+#include "absl/container/inlined_vector.h"
 
 namespace hq {
 
-template <typename T>
+template <typename T, size_t kInline = 1>
 class VectorFifo {
  public:
   bool empty() const { return head_ == items_.size(); }
@@ -45,19 +50,32 @@ class VectorFifo {
   const T& back() const { return (*this)[size() - 1]; }
 
   void push_back(T item) {
-    if (head_ > 0 && items_.size() == items_.capacity()) Compact();
+    // Full: the popped slots are reclaimed if they are at least half of
+    // the vector, else it grows (so each element moves O(1) times,
+    // amortized, and the vector stays under four times the elements).
+    if (items_.size() == items_.capacity() && head_ > 0 &&
+        head_ >= items_.size() - head_) {
+      Compact();
+    }
     items_.push_back(std::move(item));
+  }
+  // Appends a value-initialized element and returns it (filled in place).
+  T& emplace_back() {
+    if (items_.size() == items_.capacity() && head_ > 0 &&
+        head_ >= items_.size() - head_) {
+      Compact();
+    }
+    return items_.emplace_back();
   }
   // REQUIRES: !empty().
   void pop_front() {
     assert(!empty());
-    items_[head_] = T();  // Lets go of what the element owns now.
+    // Lets go of what the element owns now; the slot holds a new T until
+    // it is reclaimed.
+    std::destroy_at(&items_[head_]);
+    std::construct_at(&items_[head_]);
     ++head_;
-    if (head_ == items_.size()) {
-      clear();
-    } else if (head_ >= items_.size() - head_) {
-      Compact();
-    }
+    if (head_ == items_.size()) clear();
   }
   // REQUIRES: !empty().
   void pop_back() {
@@ -67,15 +85,18 @@ class VectorFifo {
   }
   // Empties it; keeps the vector's capacity (shrink_to_fit lets it go).
   void clear() {
-    items_.clear();
+    items_.erase(items_.begin(), items_.end());
     head_ = 0;
   }
   void shrink_to_fit() {
     Compact();
     items_.shrink_to_fit();
   }
-  // Bytes of the elements' slots (not what the elements own).
-  size_t capacity_bytes() const { return items_.capacity() * sizeof(T); }
+  // Heap bytes of the elements' slots (not what the elements own): 0 while
+  // they fit in place.
+  size_t heap_bytes() const {
+    return items_.capacity() > kInline ? items_.capacity() * sizeof(T) : 0;
+  }
 
  private:
   // Moves the live elements to the vector's start.
@@ -85,7 +106,7 @@ class VectorFifo {
     head_ = 0;
   }
 
-  std::vector<T> items_;
+  absl::InlinedVector<T, kInline> items_;
   size_t head_ = 0;  // items_[0, head_) are popped.
 };
 
