@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,7 +71,9 @@ LiveStatus Sample() {
                              .delivered = 100,
                              .failed_attempts = 1,
                              .buffered = 4,
-                             .listeners = 2});
+                             .listeners = 2,
+                             .resident_lanes = 6,
+                             .active_lanes = 5});
   return s;
 }
 
@@ -108,6 +111,8 @@ TEST_CASE("live status: a publication reads back as written") {
   REQUIRE(r.subscriptions.size() == 1);
   CHECK(r.subscriptions[0].lag == 9);
   CHECK(r.subscriptions[0].listeners == 2);
+  CHECK(r.subscriptions[0].resident_lanes == 6);
+  CHECK(r.subscriptions[0].active_lanes == 5);
   CHECK(r.FindGroup("q", "g") != nullptr);
   CHECK(r.FindGroup("q", "x") == nullptr);
   CHECK(r.FindSubscription("q", "s") != nullptr);
@@ -221,6 +226,49 @@ TEST_CASE("live status: an open Db publishes what it sees, then removes it") {
 
   f.Close();
   CHECK_FALSE(env->FileExists(file));
+}
+
+// A subscription listener that refuses every message, counting its calls.
+struct RefusingListener : MessageListener {
+  std::atomic<int> calls{0};
+  absl::Status OnMessage(const MessageView&) override {
+    ++calls;
+    return absl::UnavailableError("refused");
+  }
+};
+
+// Issue 40: the live view shows a subscription's lanes in memory, as its
+// Stats counts them: a lane whose listener failed stays in memory, out of
+// the working set, until its retry.
+TEST_CASE("issue40: the live status shows a subscription's lanes in memory") {
+  RefusingListener listener;  // Outlives the Db.
+  Options o = test::NoBackgroundSweeps();
+  o.status_interval = absl::Seconds(1);
+  DbFixture f(Storage::kMemory, o);
+  Queue* q = ValueOrDie(
+      f.db()->CreateQueue("t", {.partitions = 2, .layout = Layout::kTopic}));
+  for (const char* topic : {"a", "b", "c"}) {
+    HQ_REQUIRE_OK(q->Put({.topic = topic, .payload = "x"}).status());
+  }
+  Subscription* sub = ValueOrDie(q->Subscribe(
+      {.name = "f", .retry_base = absl::Hours(1), .retry_cap = absl::Hours(1)},
+      &listener));
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  while (listener.calls.load() < 3) {
+    REQUIRE(absl::Now() < give_up);
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  const SubscriptionStats st = ValueOrDie(sub->Stats());
+  CHECK(st.resident_lanes == 3);
+  CHECK(st.active_lanes == 0);
+  f.clock().Advance(absl::Seconds(1));
+  AwaitTimedStatus(f, 1);
+  const LiveStatus s = AwaitStatus(f, f.clock().Now());
+  const LiveSubscriptionStatus* live = s.FindSubscription("t", "f");
+  REQUIRE(live != nullptr);
+  CHECK(live->resident_lanes == 3);
+  CHECK(live->active_lanes == 0);
+  CHECK(live->failed_attempts == 3);
 }
 
 // Issue 38: the first publication came only after status_interval, and

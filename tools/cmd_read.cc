@@ -642,7 +642,9 @@ Result<void> StatSubscriptions(Queue* q, size_t max_lanes, bool json, Json& j) {
       j.Key("live").BeginObject().Key("delivered").Uint(live->delivered);
       j.Key("failed_attempts").Uint(live->failed_attempts);
       j.Key("buffered").Uint(live->buffered);
-      j.Key("listeners").Uint(live->listeners).EndObject();
+      j.Key("listeners").Uint(live->listeners);
+      j.Key("resident_lanes").Uint(live->resident_lanes);
+      j.Key("active_lanes").Uint(live->active_lanes).EndObject();
     }
     SubscriptionPartitions(s, ss, out, j);
     if (max_lanes > 0) SubscriptionCheckpoints(s, ss, max_lanes, out, j);

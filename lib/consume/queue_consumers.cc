@@ -508,7 +508,9 @@ void QueueConsumersImpl::CollectLiveStatus(LiveStatus* out,
                                   .delivered = st->delivered,
                                   .failed_attempts = st->failed_attempts,
                                   .buffered = st->buffered,
-                                  .listeners = st->listeners});
+                                  .listeners = st->listeners,
+                                  .resident_lanes = st->resident_lanes,
+                                  .active_lanes = st->active_lanes});
   }
 }
 

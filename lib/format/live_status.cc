@@ -12,7 +12,7 @@ namespace hq {
 namespace {
 
 constexpr std::string_view kMagic = "hqstatus";
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;
 
 // A time as unix ms + 1; 0 for InfinitePast (and anything before 1970).
 void PutTime(std::string* out, absl::Time t) {
@@ -189,6 +189,8 @@ void PutSubscription(std::string* out, const LiveSubscriptionStatus& s) {
   coding::PutVarint64(out, s.failed_attempts);
   coding::PutVarint64(out, s.buffered);
   coding::PutVarint32(out, s.listeners);
+  coding::PutVarint64(out, s.resident_lanes);
+  coding::PutVarint64(out, s.active_lanes);
 }
 bool GetSubscription(std::string_view* in, LiveSubscriptionStatus* s) {
   return GetString(in, &s->queue) && GetString(in, &s->name) &&
@@ -196,7 +198,9 @@ bool GetSubscription(std::string_view* in, LiveSubscriptionStatus* s) {
          coding::GetVarint64(in, &s->delivered) &&
          coding::GetVarint64(in, &s->failed_attempts) &&
          coding::GetVarint64(in, &s->buffered) &&
-         coding::GetVarint32(in, &s->listeners);
+         coding::GetVarint32(in, &s->listeners) &&
+         coding::GetVarint64(in, &s->resident_lanes) &&
+         coding::GetVarint64(in, &s->active_lanes);
 }
 
 bool GetBody(std::string_view in, LiveStatus* s) {

@@ -62,6 +62,10 @@ struct LiveSubscriptionStatus {
   uint64_t failed_attempts = 0;
   uint64_t buffered = 0;
   uint32_t listeners = 0;
+  // Lanes in memory, and of them those in the working set (the owner's
+  // SubscriptionStats::resident_lanes and active_lanes).
+  uint64_t resident_lanes = 0;
+  uint64_t active_lanes = 0;
 };
 
 // Exported from a shared libhq for the hq tool, which reads the file (no
