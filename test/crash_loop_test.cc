@@ -575,6 +575,9 @@ void DrainOrdered(Queue* q, const std::map<Key, Stored>& stored,
 // subscription. Updates the model's view of the stored state.
 void CheckCopy(const std::string& path, const RunLines& run, Model* m) {
   const std::map<Lane, std::vector<MessageId>>& run_delivered = run.delivered;
+  // The subscription's listener, declared before the Db: it must outlive
+  // the subscription, which lives until the Db is destroyed.
+  Collector c(m);
   auto db = ValueOrDie(Db::Open(path, {}));
   RequireVerified(db.get());
   auto opened = db->OpenQueue("q");
@@ -682,7 +685,6 @@ void CheckCopy(const std::string& path, const RunLines& run, Model* m) {
           checkpoints.contains(lane) ? checkpoints[lane] : MessageId::Min();
       want += ids.end() - std::lower_bound(ids.begin(), ids.end(), cp);
     }
-    Collector c(m);
     Subscription* s = ValueOrDie(q->Subscribe({.name = "s"}, &c));
     const absl::Time give_up = absl::Now() + absl::Seconds(120);
     while (c.count() < want) {

@@ -165,10 +165,10 @@ std::string LaneOf(const Got& g, Layout layout) {
 TEST_CASE("a subscription delivers every message in order per lane") {
   const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);
   const Layout layout = GENERATE(Layout::kTime, Layout::kTopic);
+  Collector c;
   DbFixture f(storage, NoBackgroundSweeps());
   Queue* q = ValueOrDie(f.db()->CreateQueue(
       "q", {.partitions = 3, .priorities = 2, .layout = layout}));
-  Collector c;
   Subscription* s = ValueOrDie(q->Subscribe({.name = "s"}, &c));
   CHECK(s->name() == "s");
   constexpr int kProducers = 4, kEach = 400;
@@ -258,6 +258,7 @@ TEST_CASE("a subscription starts at the earliest, latest, an id or a time") {
 TEST_CASE(
     "issue17: a walk delivers a one-message lane's message without "
     "reading the lane again") {
+  Collector c;
   DbFixture f(Storage::kMemory, NoBackgroundSweeps());
   Queue* q = ValueOrDie(
       f.db()->CreateQueue("q", {.partitions = 2, .layout = Layout::kTopic}));
@@ -265,7 +266,6 @@ TEST_CASE(
       test::PutWalkLanes(q);
   constexpr size_t kMessages =
       test::kWalkSingle + test::kWalkLarge + test::kWalkMulti * test::kWalkEach;
-  Collector c;
   auto* sub = static_cast<SubscriptionImpl*>(
       ValueOrDie(q->Subscribe({.name = "s"}, &c)));
   c.WaitFor(kMessages);
@@ -287,6 +287,7 @@ TEST_CASE(
 TEST_CASE(
     "issue40: one-message lanes cost no read with buffers smaller than the "
     "walk") {
+  Collector c;
   DbFixture f(Storage::kMemory, NoBackgroundSweeps());
   Queue* q = ValueOrDie(
       f.db()->CreateQueue("q", {.partitions = 3, .layout = Layout::kTopic}));
@@ -297,7 +298,6 @@ TEST_CASE(
   for (const std::string& t : topics)
     batch.push_back({.topic = t, .payload = t});
   HQ_REQUIRE_OK(q->PutBatch(batch, nullptr));
-  Collector c;
   auto* sub = static_cast<SubscriptionImpl*>(ValueOrDie(q->Subscribe(
       {.name = "s", .checkpoint_messages = 100, .buffer_messages = 16}, &c)));
   c.WaitFor(kTopics);
@@ -313,6 +313,7 @@ TEST_CASE(
 // Issue 17: a kLatest subscription records a start per partition, not a
 // checkpoint per lane, so creating one costs nothing per topic.
 TEST_CASE("issue17: a kLatest subscription writes nothing per topic") {
+  Collector c;
   DbFixture f(Storage::kDisk, NoBackgroundSweeps());
   Queue* q = ValueOrDie(
       f.db()->CreateQueue("q", {.partitions = 4, .layout = Layout::kTopic}));
@@ -343,7 +344,6 @@ TEST_CASE("issue17: a kLatest subscription writes nothing per topic") {
   f.Reopen();
   q = ValueOrDie(f.db()->OpenQueue("q"));
   HQ_REQUIRE_OK(q->Put({.topic = "t8", .payload = "new2"}).status());
-  Collector c;
   Subscription* sub = ValueOrDie(q->Subscribe(
       {.name = "l", .start = SubscribeOptions::Start::kLatest}, &c));
   c.WaitFor(1);
@@ -364,6 +364,7 @@ TEST_CASE("issue17: a kLatest subscription writes nothing per topic") {
 
 TEST_CASE("a subscription resumes from its checkpoints after a close") {
   const Storage storage = GENERATE(Storage::kDisk, Storage::kMemory);
+  Collector c;
   DbFixture f(storage, NoBackgroundSweeps());
   Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.partitions = 2}));
   PutN(q, 10, "a", 0);
@@ -382,7 +383,6 @@ TEST_CASE("a subscription resumes from its checkpoints after a close") {
   q = ValueOrDie(f.db()->OpenQueue("q"));
   CHECK(ValueOrDie(q->ListSubscriptions()) == std::vector<std::string>{"s"});
   PutN(q, 2, "c", 0);
-  Collector c;
   // Resuming ignores start.
   Subscription* s = ValueOrDie(q->Subscribe(
       {.name = "s", .start = SubscribeOptions::Start::kEarliest}, &c));
@@ -401,9 +401,9 @@ TEST_CASE("a subscription resumes from its checkpoints after a close") {
 }
 
 TEST_CASE("checkpoints are written every N messages or T, not on each") {
+  Collector c;
   DbFixture f(Storage::kMemory, NoBackgroundSweeps());
   Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
-  Collector c;
   ValueOrDie(q->Subscribe({.name = "s",
                            .checkpoint_messages = 10,
                            .checkpoint_interval = absl::Seconds(5)},
@@ -427,9 +427,9 @@ TEST_CASE("checkpoints are written every N messages or T, not on each") {
 }
 
 TEST_CASE("a failing listener is retried and holds back only its lane") {
+  Collector c;
   DbFixture f(Storage::kMemory, NoBackgroundSweeps());
   Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.partitions = 2}));
-  Collector c;
   std::atomic<int> refusals{3};
   c.SetFail([&](const MessageView& m) {
     return m.payload == "a1" && refusals.fetch_sub(1) > 0;
@@ -482,12 +482,13 @@ TEST_CASE("a failing listener is retried and holds back only its lane") {
 }
 
 TEST_CASE("a slow listener pauses reading: memory stays bounded") {
+  Collector c;
+  Collector d;
   DbFixture f(Storage::kMemory, NoBackgroundSweeps());
   Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.partitions = 4}));
   for (int i = 0; i < 5000; ++i) {
     ValueOrDie(q->Put({.payload = std::string(100, 'x')}));
   }
-  Collector c;
   c.Close();  // The listener blocks.
   Subscription* s = ValueOrDie(q->Subscribe(
       {.name = "s", .buffer_messages = 64, .buffer_bytes = 1 << 20}, &c));
@@ -502,7 +503,6 @@ TEST_CASE("a slow listener pauses reading: memory stays bounded") {
   CHECK(st.buffered == 0);
   CHECK(st.delivered == 5000);
   // A byte limit below one message still reads one at a time.
-  Collector d;
   Subscription* t = ValueOrDie(q->Subscribe(
       {.name = "t", .buffer_messages = 1000, .buffer_bytes = 1}, &d));
   d.WaitFor(5000);
@@ -511,10 +511,11 @@ TEST_CASE("a slow listener pauses reading: memory stays bounded") {
 
 TEST_CASE("partition and topic filters select what a subscription gets") {
   const Layout layout = GENERATE(Layout::kTime, Layout::kTopic);
+  Collector c;
+  Collector all;
   DbFixture f(Storage::kMemory, NoBackgroundSweeps());
   Queue* q =
       ValueOrDie(f.db()->CreateQueue("q", {.partitions = 3, .layout = layout}));
-  Collector c;
   ValueOrDie(
       q->Subscribe({.name = "s", .partitions = {0, 2}, .topics = {"red"}}, &c));
   for (uint32_t p = 0; p < 3; ++p) {
@@ -523,7 +524,6 @@ TEST_CASE("partition and topic filters select what a subscription gets") {
           {.topic = topic, .payload = absl::StrCat(topic, p), .partition = p}));
     }
   }
-  Collector all;
   ValueOrDie(q->Subscribe({.name = "all"}, &all));
   all.WaitFor(6);
   c.WaitFor(2);
@@ -607,10 +607,11 @@ class SelfUnsubscriber : public MessageListener {
 };
 
 TEST_CASE("unsubscribe stops delivery and deletes the state") {
+  Collector c;
+  Collector again;
   DbFixture f(Storage::kMemory, NoBackgroundSweeps());
   Queue* q = ValueOrDie(f.db()->CreateQueue("q", {}));
   PutN(q, 3);
-  Collector c;
   ValueOrDie(q->Subscribe({.name = "s"}, &c));
   c.WaitFor(3);
   HQ_REQUIRE_OK(q->Unsubscribe("s"));
@@ -618,7 +619,6 @@ TEST_CASE("unsubscribe stops delivery and deletes the state") {
   CHECK(absl::IsNotFound(q->Unsubscribe("s")));
   PutN(q, 1, "late");
   // Subscribing again starts anew, from the earliest.
-  Collector again;
   ValueOrDie(q->Subscribe({.name = "s"}, &again));
   again.WaitFor(4);
   CHECK(c.got().size() == 3);  // The old listener got nothing more.
@@ -635,9 +635,9 @@ TEST_CASE("unsubscribe stops delivery and deletes the state") {
 }
 
 TEST_CASE("subscribe checks its arguments") {
+  Collector c;
   DbFixture f(Storage::kMemory, NoBackgroundSweeps());
   Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.partitions = 2}));
-  Collector c;
   CHECK(absl::IsInvalidArgument(q->Subscribe({}, &c).status()));  // No name.
   CHECK(absl::IsInvalidArgument(q->Subscribe({.name = "s"}, nullptr).status()));
   CHECK(absl::IsInvalidArgument(
@@ -762,9 +762,9 @@ TEST_CASE("kill -9: delivery resumes at the last written checkpoint") {
     }
   }
   // A last subscriber in this process gets everything left: nothing lost.
+  Collector c;
   auto db = ValueOrDie(Db::Open(path, {}));
   Queue* q = ValueOrDie(db->OpenQueue("q"));
-  Collector c;
   Subscription* s = ValueOrDie(q->Subscribe({.name = "s"}, &c));
   Eventually([&] { return ValueOrDie(s->Stats()).lag == 0; });
   for (const Got& g : c.got()) delivered[g.partition].insert(g.id);
@@ -879,6 +879,7 @@ TEST_CASE(
 TEST_CASE("a paged subscription resumes where it was, whatever its cap") {
   const size_t cap = GENERATE(1, 2, 1000);
   INFO("max_active_lanes " << cap);
+  Collector c;
   DbFixture f(Storage::kMemory, NoBackgroundSweeps());
   Queue* q = ValueOrDie(f.db()->CreateQueue(
       "q", {.partitions = 3, .priorities = 2, .layout = Layout::kTopic}));
@@ -917,7 +918,6 @@ TEST_CASE("a paged subscription resumes where it was, whatever its cap") {
   f.Reopen();
   q = ValueOrDie(f.db()->OpenQueue("q"));
   put("b", 1);
-  Collector c;
   Subscription* s = ValueOrDie(q->Subscribe(o, &c));
   c.WaitFor(kTopics);
   Eventually([&] { return ValueOrDie(s->Stats()).lag == 0; });
@@ -943,6 +943,7 @@ TEST_CASE("a paged subscription's walk, resumed, skips what it delivered") {
   // lane.
   const size_t cap = GENERATE(1, 2, 1000);
   INFO("max_active_lanes " << cap);
+  Collector c;
   DbFixture f(Storage::kMemory, NoBackgroundSweeps());
   Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.layout = Layout::kTopic}));
   constexpr int kTopics = 30;
@@ -962,7 +963,6 @@ TEST_CASE("a paged subscription's walk, resumed, skips what it delivered") {
   }
   f.Reopen();
   q = ValueOrDie(f.db()->OpenQueue("q"));
-  Collector c;
   Subscription* s = ValueOrDie(q->Subscribe(o, &c));
   c.WaitFor(1);
   Eventually([&] { return ValueOrDie(s->Stats()).lag == 0; });
@@ -972,6 +972,7 @@ TEST_CASE("a paged subscription's walk, resumed, skips what it delivered") {
 TEST_CASE("the live status's stats skip the lanes and count the same") {
   // Stats(false), which the live status file publishes, reads no
   // checkpoint of a lane not in memory; its counts are Stats()'s.
+  Collector c;
   DbFixture f(Storage::kMemory, NoBackgroundSweeps());
   Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.layout = Layout::kTopic}));
   constexpr int kTopics = 40;
@@ -980,7 +981,6 @@ TEST_CASE("the live status's stats skip the lanes and count the same") {
         q->Put({.topic = absl::StrCat("t", t), .payload = absl::StrCat("p", t)})
             .status());
   }
-  Collector c;
   // One lane refuses its message: it stays with a lag of one.
   c.SetFail([](const MessageView& m) { return m.payload == "p7"; });
   Subscription* s = ValueOrDie(q->Subscribe({.name = "s"}, &c));
@@ -1012,10 +1012,10 @@ TEST_CASE("the live status's stats skip the lanes and count the same") {
 }
 
 TEST_CASE("a paged subscription's stats count the lanes waiting on disk") {
+  Collector c;
   DbFixture f(Storage::kMemory, NoBackgroundSweeps());
   Queue* q = ValueOrDie(
       f.db()->CreateQueue("q", {.partitions = 2, .layout = Layout::kTopic}));
-  Collector c;
   c.Close();  // Every delivery waits: lanes stay on disk.
   Subscription* s = ValueOrDie(q->Subscribe(
       {.name = "s", .buffer_messages = 1, .max_active_lanes = 1}, &c));
@@ -1045,10 +1045,10 @@ TEST_CASE("a paged subscription's stats count the lanes waiting on disk") {
 }
 
 TEST_CASE("a subscription's stats read what is on disk without its lock") {
+  Collector c;
   DbFixture f(Storage::kMemory, NoBackgroundSweeps());
   Queue* q = ValueOrDie(
       f.db()->CreateQueue("q", {.partitions = 2, .layout = Layout::kTopic}));
-  Collector c;
   Subscription* s = ValueOrDie(q->Subscribe(
       {.name = "s", .buffer_messages = 1, .max_active_lanes = 2}, &c));
   // Ten lanes delivered and checkpointed: their checkpoints are on disk.
@@ -1092,6 +1092,7 @@ TEST_CASE("issue40: a paged subscription's stats list its lanes in memory") {
   // lane with a checkpoint; InspectSubscription reads them all.
   constexpr size_t kCap = 3;
   constexpr int kTopics = 50;
+  Collector c;
   DbFixture f(Storage::kMemory, NoBackgroundSweeps());
   Queue* q = ValueOrDie(f.db()->CreateQueue("q", {.layout = Layout::kTopic}));
   auto put = [&](const std::string& prefix) {
@@ -1102,7 +1103,6 @@ TEST_CASE("issue40: a paged subscription's stats list its lanes in memory") {
     }
   };
   put("a");
-  Collector c;
   Subscription* s = ValueOrDie(q->Subscribe(
       {.name = "s", .buffer_messages = 2, .max_active_lanes = kCap}, &c));
   c.WaitFor(kTopics);
@@ -1142,6 +1142,7 @@ TEST_CASE(
     "and their new ones come once") {
   const size_t cap = GENERATE(2, 1000);
   INFO("max_active_lanes " << cap);
+  Collector c;
   DbFixture f(Storage::kDisk, NoBackgroundSweeps());
   Queue* q = ValueOrDie(f.db()->CreateQueue(
       "q", {.partitions = 3, .priorities = 2, .layout = Layout::kTopic}));
@@ -1192,7 +1193,6 @@ TEST_CASE(
   HQ_REQUIRE_OK(q->Put({.topic = "fresh", .payload = "fresh/0"}).status());
   later.insert("fresh/0");
   // Its stats count only what is new, also in lanes waiting on disk.
-  Collector c;
   c.Close();
   Subscription* s = ValueOrDie(q->Subscribe(o, &c));
   Eventually([&] { return c.calls() >= 1; });

@@ -198,6 +198,7 @@ std::set<std::string> Range(int from, int to) {
 
 TEST_CASE("a format 5 Db (single-lane hints) is upgraded and keeps its state") {
   test::TempDir dir;
+  Payloads listener;  // Outlives the Db (and the subscription on it).
   const std::string path = CopyTestData(dir, "format5_db");
   {
     // As written: version 5, single-lane hints only.
@@ -251,7 +252,6 @@ TEST_CASE("a format 5 Db (single-lane hints) is upgraded and keeps its state") {
   CHECK(PayloadSet(test::Drain(test::ValueOrDie(q->Group("fresh")))) == want);
   CHECK(test::ScanAll(q, {.order = ScanOptions::Order::kLane}).size() == 44);
   // "s" delivered p0..p29: it gets p30..p43.
-  Payloads listener;
   test::ValueOrDie(q->Subscribe({.name = "s"}, &listener));
   const std::vector<std::string> got = listener.Wait(14);
   CHECK(std::set<std::string>(got.begin(), got.end()) == Range(30, 44));
