@@ -107,7 +107,7 @@ void BindTask(py::module_& m) {
   // Python error set (TaskApi in _hq.h).
   static const TaskApi api = {.new_task = [](const hq::Task& t) -> PyObject* {
     try {
-      return NewTask(hq::Task(t)).release().ptr();
+      return task_type.New(t).release().ptr();
     } catch (py::error_already_set& e) {
       e.restore();
     } catch (const std::exception& e) {
