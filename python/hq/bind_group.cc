@@ -7,8 +7,10 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <memory>
 #include <new>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -118,10 +120,8 @@ void BindTask(py::module_& m) {
   m.attr("_task_api") = py::capsule(&api, kTaskApiCapsule);
 }
 
-// A task, or an iterable of tasks, as a list (copies); TypeError for
-// anything else.
 // What Complete, Release, Reject and Extend read of a task (group.h),
-// copied into `h` (its key and payload stay empty).
+// copied into `h` (its key and payload stay as they were).
 void CopyHandle(const hq::Task& t, hq::Task* h) {
   h->partition = t.partition;
   h->priority = t.priority;
@@ -140,13 +140,19 @@ hq::Task Handle(const hq::Task& t) {
 }
 
 // The handles (above) of a Task or an iterable of Tasks, copied with the GIL
-// held: another thread may extend the same hq.Task while a call runs
-// without it.
-std::vector<hq::Task> TaskList(py::handle tasks) {
-  std::vector<hq::Task> out;
+// held (another thread may extend the same hq.Task while a call runs
+// without it) into the first n elements of `*out`, n returned. The elements
+// past n are left as they are, for a later call to reuse with their
+// strings' memory. Runs Python code (an iterable's iteration, which may
+// itself complete tasks) only before it writes to *out, or to raise.
+size_t TaskList(py::handle tasks, std::vector<hq::Task>* out) {
+  auto put = [out](size_t i, const hq::Task& t) {
+    if (i == out->size()) out->emplace_back();
+    CopyHandle(t, &(*out)[i]);
+  };
   if (const hq::Task* t = TaskOf(tasks)) {
-    CopyHandle(*t, &out.emplace_back());
-    return out;
+    put(0, *t);
+    return 1;
   }
   if (!PyList_Check(tasks.ptr()) && !PyTuple_Check(tasks.ptr()) &&
       !py::isinstance<py::iterable>(tasks)) {
@@ -157,7 +163,9 @@ std::vector<hq::Task> TaskList(py::handle tasks) {
   if (seq == nullptr) throw py::error_already_set();
   const py::object keep = py::reinterpret_steal<py::object>(seq);
   const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-  out.reserve(static_cast<size_t>(n));
+  if (out->size() < static_cast<size_t>(n)) {
+    out->reserve(static_cast<size_t>(n));
+  }
   for (Py_ssize_t i = 0; i < n; ++i) {
     const py::handle item = PySequence_Fast_GET_ITEM(seq, i);
     const hq::Task* t = TaskOf(item);
@@ -165,10 +173,44 @@ std::vector<hq::Task> TaskList(py::handle tasks) {
       throw py::type_error("tasks[" + std::to_string(i) +
                            "] must be a Task, not " + TypeName(item));
     }
-    CopyHandle(*t, &out.emplace_back());
+    put(static_cast<size_t>(i), *t);
   }
-  return out;
+  return static_cast<size_t>(n);
 }
+
+// A vector of task handles for one call, reused by later calls: no
+// allocation nor construction per task. Made and destroyed with the GIL
+// held (which guards the vectors kept between calls); between, the vector
+// is the call's own, also while it runs with the GIL released.
+class HandleBuffer {
+ public:
+  HandleBuffer() {
+    if (kept_.empty()) {
+      v_ = std::make_unique<std::vector<hq::Task>>();
+    } else {
+      v_ = std::move(kept_.back());
+      kept_.pop_back();
+    }
+  }
+  ~HandleBuffer() {
+    if (v_->size() <= kMaxHandles && kept_.size() < kMaxKept) {
+      kept_.push_back(std::move(v_));
+    }
+  }
+  HandleBuffer(const HandleBuffer&) = delete;
+  HandleBuffer& operator=(const HandleBuffer&) = delete;
+
+  std::vector<hq::Task>* get() { return v_.get(); }
+
+ private:
+  // A vector of more handles is freed, and more vectors than calls in
+  // progress at once (one per thread) are rarely needed.
+  static constexpr size_t kMaxHandles = 1024;
+  static constexpr size_t kMaxKept = 8;
+  static inline std::vector<std::unique_ptr<std::vector<hq::Task>>> kept_;
+
+  std::unique_ptr<std::vector<hq::Task>> v_;
+};
 
 // What the group's calls return or take: Task, DeadLetter, PendingTask.
 void BindGroupValues(py::module_& m) {
@@ -283,7 +325,9 @@ void BindGroup(py::module_& m) {
       .def(
           "complete",
           [](PyGroup& g, py::handle tasks) {
-            std::vector<hq::Task> list = TaskList(tasks);
+            HandleBuffer handles;
+            const size_t n = TaskList(tasks, handles.get());
+            const std::span<const hq::Task> list(handles.get()->data(), n);
             Call(*g.h, [&] { return g.g->Complete(list); });
           },
           py::arg("tasks"),
