@@ -88,6 +88,16 @@ std::string_view Bytes(py::handle h, std::string& store, const char* what) {
 }
 
 std::string_view BytesView(py::handle h, ByteStore& store, const char* what) {
+  if (PyBytes_Check(h.ptr())) {  // The usual case first, by a type flag.
+    return std::string_view(PyBytes_AS_STRING(h.ptr()),
+                            static_cast<size_t>(PyBytes_GET_SIZE(h.ptr())));
+  }
+  if (PyUnicode_Check(h.ptr())) {
+    Py_ssize_t n = 0;
+    const char* s = PyUnicode_AsUTF8AndSize(h.ptr(), &n);
+    if (s == nullptr) throw py::error_already_set();
+    return std::string_view(s, static_cast<size_t>(n));
+  }
   if (PyByteArray_Check(h.ptr())) {
     store.push_back(std::make_unique<std::string>(
         PyByteArray_AS_STRING(h.ptr()),
@@ -95,7 +105,7 @@ std::string_view BytesView(py::handle h, ByteStore& store, const char* what) {
     return *store.back();
   }
   std::string unused;
-  return Bytes(h, unused, what);
+  return Bytes(h, unused, what);  // Raises its TypeError.
 }
 
 std::string TypeName(py::handle h) {

@@ -58,10 +58,9 @@ struct Fields {
 
 bool Given(py::handle h) { return h && !h.is_none(); }
 
-// The message of `f`. Its views point into f's objects (which must outlive
-// it) and `store`.
-hq::Message ToMessage(Fields& f, ByteStore& store) {
-  hq::Message m;
+// Sets the fields of `m` (a default Message) that `f` gives. Its views point
+// into f's objects (which must outlive it) and `store`.
+void ToMessage(Fields& f, ByteStore& store, hq::Message& m) {
   if (!Given(f[Field::kPayload])) {
     throw py::type_error("a message needs a payload");
   }
@@ -85,7 +84,6 @@ hq::Message ToMessage(Fields& f, ByteStore& store) {
   if (Given(f[Field::kNotBefore])) {
     m.not_before = ToTime(Float(f[Field::kNotBefore], "not_before"));
   }
-  return m;
 }
 
 bool IsPayload(py::handle h) {
@@ -98,18 +96,27 @@ bool IsPayload(py::handle h) {
 // list or dict they came from).
 struct Batch {
   std::vector<hq::Message> messages;
+  // The items, as a tuple (Sequence): holds every item, and what an
+  // immutable item (bytes, str, a tuple) holds.
+  py::object items;
+  // Objects read from mutable items (a dict's values, attributes).
   std::vector<py::object> keep;
   ByteStore store;
 
-  // Adds the message of `f`, whose objects `keep` must hold.
-  void Add(Fields& f) { messages.push_back(ToMessage(f, store)); }
+  // Adds the message of `f`, whose objects `items` or `keep` must hold.
+  void Add(Fields& f) { ToMessage(f, store, messages.emplace_back()); }
+  // Adds a message of only a payload, bytes that `items` holds.
+  void AddPayload(PyObject* bytes) {
+    messages.emplace_back().payload = std::string_view(
+        PyBytes_AS_STRING(bytes), static_cast<size_t>(PyBytes_GET_SIZE(bytes)));
+  }
 };
 
-// The items of an iterable, as a list or tuple (the object itself when it
-// is one).
-// The items as a tuple, which holds a reference to each: reading an item
-// can run Python code (a property, __getattr__) that changes the caller's
-// list, and the tuple keeps every item alive and in place meanwhile.
+// The items of an iterable as a tuple, which holds a reference to each:
+// reading an item can run Python code (a property, __getattr__) that
+// changes the caller's list, and another thread may change it while the
+// write runs without the GIL; the tuple keeps every item alive and in place
+// meanwhile.
 py::object Sequence(py::handle items) {
   if (!PyTuple_Check(items.ptr()) && !PyList_Check(items.ptr()) &&
       !py::isinstance<py::iterable>(items)) {
@@ -124,9 +131,12 @@ py::object Sequence(py::handle items) {
 // One item of put_batch: a payload (bytes or str), a dict of Message's
 // fields, or an object with Message's attributes (hq.Message).
 void AddBatchItem(py::handle item, Batch& b) {
+  if (PyBytes_Check(item.ptr())) {
+    b.AddPayload(item.ptr());
+    return;
+  }
   Fields f;
   if (IsPayload(item)) {
-    b.keep.push_back(py::reinterpret_borrow<py::object>(item));
     f[Field::kPayload] = item;
   } else if (PyDict_Check(item.ptr())) {
     for (size_t i = 0; i < kNumFields; ++i) {
@@ -172,11 +182,12 @@ std::vector<Field> FieldOrder(py::handle names) {
 // One item of put_many: a tuple of the values `order` names (a shorter one
 // leaves the rest at put's defaults), or a payload.
 void AddRow(py::handle item, const std::vector<Field>& order, Batch& b) {
+  if (PyBytes_Check(item.ptr())) {
+    b.AddPayload(item.ptr());
+    return;
+  }
   Fields f;
-  b.keep.push_back(py::reinterpret_borrow<py::object>(item));
-  if (IsPayload(item)) {
-    f[Field::kPayload] = item;
-  } else if (PyTuple_Check(item.ptr())) {
+  if (PyTuple_Check(item.ptr())) {
     const size_t n = static_cast<size_t>(PyTuple_GET_SIZE(item.ptr()));
     if (n > order.size()) {
       Raise(absl::InvalidArgumentError(
@@ -186,6 +197,8 @@ void AddRow(py::handle item, const std::vector<Field>& order, Batch& b) {
     for (size_t i = 0; i < n; ++i) {
       f[order[i]] = PyTuple_GET_ITEM(item.ptr(), static_cast<Py_ssize_t>(i));
     }
+  } else if (IsPayload(item)) {
+    f[Field::kPayload] = item;
   } else {
     throw py::type_error("an item must be a tuple or a payload, not " +
                          TypeName(item));
@@ -197,14 +210,14 @@ void AddRow(py::handle item, const std::vector<Field>& order, Batch& b) {
 // item's index.
 template <typename Add>
 Batch ToBatch(py::handle items, Add&& add) {
-  py::object seq = Sequence(items);
-  const Py_ssize_t n = PyTuple_GET_SIZE(seq.ptr());
   Batch b;
+  b.items = Sequence(items);
+  PyObject* const seq = b.items.ptr();
+  const Py_ssize_t n = PyTuple_GET_SIZE(seq);
   b.messages.reserve(static_cast<size_t>(n));
-  b.keep.reserve(static_cast<size_t>(n));
   for (Py_ssize_t i = 0; i < n; ++i) {
     try {
-      add(PyTuple_GET_ITEM(seq.ptr(), i), b);
+      add(PyTuple_GET_ITEM(seq, i), b);
     } catch (py::type_error& e) {
       throw py::type_error("item " + std::to_string(i) + ": " + e.what());
     }
@@ -286,7 +299,8 @@ py::object Put(py::handle self, PyObject* const* args, Py_ssize_t nargs,
   Fields f;
   for (size_t i = 0; i < kNumFields; ++i) f.v[i] = given[i];
   ByteStore store;
-  const hq::Message m = ToMessage(f, store);
+  hq::Message m;
+  ToMessage(f, store, m);
   const hq::PutOptions o = ToPutOptions(given[kNumFields] == nullptr
                                             ? py::handle(Py_None)
                                             : py::handle(given[kNumFields]));
