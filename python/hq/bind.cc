@@ -129,6 +129,20 @@ double Float(py::handle h, const char* what) {
                        TypeName(h));
 }
 
+double Real(py::handle h, const char* what) {
+  if (PyFloat_Check(h.ptr())) return PyFloat_AS_DOUBLE(h.ptr());
+  if (!PyUnicode_Check(h.ptr())) {
+    const double d = PyFloat_AsDouble(h.ptr());
+    if (d != -1.0 || !PyErr_Occurred()) return d;
+    if (!PyErr_ExceptionMatches(PyExc_TypeError)) {
+      throw py::error_already_set();  // An OverflowError, say.
+    }
+    PyErr_Clear();
+  }
+  throw py::type_error(std::string(what) + " must be a number, not " +
+                       TypeName(h));
+}
+
 std::string Bytes(py::handle h, const char* what) {
   std::string store;
   const std::string_view s = Bytes(h, store, what);
@@ -150,6 +164,71 @@ py::bytes PyBytes(std::string_view s) { return py::bytes(s.data(), s.size()); }
 py::str PyText(std::string_view s) {
   return py::reinterpret_steal<py::str>(PyUnicode_DecodeUTF8(
       s.data(), static_cast<Py_ssize_t>(s.size()), "surrogateescape"));
+}
+
+// ---- Vectorcall methods.
+
+FastParams::FastParams(const char* function,
+                       std::initializer_list<const char*> names,
+                       size_t positional)
+    : function_(function), positional_(positional) {
+  for (const char* name : names) {
+    PyObject* interned = PyUnicode_InternFromString(name);
+    if (interned == nullptr) throw py::error_already_set();
+    names_.push_back(interned);
+  }
+}
+
+void FastParams::Parse(PyObject* const* args, Py_ssize_t nargs,
+                       PyObject* kwnames, PyObject** given) const {
+  const size_t n = names_.size();
+  if (static_cast<size_t>(nargs) > positional_) {
+    std::string names;
+    for (size_t i = 0; i < positional_; ++i) {
+      if (i > 0) names += ", ";
+      names += py::str(names_[i]).cast<std::string>();
+    }
+    throw py::type_error(function_ + "() takes " + std::to_string(positional_) +
+                         " positional argument" +
+                         (positional_ == 1 ? "" : "s") + " (" + names +
+                         ") but " + std::to_string(nargs) + " were given");
+  }
+  for (Py_ssize_t i = 0; i < nargs; ++i) given[i] = args[i];
+  const Py_ssize_t nkw = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
+  for (Py_ssize_t k = 0; k < nkw; ++k) {
+    PyObject* name = PyTuple_GET_ITEM(kwnames, k);
+    size_t i = 0;
+    while (i < n && name != names_[i]) ++i;
+    if (i == n) {  // Not interned: compare the text.
+      i = 0;
+      while (i < n && PyUnicode_Compare(name, names_[i]) != 0) {
+        if (PyErr_Occurred()) throw py::error_already_set();
+        ++i;
+      }
+    }
+    if (i == n) {
+      throw py::type_error(function_ +
+                           "() got an unexpected keyword argument '" +
+                           std::string(py::str(name)) + "'");
+    }
+    if (given[i] != nullptr) {
+      throw py::type_error(function_ + "() got multiple values for argument '" +
+                           std::string(py::str(name)) + "'");
+    }
+    given[i] = args[nargs + k];
+  }
+}
+
+void FastParams::RaiseMissing(size_t i) const {
+  throw py::type_error(function_ + "() missing its argument '" +
+                       std::string(py::str(names_[i])) + "'");
+}
+
+void AddFastMethod(py::handle cls, PyMethodDef* def) {
+  py::object method = py::reinterpret_steal<py::object>(
+      PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(cls.ptr()), def));
+  if (!method) throw py::error_already_set();
+  py::setattr(cls, def->ml_name, method);
 }
 
 // ---- Calls.

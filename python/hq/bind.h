@@ -22,8 +22,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <initializer_list>
 #include <limits>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -126,6 +128,10 @@ T Int(py::handle h, const char* what) {
 // A float or int (or an object with __index__) as a double; TypeError
 // ("<what> must be a number, not <type>") for anything else.
 double Float(py::handle h, const char* what);
+// What float() takes but a str (a float, an int, an object with __float__
+// or __index__) as a double; TypeError ("<what> must be a number, not
+// <type>") for anything else.
+double Real(py::handle h, const char* what);
 
 py::bytes PyBytes(std::string_view s);
 // UTF-8 as str; undecodable bytes are kept as surrogate escapes.
@@ -186,6 +192,74 @@ T* ValueOf(py::handle h) {
   }
   return static_cast<T*>(v);
 }
+
+// ---- Vectorcall methods: the calls made by the thousand (put, claim,
+// complete) are METH_FASTCALL | METH_KEYWORDS methods, without pybind11's
+// dispatch (an argument tuple and dict, a caster per argument).
+
+// The parameters of one such method, by name; the first `positional` may
+// also be given by position. Made once, with the GIL held (its names are
+// interned and never released); then read-only.
+class FastParams {
+ public:
+  // `function`: the method's name, for messages.
+  FastParams(const char* function, std::initializer_list<const char*> names,
+             size_t positional);
+  FastParams(const FastParams&) = delete;
+  FastParams& operator=(const FastParams&) = delete;
+
+  size_t size() const { return names_.size(); }
+
+  // The arguments of a call (args[0, nargs) positional, then one per name
+  // of kwnames): given[i], borrowed, for the i-th name; nullptr if not
+  // given. TypeError, worded as Python's own, for too many positional
+  // arguments, an unknown keyword or a parameter given twice. REQUIRES:
+  // given has size() entries, all nullptr.
+  void Parse(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
+             PyObject** given) const;
+
+  // Raises the TypeError of a call without the parameter i.
+  [[noreturn]] void RaiseMissing(size_t i) const;
+
+ private:
+  const std::string function_;
+  std::vector<PyObject*> names_;
+  const size_t positional_;
+};
+
+// The body of a vectorcall method: self, then the arguments as
+// FastParams::Parse takes them; returns the result (a new reference).
+using FastFn = py::object (*)(py::handle self, PyObject* const* args,
+                              Py_ssize_t nargs, PyObject* kwnames);
+
+// fn as a METH_FASTCALL | METH_KEYWORDS function: its exception becomes the
+// Python error it stands for.
+template <FastFn fn>
+PyObject* FastCall(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                   PyObject* kwnames) {
+  try {
+    return fn(self, args, nargs, kwnames).release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (py::builtin_exception& e) {
+    e.set_error();
+  } catch (const std::bad_alloc&) {
+    PyErr_NoMemory();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+// FastCall<fn> as a PyMethodDef's ml_meth.
+template <FastFn fn>
+const PyCFunction FastMethod =
+    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&FastCall<fn>));
+
+// Adds the method `def` (METH_FASTCALL | METH_KEYWORDS, its ml_meth a
+// FastMethod; its doc starting with a "name($self, ...)\n--\n\n"
+// signature) to the bound class `cls`. REQUIRES: def lives for the process.
+void AddFastMethod(py::handle cls, PyMethodDef* def);
 
 // ---- Calls.
 

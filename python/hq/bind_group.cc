@@ -212,6 +212,79 @@ class HandleBuffer {
   std::unique_ptr<std::vector<hq::Task>> v_;
 };
 
+// A sequence of ints (not a str or bytes) as uint32s; TypeError for
+// anything else, InvalidArgument ("<what> out of range") for an int that
+// does not fit.
+std::vector<uint32_t> UintList(py::handle h, const char* what) {
+  std::vector<uint32_t> out;
+  if ((PyTuple_Check(h.ptr()) && PyTuple_GET_SIZE(h.ptr()) == 0) ||
+      (PyList_Check(h.ptr()) && PyList_GET_SIZE(h.ptr()) == 0)) {
+    return out;
+  }
+  if (PyUnicode_Check(h.ptr()) || PyBytes_Check(h.ptr()) ||
+      !PySequence_Check(h.ptr())) {
+    throw py::type_error(std::string(what) + "s must be a sequence of ints, " +
+                         "not " + TypeName(h));
+  }
+  PyObject* seq = PySequence_Fast(h.ptr(), "not a sequence");
+  if (seq == nullptr) throw py::error_already_set();
+  const py::object keep = py::reinterpret_steal<py::object>(seq);
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  out.reserve(static_cast<size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    out.push_back(Int<uint32_t>(PySequence_Fast_GET_ITEM(seq, i), what));
+  }
+  return out;
+}
+
+// Group.claim(max=1, *, lease=None, wait=0.0, topics=(), partitions=(),
+// consumer="") from a vectorcall (FastParams).
+py::object Claim(py::handle self, PyObject* const* args, Py_ssize_t nargs,
+                 PyObject* kwnames) {
+  PyGroup* g = ValueOf<PyGroup>(self);
+  if (g == nullptr) throw py::type_error("claim needs an hq.Group");
+  enum { kMax, kLease, kWait, kTopics, kPartitions, kConsumer, kParams };
+  static const FastParams params(
+      "claim", {"max", "lease", "wait", "topics", "partitions", "consumer"}, 1);
+  PyObject* given[kParams] = {};
+  params.Parse(args, nargs, kwnames, given);
+  hq::ClaimOptions o;
+  o.max = given[kMax] == nullptr ? 1 : Int<uint32_t>(given[kMax], "max");
+  if (given[kLease] != nullptr && given[kLease] != Py_None) {
+    o.lease = ToDuration(Real(given[kLease], "lease"), "lease");
+  }
+  const absl::Duration wait =
+      given[kWait] == nullptr ? absl::ZeroDuration()
+                              : ToDuration(Real(given[kWait], "wait"), "wait");
+  if (given[kTopics] != nullptr) o.topics = TextList(given[kTopics], "topic");
+  if (given[kPartitions] != nullptr) {
+    o.partitions = UintList(given[kPartitions], "partition");
+  }
+  if (given[kConsumer] != nullptr) {
+    o.consumer = Bytes(given[kConsumer], "consumer");
+  }
+  return NewTasks(ClaimWaiting(*g->h, wait, [&](absl::Duration slice) {
+    o.wait = slice;
+    return g->g->Claim(o);
+  }));
+}
+
+// Group.complete(tasks) from a vectorcall (FastParams).
+py::object Complete(py::handle self, PyObject* const* args, Py_ssize_t nargs,
+                    PyObject* kwnames) {
+  PyGroup* g = ValueOf<PyGroup>(self);
+  if (g == nullptr) throw py::type_error("complete needs an hq.Group");
+  static const FastParams params("complete", {"tasks"}, 1);
+  PyObject* given[1] = {};
+  params.Parse(args, nargs, kwnames, given);
+  if (given[0] == nullptr) params.RaiseMissing(0);
+  HandleBuffer handles;
+  const size_t n = TaskList(given[0], handles.get());
+  const std::span<const hq::Task> list(handles.get()->data(), n);
+  Call(*g->h, [&] { return g->g->Complete(list); });
+  return py::none();
+}
+
 // What the group's calls return or take: Task, DeadLetter, PendingTask.
 void BindGroupValues(py::module_& m) {
   BindTask(m);
@@ -289,50 +362,33 @@ void BindGroupValues(py::module_& m) {
 
 void BindGroup(py::module_& m) {
   BindGroupValues(m);
-  py::class_<PyGroup>(m, "Group",
-                      "A durable consumer group: at-least-once tasks under a "
-                      "lease, completed once or dead-lettered.")
+  py::class_<PyGroup> group(m, "Group",
+                            "A durable consumer group: at-least-once tasks "
+                            "under a lease, completed once or dead-lettered.");
+  // Vectorcall methods: a crawler calls them for every batch (bind.h).
+  static PyMethodDef claim_def = {
+      "claim", FastMethod<Claim>, METH_FASTCALL | METH_KEYWORDS,
+      "claim($self, max=1, *, lease=None, wait=0.0, topics=(), "
+      "partitions=(), consumer='')\n"
+      "--\n\n"
+      "Hands out up to `max` (1..10000) tasks under a lease (None: the "
+      "group's). With `wait`, blocks (GIL released) until something is "
+      "claimable or the wait ends; returns [] if nothing is. Ordered "
+      "groups need `consumer`."};
+  AddFastMethod(group, &claim_def);
+  static PyMethodDef complete_def = {
+      "complete", FastMethod<Complete>, METH_FASTCALL | METH_KEYWORDS,
+      "complete($self, tasks)\n"
+      "--\n\n"
+      "Completes tasks (a Task or an iterable of Tasks): all or nothing, one "
+      "write. FailedPrecondition if a task is no longer held."};
+  AddFastMethod(group, &complete_def);
+  group
       .def_property_readonly("name",
                              [](const PyGroup& g) { return g.g->name(); })
       .def_property_readonly(
           "dead_letter_queue",
           [](const PyGroup& g) { return g.g->dead_letter_queue(); })
-      .def(
-          "claim",
-          [](PyGroup& g, uint32_t max, std::optional<double> lease, double wait,
-             py::handle topics, std::vector<uint32_t> partitions,
-             std::string consumer) {
-            hq::ClaimOptions o;
-            o.max = max;
-            if (lease) o.lease = ToDuration(*lease, "lease");
-            o.topics = TextList(topics, "topic");
-            o.partitions = std::move(partitions);
-            o.consumer = std::move(consumer);
-            return NewTasks(ClaimWaiting(*g.h, ToDuration(wait, "wait"),
-                                         [&](absl::Duration slice) {
-                                           o.wait = slice;
-                                           return g.g->Claim(o);
-                                         }));
-          },
-          py::arg("max") = 1, py::kw_only(), py::arg("lease") = py::none(),
-          py::arg("wait") = 0.0, py::arg("topics") = py::tuple(),
-          py::arg("partitions") = std::vector<uint32_t>{},
-          py::arg("consumer") = "",
-          "Hands out up to `max` (1..10000) tasks under a lease (None: the "
-          "group's). With `wait`, blocks (GIL released) until something is "
-          "claimable or the wait ends; returns [] if nothing is. Ordered "
-          "groups need `consumer`.")
-      .def(
-          "complete",
-          [](PyGroup& g, py::handle tasks) {
-            HandleBuffer handles;
-            const size_t n = TaskList(tasks, handles.get());
-            const std::span<const hq::Task> list(handles.get()->data(), n);
-            Call(*g.h, [&] { return g.g->Complete(list); });
-          },
-          py::arg("tasks"),
-          "Completes tasks: all or nothing, one write. FailedPrecondition if a "
-          "task is no longer held.")
       .def(
           "release",
           [](PyGroup& g, py::handle task, double retry_after) {

@@ -257,45 +257,15 @@ py::object Put(py::handle self, PyObject* const* args, Py_ssize_t nargs,
   PyQueue* q = ValueOf<PyQueue>(self);
   if (q == nullptr) throw py::type_error("put needs an hq.Queue");
   // put's parameters: the message's fields, then sync.
-  static PyObject* const* const names = [] {
-    static PyObject* n[kNumFields + 1];
-    for (size_t i = 0; i < kNumFields; ++i) {
-      n[i] = PyUnicode_InternFromString(kFieldNames[i]);
-    }
-    n[kNumFields] = PyUnicode_InternFromString("sync");
-    return n;
-  }();
+  static const FastParams params(
+      "put",
+      {kFieldNames[0], kFieldNames[1], kFieldNames[2], kFieldNames[3],
+       kFieldNames[4], kFieldNames[5], kFieldNames[6], kFieldNames[7], "sync"},
+      1);
+  static_assert(kNumFields == 8);
   PyObject* given[kNumFields + 1] = {};
-  if (nargs > 1) {
-    throw py::type_error("put() takes 1 positional argument (payload) but " +
-                         std::to_string(nargs) + " were given");
-  }
-  if (nargs == 1) given[0] = args[0];
-  const Py_ssize_t nkw = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
-  for (Py_ssize_t k = 0; k < nkw; ++k) {
-    PyObject* name = PyTuple_GET_ITEM(kwnames, k);
-    size_t i = 0;
-    while (i <= kNumFields && name != names[i]) ++i;
-    if (i > kNumFields) {  // Not interned: compare the text.
-      i = 0;
-      while (i <= kNumFields && PyUnicode_Compare(name, names[i]) != 0) {
-        if (PyErr_Occurred()) throw py::error_already_set();
-        ++i;
-      }
-    }
-    if (i > kNumFields) {
-      throw py::type_error("put() got an unexpected keyword argument '" +
-                           std::string(py::str(name)) + "'");
-    }
-    if (given[i] != nullptr) {
-      throw py::type_error("put() got multiple values for argument '" +
-                           std::string(py::str(name)) + "'");
-    }
-    given[i] = args[nargs + k];
-  }
-  if (given[0] == nullptr) {
-    throw py::type_error("put() missing its argument 'payload'");
-  }
+  params.Parse(args, nargs, kwnames, given);
+  if (given[0] == nullptr) params.RaiseMissing(0);
   Fields f;
   for (size_t i = 0; i < kNumFields; ++i) f.v[i] = given[i];
   ByteStore store;
@@ -306,27 +276,6 @@ py::object Put(py::handle self, PyObject* const* args, Py_ssize_t nargs,
                                             : py::handle(given[kNumFields]));
   return NewPutResult(Call(*q->h, [&] { return q->q->Put(m, o); }));
 }
-
-// fn as a METH_FASTCALL | METH_KEYWORDS function: its exception becomes
-// the Python error it stands for.
-template <py::object (*fn)(py::handle, PyObject* const*, Py_ssize_t, PyObject*)>
-PyObject* FastCall(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
-                   PyObject* kwnames) {
-  try {
-    return fn(self, args, nargs, kwnames).release().ptr();
-  } catch (py::error_already_set& e) {
-    e.restore();
-  } catch (py::builtin_exception& e) {
-    e.set_error();
-  } catch (const std::exception& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what());
-  }
-  return nullptr;
-}
-
-template <py::object (*fn)(py::handle, PyObject* const*, Py_ssize_t, PyObject*)>
-const PyCFunction FastMethod =
-    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&FastCall<fn>));
 
 }  // namespace
 
@@ -342,10 +291,7 @@ void BindQueue(py::module_& m) {
       "--\n\n"
       "Writes one message; returns its PutResult (partition, id, "
       "duplicate). sync=None: the Db's sync_writes."};
-  py::object put = py::reinterpret_steal<py::object>(PyDescr_NewMethod(
-      reinterpret_cast<PyTypeObject*>(queue.ptr()), &put_def));
-  if (!put) throw py::error_already_set();
-  py::setattr(queue, "put", put);
+  AddFastMethod(queue, &put_def);
   queue
       .def_property_readonly("name",
                              [](const PyQueue& q) { return q.q->name(); })
