@@ -277,6 +277,40 @@ py::object Put(py::handle self, PyObject* const* args, Py_ssize_t nargs,
   return NewPutResult(Call(*q->h, [&] { return q->q->Put(m, o); }));
 }
 
+// Queue.put_batch(messages, *, sync=None) from a vectorcall (FastParams).
+py::object PutBatchCall(py::handle self, PyObject* const* args,
+                        Py_ssize_t nargs, PyObject* kwnames) {
+  PyQueue* q = ValueOf<PyQueue>(self);
+  if (q == nullptr) throw py::type_error("put_batch needs an hq.Queue");
+  static const FastParams params("put_batch", {"messages", "sync"}, 1);
+  PyObject* given[2] = {};
+  params.Parse(args, nargs, kwnames, given);
+  if (given[0] == nullptr) params.RaiseMissing(0);
+  return NewPutResults(PutBatch(*q, ToBatch(given[0], AddBatchItem),
+                                given[1] == nullptr ? Py_None : given[1]));
+}
+
+// Queue.put_many(items, *, fields=("payload", "topic", "priority",
+// "dedup_key"), sync=None) from a vectorcall (FastParams).
+py::object PutManyCall(py::handle self, PyObject* const* args, Py_ssize_t nargs,
+                       PyObject* kwnames) {
+  PyQueue* q = ValueOf<PyQueue>(self);
+  if (q == nullptr) throw py::type_error("put_many needs an hq.Queue");
+  static const FastParams params("put_many", {"items", "fields", "sync"}, 1);
+  PyObject* given[3] = {};
+  params.Parse(args, nargs, kwnames, given);
+  if (given[0] == nullptr) params.RaiseMissing(0);
+  static const std::vector<Field> kDefaultOrder = {
+      Field::kPayload, Field::kTopic, Field::kPriority, Field::kDedupKey};
+  std::vector<Field> given_order;
+  if (given[1] != nullptr) given_order = FieldOrder(given[1]);
+  const std::vector<Field>& order =
+      given[1] != nullptr ? given_order : kDefaultOrder;
+  auto add = [&](py::handle item, Batch& b) { AddRow(item, order, b); };
+  return NewObject(PyPutResults{PutBatch(
+      *q, ToBatch(given[0], add), given[2] == nullptr ? Py_None : given[2])});
+}
+
 }  // namespace
 
 void BindQueue(py::module_& m) {
@@ -292,39 +326,30 @@ void BindQueue(py::module_& m) {
       "Writes one message; returns its PutResult (partition, id, "
       "duplicate). sync=None: the Db's sync_writes."};
   AddFastMethod(queue, &put_def);
+  // So are put_batch and put_many, a crawler's calls.
+  static PyMethodDef put_batch_def = {
+      "put_batch", FastMethod<PutBatchCall>, METH_FASTCALL | METH_KEYWORDS,
+      "put_batch($self, messages, *, sync=None)\n"
+      "--\n\n"
+      "Writes all messages or none, in one write. An item is a payload, an "
+      "hq.Message or a dict of Message's fields."};
+  AddFastMethod(queue, &put_batch_def);
+  static PyMethodDef put_many_def = {
+      "put_many", FastMethod<PutManyCall>, METH_FASTCALL | METH_KEYWORDS,
+      "put_many($self, items, *, fields=('payload', 'topic', 'priority', "
+      "'dedup_key'), sync=None)\n"
+      "--\n\n"
+      "put_batch of tuples: each item holds the values of put's arguments "
+      "named by `fields`, in that order (a shorter tuple leaves the rest at "
+      "put's defaults; None is the default), or is a payload. All or none, "
+      "one write; returns the PutResults (a sequence made lazily)."};
+  AddFastMethod(queue, &put_many_def);
   queue
       .def_property_readonly("name",
                              [](const PyQueue& q) { return q.q->name(); })
       .def_property_readonly(
           "options",
           [](const PyQueue& q) { return QueueOptionsToPy(q.q->options()); })
-      .def(
-          "put_batch",
-          [](PyQueue& q, py::handle messages, py::handle sync) {
-            return NewPutResults(
-                PutBatch(q, ToBatch(messages, AddBatchItem), sync));
-          },
-          py::arg("messages"), py::kw_only(), py::arg("sync") = py::none(),
-          "Writes all messages or none, in one write. An item is a payload, an "
-          "hq.Message or a dict of Message's fields.")
-      .def(
-          "put_many",
-          [](PyQueue& q, py::handle items, py::handle fields, py::handle sync) {
-            const std::vector<Field> order = FieldOrder(fields);
-            auto add = [&](py::handle item, Batch& b) {
-              AddRow(item, order, b);
-            };
-            return PyPutResults{PutBatch(q, ToBatch(items, add), sync)};
-          },
-          py::arg("items"), py::kw_only(),
-          py::arg("fields") =
-              py::make_tuple("payload", "topic", "priority", "dedup_key"),
-          py::arg("sync") = py::none(),
-          "put_batch of tuples: each item holds the values of put's "
-          "arguments named by `fields`, in that order (a shorter tuple "
-          "leaves the rest at put's defaults; None is the default), or is a "
-          "payload. All or none, one write; returns the PutResults (a "
-          "sequence made lazily).")
       .def(
           "scan",
           [](PyQueue& q, std::vector<uint32_t> partitions,
