@@ -387,6 +387,28 @@ def test_put_batch_keeps_its_items_while_writing(db):
     assert all(len(p) == 1000 and p == p[:1] * 1000 for p in got)
 
 
+
+def test_put_batch_and_put_many_argument_errors(db):
+    # Vectorcall methods, as put: Python's own argument errors.
+    q = db.create_queue("q")
+    with pytest.raises(TypeError, match="missing its argument 'messages'"):
+        q.put_batch()
+    with pytest.raises(TypeError, match="takes 1 positional argument"):
+        q.put_batch([b"x"], True)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'snyc'"):
+        q.put_batch([b"x"], snyc=True)
+    with pytest.raises(TypeError, match="missing its argument 'items'"):
+        q.put_many(fields=("payload",))
+    with pytest.raises(TypeError, match="takes 1 positional argument"):
+        q.put_many([b"x"], ("payload",))
+    with pytest.raises(TypeError, match="multiple values for argument"):
+        q.put_many([b"x"], items=[b"y"])
+    assert list(q.scan()) == []
+    assert len(q.put_batch(messages=[b"a"], sync=False)) == 1
+    assert len(q.put_many(items=[(b"b",)], fields=["payload"])) == 1
+    assert sorted(m.payload for m in q.scan()) == [b"a", b"b"]
+
+
 class Index:
     """An integer of another library (numpy.int64 and its kind): not an int,
     but it converts itself to one through __index__."""
@@ -826,6 +848,46 @@ def test_claim_options_and_errors(db):
         q.group("bad name")
     with pytest.raises(hq.InvalidArgument):
         q.group("g", topics=["other"])  # The filter is fixed at creation.
+
+
+def test_claim_and_complete_argument_errors(db):
+    # claim and complete parse their own arguments (vectorcall methods):
+    # every bad one is a clear exception that claims or completes nothing.
+    q = db.create_queue("q", partitions=2)
+    q.put_batch([b"a", b"b"])
+    g = q.group("g")
+    for kwargs, error, match in [
+            (dict(max="1"), TypeError, "max must be an int"),
+            (dict(max=1.5), TypeError, "max must be an int"),
+            (dict(max=-1), hq.InvalidArgument, "max out of range"),
+            (dict(max=2**32), hq.InvalidArgument, "max out of range"),
+            (dict(lease="soon"), TypeError, "lease must be a number"),
+            (dict(lease=float("nan")), hq.InvalidArgument, "lease must be"),
+            (dict(wait=None), TypeError, "wait must be a number"),
+            (dict(topics=1), TypeError, "not iterable"),
+            (dict(partitions="01"), TypeError, "partitions must be a seq"),
+            (dict(partitions=[0.0]), TypeError, "partition must be an int"),
+            (dict(partitions=[-1]), hq.InvalidArgument, "partition out of"),
+            (dict(consumer=1), TypeError, "consumer must be bytes or str"),
+            (dict(lase=1), TypeError, "unexpected keyword argument 'lase'")]:
+        with pytest.raises(error, match=match):
+            g.claim(**kwargs)
+    with pytest.raises(TypeError, match="takes 1 positional argument"):
+        g.claim(1, 2)
+    with pytest.raises(TypeError, match="multiple values for argument"):
+        g.claim(1, max=1)
+    assert g.stats().in_flight == 0
+    # Numbers of other kinds, and keywords built at run time.
+    tasks = g.claim(Index(2), lease=Index(60), wait=0,
+                    **{"part" + "itions": (Index(0), 1)})
+    assert sorted(t.payload for t in tasks) == [b"a", b"b"]
+    with pytest.raises(TypeError, match="missing its argument 'tasks'"):
+        g.complete()
+    with pytest.raises(TypeError, match="unexpected keyword argument"):
+        g.complete(tasks, sync=True)
+    assert g.stats().in_flight == 2
+    g.complete(tasks=tasks)
+    assert g.stats().in_flight == 0
 
 
 def test_group_max_active_lanes_pages_topics(db):
