@@ -62,6 +62,7 @@ GroupImpl::GroupImpl(DbImpl* db, QueueImpl* queue, std::string name,
       rng_(std::hash<std::string>()(name_) ^ record.id),
       pacer_(
           [this](std::string_view topic) { return pace_records_.Read(topic); }),
+      parked_(db->leveldb(), &queue->codec(), queue->id(), record.id, name_),
       consumers_(
           db->leases(),
           [this](const std::string& consumer, uint64_t gen) {
@@ -188,9 +189,7 @@ absl::Status GroupImpl::Load() {
   waiting_.resize(priorities);
   if (record_.ordered) consumers_.SetPartitions(queue_->options().partitions);
   if (record_.ordered && paged()) {
-    park_empty_.assign(queue_->options().partitions,
-                       std::vector<bool>(priorities, false));
-    HQ_RETURN_IF_ERROR(LoadParked());
+    HQ_RETURN_IF_ERROR(parked_.Load(queue_->options().partitions, priorities));
   }
   HQ_RETURN_IF_ERROR(pace_records_.Load(&pacer_));
   if (paged()) {
@@ -216,7 +215,7 @@ absl::Status GroupImpl::Load() {
       }
       // Ordered: a lane with a park record may have work that only the
       // record leads to: parked, until its partition takes it.
-      HQ_RETURN_IF_ERROR(ReadParkRecord(lane.get()));
+      HQ_ASSIGN_OR_RETURN(lane->park_record, parked_.Read(lane->prefix));
       lane->parked_out = lane->park_record;
     }
   } else {
@@ -776,7 +775,7 @@ absl::StatusOr<GroupStats> GroupImpl::Stats() {
       HQ_RETURN_IF_ERROR(
           source()->Peek(kPeekLanes, it.get(), &waiting, &all_lanes));
       HQ_RETURN_IF_ERROR(
-          PeekParked(kPeekLanes, it.get(), &waiting, &all_lanes));
+          parked_.Peek(kPeekLanes, it.get(), &waiting, &all_lanes));
     } else {
       HQ_RETURN_IF_ERROR(Fail(TakeNotes()));
     }

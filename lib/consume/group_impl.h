@@ -70,6 +70,7 @@
 #include "lib/consume/ordered_consumers.h"
 #include "lib/consume/pace_records.h"
 #include "lib/consume/pacer.h"
+#include "lib/consume/parked_lanes.h"
 #include "lib/consume/read_ahead.h"
 #include "lib/consume/record_ceiling.h"
 #include "lib/engine/queue_impl.h"
@@ -286,19 +287,10 @@ class GroupImpl final : public ConsumerGroup,
   void ParkUnusable(size_t n, size_t max, ClaimPass* p)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Park(Lane* lane, ClaimPass* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Sets lane->park_record from disk (a lane just read into memory), if the
-  // group may have park records.
-  absl::Status ReadParkRecord(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // At load: whether the group has park records.
-  absl::Status LoadParked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes one parked lane of (`partition`, `priority`) that is not in the
   // working set into it; `*found` says whether there was one.
   absl::Status Unpark(uint32_t partition, int priority, ClaimPass* p,
                       bool* found) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Appends the lanes of up to `max` park records to `out`; clears `*all`
-  // if there are more.
-  absl::Status PeekParked(size_t max, leveldb::Iterator* it,
-                          std::vector<std::string>* out, bool* all) const;
   // Reads the lane `prefix` (not in memory) into memory; the tasks a
   // restart interrupted in it are due at `now` (recovered_since_ counts
   // them).
@@ -587,13 +579,8 @@ class GroupImpl final : public ConsumerGroup,
   std::vector<std::string> rehint_ ABSL_GUARDED_BY(mu_);
   // Lanes Settle left to Write to decide on (Lane::floored).
   std::vector<Lane*> floored_ ABSL_GUARDED_BY(mu_);
-  // Ordered paged groups, per partition and priority: no park record that
-  // is not in the working set (as of the last look; set by Unpark, cleared
-  // by Park).
-  std::vector<std::vector<bool>> park_empty_ ABSL_GUARDED_BY(mu_);
-  // Ordered paged groups: park records may exist (found at load, or
-  // written since).
-  bool parks_maybe_ ABSL_GUARDED_BY(mu_) = false;
+  // Ordered paged groups: the park records.
+  ParkedLanes parked_ ABSL_GUARDED_BY(mu_);
   // Paged groups: the greatest key of the group's cursor records (read at
   // Load, raised by Settle, which alone writes them): a lane above it has
   // no cursor to read, as every lane of a first walk.

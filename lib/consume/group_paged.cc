@@ -44,7 +44,8 @@ absl::Status GroupImpl::Admit(LaneSource::Taken* t, ClaimPass* p) {
               ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::StatusOr<Lane*> {
                 HQ_ASSIGN_OR_RETURN(
                     Lane * lane, ReadInLane(std::move(prefix), p->now, p->it));
-                HQ_RETURN_IF_ERROR(ReadParkRecord(lane));
+                HQ_ASSIGN_OR_RETURN(lane->park_record,
+                                    parked_.Read(lane->prefix));
                 return lane;
               }));
   if (lane == nullptr) return absl::OkStatus();  // Out of scope.
@@ -156,7 +157,7 @@ void GroupImpl::MaybeRelease(Lane* lane, leveldb::WriteBatch* batch) {
   if (lane->active || !TasksPersisted(*lane)) return;
   LetGoHold(lane);
   if (lane->park_record && !lane->parked_out) {
-    batch->Delete(records_.ParkKey(lane->prefix));
+    parked_.Delete(lane->prefix, batch);
     lane->park_record = false;
   }
 }
@@ -271,7 +272,7 @@ void GroupImpl::ReactivateRequeued(PagedRound* r, size_t slack) {
     r->requeued_dq.pop_front();
     if (lane->active) continue;  // Taken from the source again.
     // Ordered: lanes of its partition may wait parked; its hint covers it.
-    if (record_.ordered && !park_empty_[lane->partition][lane->priority]) {
+    if (record_.ordered && !parked_.empty(lane->partition, lane->priority)) {
       continue;
     }
     Activate(lane);
@@ -311,8 +312,8 @@ absl::StatusOr<bool> GroupImpl::TakeRound(PagedRound* r, ClaimPass* p) {
       continue;
     }
     // Ordered: the lane's partition may have lanes waiting parked.
-    const bool parked_behind =
-        p->consumer != nullptr && !park_empty_[lane->partition][lane->priority];
+    const bool parked_behind = p->consumer != nullptr &&
+                               !parked_.empty(lane->partition, lane->priority);
     const size_t left = p->o.max - p->out.size();
     // An ordered lane hands out one task at a time.
     const size_t want =

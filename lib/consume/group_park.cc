@@ -69,108 +69,39 @@ void GroupImpl::Park(Lane* lane, ClaimPass* p) {
   // position the lane held.
   LetGoHold(lane);
   lane->parked_out = true;
-  if (!lane->park_record) {
-    p->batch.Put(records_.ParkKey(lane->prefix), "");
-    lane->park_record = true;
-  }
-  park_empty_[lane->partition][lane->priority] = false;
-  parks_maybe_ = true;
-  Touch(lane, &p->touched);  // Forgotten at the commit if no task.
-}
-
-absl::Status GroupImpl::LoadParked() {
-  std::unique_ptr<leveldb::Iterator> it(
-      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
-  const std::string range = format::ParkPrefix(queue_->id(), record_.id);
-  it->Seek(range);
-  parks_maybe_ = it->Valid() && View(it->key()).starts_with(range);
-  return FromLevelDb(it->status(), "reading parked lanes");
-}
-
-absl::Status GroupImpl::ReadParkRecord(Lane* lane) {
-  if (!parks_maybe_) return absl::OkStatus();
-  std::string value;
-  const leveldb::Status s = CheckedGet(db_->leveldb(), CheckedReadOptions(),
-                                       records_.ParkKey(lane->prefix), &value);
-  if (s.IsNotFound()) return absl::OkStatus();
-  HQ_RETURN_IF_ERROR(FromLevelDb(s, "reading a parked lane record"));
-  if (!value.empty()) {
-    return absl::DataLossError(absl::StrCat("consumer group '", name_,
-                                            "': malformed parked lane record"));
-  }
+  parked_.Park(lane->prefix, lane->partition, lane->priority,
+               /*put=*/!lane->park_record, &p->batch);
   lane->park_record = true;
-  return absl::OkStatus();
+  Touch(lane, &p->touched);  // Forgotten at the commit if no task.
 }
 
 absl::Status GroupImpl::Unpark(uint32_t partition, int priority, ClaimPass* p,
                                bool* found) {
   *found = false;
-  if (park_empty_[partition][priority]) return absl::OkStatus();
-  // The park records of (partition, priority): a lane prefix with an empty
-  // topic, less its topic length, after the queue.
-  std::string head;
-  queue_->codec().AppendLanePrefix(&head, queue_->id(), partition, priority,
-                                   "");
-  std::string range = format::ParkPrefix(queue_->id(), record_.id);
-  format::AppendLaneRest(&range,
-                         std::string_view(head).substr(0, head.size() - 2));
-  const std::string message_prefix = format::MessagePrefix(queue_->id());
-  leveldb::Iterator* it = p->it;
-  for (it->Seek(range); it->Valid() && View(it->key()).starts_with(range);
-       it->Next()) {
-    if (!it->value().empty()) {
-      return absl::DataLossError(absl::StrCat(
-          "consumer group '", name_, "': malformed parked lane record"));
-    }
-    std::string prefix = message_prefix;
-    prefix.append(View(it->key()).substr(format::kGroupRecordPrefixSize));
-    uint32_t lane_partition;
-    int lane_priority;
-    std::string_view topic;
-    if (!LayoutCodec::ParseLanePrefix(prefix, true, &lane_partition,
-                                      &lane_priority, &topic) ||
-        lane_partition != partition || lane_priority != priority) {
-      return absl::DataLossError(absl::StrCat(
-          "consumer group '", name_, "': malformed parked lane record"));
-    }
-    Lane* lane = lanes_.Find(prefix);
-    if (lane != nullptr && !lane->parked_out) {
-      // In the working set (from the source since it was parked), or
-      // drained by this claim: its record goes when it is released.
-      lane->park_record = true;
-      continue;
-    }
-    if (lane == nullptr) {
-      HQ_ASSIGN_OR_RETURN(lane, ReadInLane(std::string(prefix), p->now, it));
-    }
-    lane->park_record = true;
-    lane->parked_out = false;
-    Activate(lane);
-    *found = true;
-    return absl::OkStatus();
-  }
-  HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading parked lanes"));
-  park_empty_[partition][priority] = true;
-  return absl::OkStatus();
-}
-
-absl::Status GroupImpl::PeekParked(size_t max, leveldb::Iterator* it,
-                                   std::vector<std::string>* out,
-                                   bool* all) const {
-  const std::string range = format::ParkPrefix(queue_->id(), record_.id);
-  const std::string message_prefix = format::MessagePrefix(queue_->id());
-  size_t n = 0;
-  for (it->Seek(range); it->Valid() && View(it->key()).starts_with(range);
-       it->Next()) {
-    if (n++ == max) {
-      *all = false;
-      break;
-    }
-    std::string prefix = message_prefix;
-    prefix.append(View(it->key()).substr(format::kGroupRecordPrefixSize));
-    out->push_back(std::move(prefix));
-  }
-  return FromLevelDb(it->status(), "reading parked lanes");
+  if (parked_.empty(partition, priority)) return absl::OkStatus();
+  // Runs under mu_, which the caller of Unpark holds.
+  return parked_.Next(
+      partition, priority, p->it,
+      [&](std::string prefix)
+          ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::StatusOr<bool> {
+            Lane* lane = lanes_.Find(prefix);
+            if (lane != nullptr && !lane->parked_out) {
+              // In the working set (from the source since it was parked),
+              // or drained by this claim: its record goes when it is
+              // released.
+              lane->park_record = true;
+              return false;
+            }
+            if (lane == nullptr) {
+              HQ_ASSIGN_OR_RETURN(lane,
+                                  ReadInLane(std::move(prefix), p->now, p->it));
+            }
+            lane->park_record = true;
+            lane->parked_out = false;
+            Activate(lane);
+            *found = true;
+            return true;
+          });
 }
 
 }  // namespace hq

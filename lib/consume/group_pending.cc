@@ -83,7 +83,7 @@ GroupImpl::PendingLanes(const std::string& start, leveldb::Iterator* it) {
   std::vector<std::string> waiting;
   bool all = true;
   HQ_RETURN_IF_ERROR(source()->Peek(kPeekLanes, it, &waiting, &all));
-  HQ_RETURN_IF_ERROR(PeekParked(kPeekLanes, it, &waiting, &all));
+  HQ_RETURN_IF_ERROR(parked_.Peek(kPeekLanes, it, &waiting, &all));
   for (const std::string& prefix : waiting) {
     uint32_t partition;
     int priority;

@@ -47,12 +47,6 @@ std::string GroupRecords::TaskKey(std::string_view lane_prefix,
   return k;
 }
 
-std::string GroupRecords::ParkKey(std::string_view lane_prefix) const {
-  std::string k = format::ParkPrefix(queue_id_, group_id_);
-  format::AppendLaneRest(&k, lane_prefix);
-  return k;
-}
-
 void GroupRecords::AppendCursorKey(std::string* k,
                                    std::string_view lane_prefix) const {
   k->append(cursor_prefix_);

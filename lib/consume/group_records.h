@@ -1,7 +1,7 @@
 // Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
 //
 // The keys and stored records of one consumer group (doc/format.md): its
-// cursor, task and park records, and what reading them needs of the
+// cursor and task records, and what reading them needs of the
 // group's fixed options (its start, its topic filter).
 
 #ifndef HQ_LIB_CONSUME_GROUP_RECORDS_H_
@@ -42,7 +42,6 @@ class GroupRecords {
   MessageId StartOf(uint32_t partition) const;
 
   std::string TaskKey(std::string_view lane_prefix, MessageId id) const;
-  std::string ParkKey(std::string_view lane_prefix) const;
   // The key of the cursor record of the lane `lane_prefix`, appended to
   // `k` (CursorKey returns it).
   void AppendCursorKey(std::string* k, std::string_view lane_prefix) const;
