@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "lib/consume/consume_options.h"
 #include "lib/consume/group_impl.h"
+#include "lib/consume/paged_claim.h"
 #include "lib/engine/checked_read.h"
 #include "lib/engine/db_impl.h"
 #include "lib/engine/queue_impl.h"
@@ -496,7 +497,7 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
   };
 
   p.consumer = consumer;
-  absl::Status s = paged() ? CollectPaged(&p)
+  absl::Status s = paged() ? PagedClaim::Collect(this, &p)
                    : consumer != nullptr
                        ? CollectOrdered(consumer, partitions, &p)
                        : CollectUnordered(&p);

@@ -82,6 +82,8 @@ namespace hq {
 class DbImpl;
 class QueueImpl;
 
+class PagedClaim;
+
 class GroupImpl final : public ConsumerGroup,
                         public LaneListener,
                         public LaneSetHooks {
@@ -146,6 +148,9 @@ class GroupImpl final : public ConsumerGroup,
   size_t TEST_ReadAheadBytes() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // A paged group's claim (paged_claim.h) works on its working set.
+  friend class PagedClaim;
+
   // Paged groups: Stats and ListPending look at most at this many lanes
   // waiting in the source.
   static constexpr size_t kPeekLanes = 1024;
@@ -226,86 +231,11 @@ class GroupImpl final : public ConsumerGroup,
   size_t MaxActive() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return lanes_.max_active();
   }
-  // Collects the tasks of a claim of a paged group.
-  absl::Status CollectPaged(ClaimPass* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether `p` may take only some of the active lanes.
-  static bool Filtered(const ClaimPass& p);
-  // How many lanes `p` should page in besides the active lanes `dq`, for
-  // `remaining` more tasks: those it may take from dq fall short by that
-  // many (an ordered claim: some, if an idle partition of its consumer has
-  // no lane of dq to serve it).
-  size_t Shortfall(const std::deque<Lane*>& dq, size_t remaining,
-                   const ClaimPass& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // CollectPaged's work on one priority: its due tasks, then new messages
-  // round-robin over its active lanes and, behind them, the lanes waiting
-  // in the source, paged in within `*budget` and `slack` (see PageIn).
-  struct PagedRound;
-  absl::Status CollectPagedPriority(int prio, size_t slack, size_t* budget,
-                                    ClaimPass* p)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // When the source has nothing more of r's priority, the lanes this claim
-  // hinted again have their turn again: back into the active list, within
-  // MaxActive() + `slack`.
-  void ReactivateRequeued(PagedRound* r, size_t slack)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // One turn of each active lane of r's priority that `p` may take from;
-  // true if one handed out a task.
-  absl::StatusOr<bool> TakeRound(PagedRound* r, ClaimPass* p)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Takes up to `n` lanes of `priority` from the source (its directory
-  // walk, then its hints) into the active lists, within MaxActive() and
-  // `*budget` (lanes taken, decremented). Sets `*taken` to their number.
-  // `slack`: active lanes allowed over MaxActive() (a filtered claim).
-  // Lanes of lower priorities make room (MakeRoom).
-  absl::Status PageIn(int priority, size_t n, size_t slack, size_t* budget,
-                      ClaimPass* p, size_t* taken)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Evicts active lanes of priorities below `priority`, lowest first, each
-  // with a new hint, until `n` more fit under `max` (or none is left); adds
-  // them to p->made_room.
-  void MakeRoom(int priority, size_t n, size_t max, ClaimPass* p)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Takes the active `lane` out of memory's round-robin with a new hint
-  // (to the back, on disk), releasing its source position; adds it to
-  // p->made_room.
-  void Evict(Lane* lane, ClaimPass* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  // Parked lanes (group_park.cc; ordered paged groups). A lane that an
-  // ordered claim cannot take (its partition busy or another consumer's,
-  // or a task of it pending) is *parked* when the claim needs room: out of
-  // the working set, with a record per partition and priority, so that it
-  // is found again when its partition wants work, without going through
-  // the index. The record stays until the lane is drained, hinted again or
-  // taken into the working set and then released.
-  // The idle partitions of p's consumer (within its filter) that no lane
-  // of the active list `dq` with nothing pending can serve; `*idle`: how
-  // many are idle.
-  std::vector<uint32_t> Hungry(const std::deque<Lane*>& dq, const ClaimPass& p,
-                               size_t* idle) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Parks active lanes that `p` cannot take, lowest priority first, until
-  // `n` more fit under `max` (or none is left).
-  void ParkUnusable(size_t n, size_t max, ClaimPass* p)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Park(Lane* lane, ClaimPass* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Takes one parked lane of (`partition`, `priority`) that is not in the
-  // working set into it; `*found` says whether there was one.
-  absl::Status Unpark(uint32_t partition, int priority, ClaimPass* p,
-                      bool* found) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Reads the lane `prefix` (not in memory) into memory; the tasks a
-  // restart interrupted in it are due at `now` (recovered_since_ counts
-  // them).
+  // Paged groups: reads the lane `prefix` (not in memory) into memory; the
+  // tasks a restart interrupted in it are due at `now`, and added to
+  // `*recovered`.
   absl::StatusOr<Lane*> ReadInLane(std::string prefix, absl::Time now,
-                                   leveldb::Iterator* it)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Makes the lane of `t` active (read from disk if not in memory; tasks
-  // interrupted by a restart are due at `now`).
-  absl::Status Admit(LaneSource::Taken* t, ClaimPass* p)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // `lane` had its turn and has messages left: to the back of the
-  // round-robin. If lanes wait `behind` the active ones (in the source, or
-  // hinted again by this claim), it leaves the active list with a new hint
-  // and is added to `requeued`.
-  void Requeue(Lane* lane, bool behind, std::vector<Lane*>* requeued)
+                                   leveldb::Iterator* it, size_t* recovered)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Lets go of the source position `lane` holds, and deletes its park
   // record (in `batch`) unless it is parked out, if it needs neither any
@@ -573,8 +503,6 @@ class GroupImpl final : public ConsumerGroup,
   // longest resting first. With the active lanes, at most MaxActive()
   // after each call.
   std::list<Lane*> resting_ ABSL_GUARDED_BY(mu_);
-  // Tasks Admit found interrupted since CollectPaged last looked.
-  size_t recovered_since_ ABSL_GUARDED_BY(mu_) = 0;
   // Lanes to hint again in the next write.
   std::vector<std::string> rehint_ ABSL_GUARDED_BY(mu_);
   // Lanes Settle left to Write to decide on (Lane::floored).
