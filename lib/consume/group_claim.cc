@@ -80,7 +80,7 @@ absl::StatusOr<bool> GroupImpl::Offer(LaneRead* r, MessageId id,
     // attempt 0, so that a restart keeps the time).
     Rec& rec = lane->tasks[id];
     rec.attempts = 0;
-    AddWaiting(lane, id, &rec, t.not_before);
+    waiting_.Add(lane, id, &rec, t.not_before);
     PutTask(lane, id, &rec, r->batch);
     if (r->contiguous) lane->scan = id.Next();
     return !record_.ordered;  // It holds back an ordered lane.
@@ -309,7 +309,7 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimChunks(
 
 absl::Status GroupImpl::CollectDue(int priority, ClaimPass* p) {
   const bool has_topic = queue_->codec().lane_has_topic();
-  std::set<WaitKey>& ws = waiting_[priority];
+  const Redeliveries::Set& ws = waiting_.at(priority);
   size_t paced_skips = 0;
   for (auto w = ws.begin();
        w != ws.end() && w->due <= p->now && p->out.size() < p->o.max;) {
@@ -348,8 +348,7 @@ absl::Status GroupImpl::CollectDue(int priority, ClaimPass* p) {
         continue;
       }
     }
-    w = ws.erase(w);
-    --waiting_count_;
+    w = waiting_.Erase(priority, w);
     Touch(lane, &p->touched);
     if (!*found) {
       // Past the TTL: nothing left to deliver.
@@ -534,10 +533,7 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
   }
   // The earliest redelivery still in the future (for a waiting claim),
   // including delayed messages this claim just read past.
-  for (const std::set<WaitKey>& ws : waiting_) {
-    auto w = ws.upper_bound(WaitKey{now, UINT64_MAX, nullptr, {}});
-    if (w != ws.end()) *next_due = std::min(*next_due, w->due);
-  }
+  *next_due = std::min(*next_due, waiting_.NextDueAfter(now));
   // And the earliest end of a topic's pacing interval.
   *next_due = std::min(*next_due, pacer_.NextDue(now));
   return std::move(p.out);
@@ -581,7 +577,7 @@ void GroupImpl::OnLeaseExpired(uint64_t key) {
     if (rec.attempts >= options_.max_attempts) {
       MarkDying(lane, e.id, &rec, DeadLetterReason::kLeaseExpired);
     } else {
-      AddWaiting(lane, e.id, &rec, now + Backoff(rec.attempts));
+      waiting_.Add(lane, e.id, &rec, now + Backoff(rec.attempts));
     }
   }
   if (wakeup_.has_waiters())

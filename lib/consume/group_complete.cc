@@ -98,7 +98,7 @@ absl::Status GroupImpl::Complete(std::span<const Task> tasks) {
     for (size_t i = 0; i < tasks.size(); ++i) {
       auto [lane, rec] = held[i];
       if (rec->state == format::TaskState::kWaiting) {
-        RemoveWaiting(lane, tasks[i].id, rec);
+        waiting_.Remove(lane, tasks[i].id, *rec);
       } else {
         EndInFlight(lane, rec);
         if (const LeaseId lease = LeaveShare(rec); lease != 0) {
@@ -166,7 +166,7 @@ absl::Status GroupImpl::Release(const Task& task, absl::Duration retry_after) {
       MarkDying(lane, task.id, rec, DeadLetterReason::kReleased);
       return FlushDying();
     }
-    AddWaiting(lane, task.id, rec, db_->clock()->Now() + retry_after);
+    waiting_.Add(lane, task.id, rec, db_->clock()->Now() + retry_after);
     rec->released = true;
     leveldb::WriteBatch batch;
     PutTask(lane, task.id, rec, &batch);

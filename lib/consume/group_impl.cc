@@ -186,7 +186,7 @@ absl::Status GroupImpl::Load() {
   MutexLock l(&mu_);
   const int priorities = queue_->options().priorities;
   active_.resize(priorities);
-  waiting_.resize(priorities);
+  waiting_.SetPriorities(priorities);
   if (record_.ordered) consumers_.SetPartitions(queue_->options().partitions);
   if (record_.ordered && paged()) {
     HQ_RETURN_IF_ERROR(parked_.Load(queue_->options().partitions, priorities));
@@ -250,7 +250,7 @@ void GroupImpl::Recover(absl::Time now) {
                                           : a.first->prefix < b.first->prefix;
             });
   for (auto [lane, id] : recovered_) {
-    AddWaiting(lane, id, &lane->tasks.find(id)->second, now);
+    waiting_.Add(lane, id, &lane->tasks.find(id)->second, now);
   }
   recovered_.clear();
 }
@@ -311,8 +311,8 @@ absl::Status GroupImpl::LoadRecords() {
         Interrupted(lane, id, &rec);
         break;
       case format::TaskState::kWaiting:
-        AddWaiting(lane, id, &rec,
-                   absl::FromUnixMillis(static_cast<int64_t>(v.ms)));
+        waiting_.Add(lane, id, &rec,
+                     absl::FromUnixMillis(static_cast<int64_t>(v.ms)));
         // Release writes waiting records, and delayed delivery (attempt 0).
         rec.released = v.attempts > 0;
         break;
@@ -538,15 +538,6 @@ void GroupImpl::PutDone(const std::vector<std::pair<Lane*, MessageId>>& done,
   }
 }
 
-void GroupImpl::AddWaiting(Lane* lane, MessageId id, Rec* rec, absl::Time due) {
-  rec->state = format::TaskState::kWaiting;
-  rec->released = false;
-  rec->since = due;
-  rec->wait_seq = next_wait_seq_++;
-  waiting_[lane->priority].insert(WaitKey{due, rec->wait_seq, lane, id});
-  ++waiting_count_;
-}
-
 void GroupImpl::MarkDying(Lane* lane, MessageId id, Rec* rec,
                           DeadLetterReason reason) {
   rec->state = format::TaskState::kWaiting;
@@ -561,11 +552,6 @@ void GroupImpl::Interrupted(Lane* lane, MessageId id, Rec* rec) {
   } else {
     recovered_.emplace_back(lane, id);  // Due at once (Load).
   }
-}
-
-void GroupImpl::RemoveWaiting(Lane* lane, MessageId id, Rec* rec) {
-  waiting_[lane->priority].erase(WaitKey{rec->since, rec->wait_seq, lane, id});
-  --waiting_count_;
 }
 
 void GroupImpl::HandOut(Lane* lane, MessageId id, Rec* rec, absl::Time now,
@@ -795,7 +781,7 @@ absl::StatusOr<GroupStats> GroupImpl::Stats() {
 void GroupImpl::CountTasks(absl::Time now, GroupStats* st) {
   st->in_flight = in_flight_;
   st->paced_topics = pacer_.topics();
-  st->redelivery = waiting_count_;
+  st->redelivery = waiting_.size();
   st->dead_letters = dead_count_ + dying_.size();
   st->lanes = lanes_.size();
   st->consumers = consumers_.size();

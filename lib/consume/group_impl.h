@@ -73,6 +73,7 @@
 #include "lib/consume/parked_lanes.h"
 #include "lib/consume/read_ahead.h"
 #include "lib/consume/record_ceiling.h"
+#include "lib/consume/redeliveries.h"
 #include "lib/engine/queue_impl.h"
 #include "lib/format/format.h"
 #include "lib/util/sync.h"
@@ -163,7 +164,6 @@ class GroupImpl final : public ConsumerGroup,
 
   using Lane = GroupLane;
   using Rec = GroupTask;
-  using WaitKey = GroupWaitKey;
   using Consumer = OrderedConsumers::Consumer;
   using Part = OrderedConsumers::Part;
   // One claim attempt. Sets `next_due` to the earliest redelivery due after
@@ -349,10 +349,6 @@ class GroupImpl final : public ConsumerGroup,
   // record were in flight for the first time.
   absl::Status LoadWindow(Lane* lane, MessageId cutoff, leveldb::Iterator* it)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void AddWaiting(Lane* lane, MessageId id, Rec* rec, absl::Time due)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void RemoveWaiting(Lane* lane, MessageId id, Rec* rec)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues `rec` for the dead-letter queue (written by FlushDying).
   void MarkDying(Lane* lane, MessageId id, Rec* rec, DeadLetterReason reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -486,16 +482,14 @@ class GroupImpl final : public ConsumerGroup,
   LeaseShares shares_ ABSL_GUARDED_BY(mu_);
   // Per priority: lanes that may have new messages, in round-robin order.
   std::vector<std::deque<Lane*>> active_ ABSL_GUARDED_BY(mu_);
-  // Per priority: tasks waiting to be delivered again, by due time.
-  std::vector<std::set<WaitKey>> waiting_ ABSL_GUARDED_BY(mu_);
-  uint64_t next_wait_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  // Tasks waiting to be delivered again, or delayed.
+  Redeliveries waiting_ ABSL_GUARDED_BY(mu_);
   // Tasks to dead-letter at the next call (their lease expired on the lease
   // thread, or they were interrupted by a restart).
   std::vector<std::pair<Lane*, MessageId>> dying_ ABSL_GUARDED_BY(mu_);
   // During Load: tasks that were in flight when the process stopped.
   std::vector<std::pair<Lane*, MessageId>> recovered_ ABSL_GUARDED_BY(mu_);
   uint64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t waiting_count_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t dead_count_ ABSL_GUARDED_BY(mu_) = 0;
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
   Pacer pacer_ ABSL_GUARDED_BY(mu_);

@@ -32,7 +32,7 @@ struct GroupTask {
   absl::Time deadline;    // In flight: the lease deadline.
   uint64_t share = 0;     // In flight: its lease share (shares_), and
   uint32_t share_at = 0;  // its entry there.
-  uint64_t wait_seq = 0;  // Waiting: its place in waiting_.
+  uint64_t wait_seq = 0;  // Waiting: its place in Redeliveries.
   // A task record is on disk. A task handed out for the first time, in
   // order, has none: the scan cursor says it was handed out.
   bool persisted = false;
@@ -46,16 +46,6 @@ struct GroupTask {
   // In flight, counted by the pacer (with its topic, time layout only).
   bool paced = false;
   std::string topic;
-};
-// A waiting task's place in its priority's redeliveries, by due time.
-struct GroupWaitKey {
-  absl::Time due;
-  uint64_t seq;
-  GroupLane* lane;
-  MessageId id;
-  bool operator<(const GroupWaitKey& o) const {
-    return due != o.due ? due < o.due : seq < o.seq;
-  }
 };
 // LaneBase::active: in an active list (LaneSet::Enter);
 // LaneBase::hold: paged groups, the source position it holds.
