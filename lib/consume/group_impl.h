@@ -245,27 +245,12 @@ class GroupImpl final : public ConsumerGroup,
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether every task of `lane` has a task record.
   static bool TasksPersisted(const Lane& lane);
-  // ListPending's steps. The lanes to list from, in key order from
+  // ListPending (pending_list.h): the lanes to list from, in key order from
   // `start` (a lane prefix): in memory with tasks, and (paged groups)
   // lanes peeked in the source that are not in memory (null).
   absl::StatusOr<std::map<std::string, const Lane*>> PendingLanes(
       const std::string& start, leveldb::Iterator* it)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Appends the pending tasks of `lane` from id `from`, up to `max` in all.
-  void ListLaneTasks(const Lane& lane, MessageId from, size_t max,
-                     std::vector<PendingTask>* out) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Appends, up to `max` in all, the tasks of the lane `prefix` (not in
-  // memory) that a restart interrupted: the messages between its cursors,
-  // from `from`. Due at `now`.
-  absl::Status ListWindow(const std::string& prefix, MessageId from,
-                          absl::Time now, leveldb::Iterator* it, size_t max,
-                          std::vector<PendingTask>* out)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Sets the topic of each of `tasks` of a `time` layout queue from its
-  // message's key ("" if the message is gone).
-  absl::Status ReadTopics(leveldb::Iterator* it,
-                          std::vector<PendingTask>* tasks) const;
 
   // Stats in steps. Under mu_: the counts kept in memory, and the lanes
   // whose backlog Stats counts. Then, without mu_ (the count is bounded by

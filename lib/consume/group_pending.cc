@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "lib/consume/group_impl.h"
+#include "lib/consume/pending_list.h"
 #include "lib/engine/checked_read.h"
 #include "lib/engine/db_impl.h"
 #include "lib/engine/queue_impl.h"
@@ -52,22 +53,34 @@ absl::StatusOr<std::vector<PendingTask>> GroupImpl::ListPending(
       NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
   HQ_ASSIGN_OR_RETURN(const auto lanes, PendingLanes(start, it.get()));
   const absl::Time now = db_->clock()->Now();
-  std::vector<PendingTask> out;
+  const MessageId cutoff = queue_->TtlCutoff(now);
+  PendingList list(max);
   for (const auto& [prefix, lane] : lanes) {
-    if (out.size() >= max) break;
+    if (list.full()) break;
     const MessageId from = after != nullptr && prefix == start
                                ? after->id.Next()
                                : MessageId::Min();
     if (lane != nullptr) {
-      ListLaneTasks(*lane, from, max, &out);
-    } else {
-      HQ_RETURN_IF_ERROR(ListWindow(prefix, from, now, it.get(), max, &out));
+      list.AddLane(*lane, from);
+      continue;
     }
+    uint32_t partition;
+    int priority;
+    std::string_view topic;
+    LayoutCodec::ParseLanePrefix(prefix, true, &partition, &priority, &topic);
+    // No cursor record: nothing was handed out (the window is empty).
+    HQ_ASSIGN_OR_RETURN(
+        const format::CursorValue c,
+        records_.ReadCursor(prefix, Absent(prefix, partition, priority),
+                            CheckedReadOptions()));
+    HQ_RETURN_IF_ERROR(list.AddWindow(prefix, partition, priority, topic, c,
+                                      std::max(from, cutoff), now, it.get()));
   }
   if (!queue_->codec().lane_has_topic()) {
-    HQ_RETURN_IF_ERROR(ReadTopics(it.get(), &out));
+    HQ_RETURN_IF_ERROR(
+        list.ReadTopics(queue_->codec(), queue_->id(), it.get()));
   }
-  return out;
+  return std::move(list).Take();
 }
 
 absl::StatusOr<std::map<std::string, const GroupImpl::Lane*>>
@@ -97,74 +110,6 @@ GroupImpl::PendingLanes(const std::string& start, leveldb::Iterator* it) {
     lanes.emplace(prefix, nullptr);
   }
   return lanes;
-}
-
-void GroupImpl::ListLaneTasks(const Lane& lane, MessageId from, size_t max,
-                              std::vector<PendingTask>* out) const {
-  for (auto t = lane.tasks.lower_bound(from);
-       t != lane.tasks.end() && out->size() < max; ++t) {
-    const Rec& rec = t->second;
-    if (rec.state == format::TaskState::kDone || rec.dying) continue;
-    PendingTask p{.partition = lane.partition,
-                  .priority = lane.priority,
-                  .topic = lane.topic,
-                  .id = t->first,
-                  .attempt = rec.attempts,
-                  .since = rec.since};
-    if (rec.state == format::TaskState::kInFlight) {
-      p.state = PendingTask::State::kInFlight;
-      p.lease_deadline = rec.deadline;
-      p.consumer = rec.consumer;
-    } else {
-      p.state = rec.attempts == 0 ? PendingTask::State::kDelayed
-                                  : PendingTask::State::kRedelivery;
-    }
-    out->push_back(std::move(p));
-  }
-}
-
-absl::Status GroupImpl::ListWindow(const std::string& prefix, MessageId from,
-                                   absl::Time now, leveldb::Iterator* it,
-                                   size_t max, std::vector<PendingTask>* out) {
-  uint32_t partition;
-  int priority;
-  std::string_view topic;
-  LayoutCodec::ParseLanePrefix(prefix, true, &partition, &priority, &topic);
-  // No cursor record: nothing was handed out (the window is empty).
-  HQ_ASSIGN_OR_RETURN(
-      const format::CursorValue c,
-      records_.ReadCursor(prefix, Absent(prefix, partition, priority),
-                          CheckedReadOptions()));
-  if (out->size() >= max) return absl::OkStatus();
-  return GroupRecords::ForEachInWindow(
-      prefix, c, std::max(from, queue_->TtlCutoff(now)), it, [&](MessageId id) {
-        // A first hand-out (a task with a record would be in memory).
-        out->push_back({.partition = partition,
-                        .priority = priority,
-                        .topic = std::string(topic),
-                        .id = id,
-                        .attempt = 1,
-                        .state = PendingTask::State::kRedelivery,
-                        .since = now});
-        return out->size() < max;
-      });
-}
-
-absl::Status GroupImpl::ReadTopics(leveldb::Iterator* it,
-                                   std::vector<PendingTask>* tasks) const {
-  const LayoutCodec& codec = queue_->codec();
-  std::string seek;
-  for (PendingTask& t : *tasks) {
-    seek.clear();
-    codec.AppendLanePrefix(&seek, queue_->id(), t.partition, t.priority, "");
-    LayoutCodec::AppendMessageId(&seek, t.id);
-    it->Seek(seek);
-    HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading a task's message"));
-    if (!it->Valid()) continue;
-    const std::string_view key = View(it->key());
-    if (key.starts_with(seek)) t.topic = std::string(key.substr(seek.size()));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace hq
