@@ -505,9 +505,9 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
   *more = p.more;
   pace_records_.PutClock(pacer_.latest(), paced_before, &p.batch);
   // First hand-outs: their lanes' cursors go into one claim record.
-  ClaimLog log{.seq = next_claim_seq_};
+  ClaimRecords::Log log = claims_.Begin();
   for (Lane* lane : p.touched) Settle(lane, &p.batch, paged() ? &log : nullptr);
-  PutClaimLog(&log, &p.batch);
+  claims_.Put(log, &p.batch);
   PutDone(p.gone, &p.batch);
   HQ_RETURN_IF_ERROR(Write(p.batch));
   // Leases start once the claim is on disk.

@@ -59,15 +59,6 @@ struct GroupLaneRead {
   size_t paced_skips = 0;
 };
 
-// A paged group's claim in progress: its claim record's value
-// (doc/format.md, "Claim records"), the cursors of the lanes it handed
-// out first messages of, written in place of their cursor records.
-struct GroupClaimLog {
-  uint64_t seq;
-  std::string value;
-  uint32_t lanes = 0;
-};
-
 }  // namespace hq
 
 #endif  // HQ_LIB_CONSUME_GROUP_CLAIM_PASS_H_

@@ -63,6 +63,7 @@ GroupImpl::GroupImpl(DbImpl* db, QueueImpl* queue, std::string name,
       pacer_(
           [this](std::string_view topic) { return pace_records_.Read(topic); }),
       parked_(db->leveldb(), &queue->codec(), queue->id(), record.id, name_),
+      claims_(db->leveldb(), queue->id(), record.id, name_),
       consumers_(
           db->leases(),
           [this](const std::string& consumer, uint64_t gen) {
@@ -205,7 +206,18 @@ absl::Status GroupImpl::Load() {
   if (paged()) {
     // Only the lanes of task and claim records: the others are found in
     // the source as claims need them.
-    HQ_RETURN_IF_ERROR(LoadClaims(&batch));
+    // Runs under mu_, which Load holds.
+    HQ_RETURN_IF_ERROR(claims_.Load(
+        [&](std::string_view lane_prefix, const format::CursorValue& cursor)
+            ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
+              HQ_ASSIGN_OR_RETURN(Lane * lane, GetLane(lane_prefix));
+              // Both cursors only move up: the greater of each is the
+              // later.
+              lane->scan = std::max(lane->scan, cursor.scan);
+              lane->done = std::max(lane->done, cursor.done);
+              return absl::OkStatus();
+            },
+        &batch));
     const MessageId cutoff = queue_->TtlCutoff(db_->clock()->Now());
     std::unique_ptr<leveldb::Iterator> it(
         NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
@@ -322,35 +334,6 @@ absl::Status GroupImpl::LoadRecords() {
     }
   }
   return FromLevelDb(it->status(), "reading task records");
-}
-
-absl::Status GroupImpl::LoadClaims(leveldb::WriteBatch* batch) {
-  std::unique_ptr<leveldb::Iterator> it(
-      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
-  const std::string prefix = format::ClaimPrefix(queue_->id(), record_.id);
-  const std::string message_prefix = format::MessagePrefix(queue_->id());
-  std::vector<format::ClaimEntry> entries;
-  std::string lane_prefix;
-  for (it->Seek(prefix); it->Valid() && View(it->key()).starts_with(prefix);
-       it->Next()) {
-    uint64_t seq;
-    if (!format::DecodeClaimSeq(View(it->key()), &seq) ||
-        !format::DecodeClaimEntries(View(it->value()), &entries)) {
-      return absl::DataLossError(
-          absl::StrCat("consumer group '", name_, "': malformed claim record"));
-    }
-    for (const format::ClaimEntry& e : entries) {
-      lane_prefix = message_prefix;
-      lane_prefix.append(e.lane_rest);
-      HQ_ASSIGN_OR_RETURN(Lane * lane, GetLane(lane_prefix));
-      // Both cursors only move up: the greater of each is the later.
-      lane->scan = std::max(lane->scan, e.cursor.scan);
-      lane->done = std::max(lane->done, e.cursor.done);
-    }
-    batch->Delete(it->key());
-    next_claim_seq_ = std::max(next_claim_seq_, seq + 1);
-  }
-  return FromLevelDb(it->status(), "reading claim records");
 }
 
 absl::Status GroupImpl::DiscoverLanes() {
@@ -614,14 +597,12 @@ void GroupImpl::Settle(Lane* lane, leveldb::WriteBatch* batch, ClaimLog* log) {
   lane->let_go = false;
   if (!unchanged || let_go) {
     // Either supersedes the lane's earlier claim entries.
-    RetireClaims(lane, batch);
+    claims_.Retire(&lane->claims, batch);
     if (FloorMayCover(*lane)) {
       if (!lane->floored) floored_.push_back(lane);
       lane->floored = true;
     } else if (log != nullptr && lane->opened && !let_go) {
-      format::AppendClaimEntry(&log->value, lane->prefix, now);
-      lane->claims.push_back(log->seq);
-      ++log->lanes;
+      lane->claims.push_back(log->Add(lane->prefix, now));
     } else {
       PutCursor(lane, batch);
     }
@@ -633,32 +614,13 @@ void GroupImpl::LetGoHold(Lane* lane) {
   if (lanes_.LetGo(lane)) lane->let_go = true;
 }
 
-void GroupImpl::RetireClaims(Lane* lane, leveldb::WriteBatch* batch) {
-  for (const uint64_t seq : lane->claims) {
-    auto it = claim_records_.find(seq);
-    if (it == claim_records_.end() || --it->second > 0) continue;
-    if (batch != nullptr) {
-      batch->Delete(format::ClaimKey(queue_->id(), record_.id, seq));
-    }
-    claim_records_.erase(it);
-  }
-  lane->claims.clear();
-}
-
-void GroupImpl::PutClaimLog(ClaimLog* log, leveldb::WriteBatch* batch) {
-  if (log->lanes == 0) return;
-  batch->Put(format::ClaimKey(queue_->id(), record_.id, log->seq), log->value);
-  claim_records_[log->seq] = log->lanes;
-  next_claim_seq_ = log->seq + 1;
-}
-
 void GroupImpl::Forget(Lane* lane) {
   // An idle lane has no live claim entry: an entry exists only while the
   // cursors differ from the stored ones, and the Settle that emptied the
   // lane's tasks moved its completion cursor, so wrote its cursor record
   // and retired the entry. Defensively, an entry left here only drops its
   // count; its record stays on disk until the next load folds it in.
-  RetireClaims(lane, /*batch=*/nullptr);
+  claims_.Retire(&lane->claims, /*batch=*/nullptr);
   lanes_.Erase(lane);
 }
 

@@ -58,6 +58,7 @@
 #include "hq/lease.h"
 #include "leveldb/db.h"
 #include "leveldb/write_batch.h"
+#include "lib/consume/claim_records.h"
 #include "lib/consume/claim_wakeup.h"
 #include "lib/consume/dead_letter_queue.h"
 #include "lib/consume/group_claim_pass.h"
@@ -340,25 +341,12 @@ class GroupImpl final : public ConsumerGroup,
   // At load: `rec` was in flight when the process stopped.
   void Interrupted(Lane* lane, MessageId id, Rec* rec)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  using ClaimLog = GroupClaimLog;
+  using ClaimLog = ClaimRecords::Log;
   // Erases completed records at the head of the lane, moves the completion
   // cursor and appends the changed cursor record; or, if `log` is not null
   // and the lane handed out a first message in this call, an entry of
   // `log` in its place.
   void Settle(Lane* lane, leveldb::WriteBatch* batch, ClaimLog* log = nullptr)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The cursors of `lane` are written again (in `batch`): its entries in
-  // claim records are superseded, and a record left with none is deleted
-  // (in `batch`; if it is null, only forgotten).
-  void RetireClaims(Lane* lane, leveldb::WriteBatch* batch)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Appends `log` to `batch` as a claim record, if it has entries.
-  void PutClaimLog(ClaimLog* log, leveldb::WriteBatch* batch)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // At load: folds each claim record into the cursors of the lanes it
-  // names (read into memory) and deletes it in `batch`, with which Load
-  // writes those cursors.
-  absl::Status LoadClaims(leveldb::WriteBatch* batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Forgets the idle `lane`.
   void Forget(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -492,9 +480,8 @@ class GroupImpl final : public ConsumerGroup,
   // Load, raised by Settle, which alone writes them): a lane above it has
   // no cursor to read, as every lane of a first walk.
   RecordCeiling cursor_ceiling_ ABSL_GUARDED_BY(mu_);
-  // Paged groups: per claim record on disk, its entries not superseded.
-  absl::flat_hash_map<uint64_t, uint32_t> claim_records_ ABSL_GUARDED_BY(mu_);
-  uint64_t next_claim_seq_ ABSL_GUARDED_BY(mu_) = 1;
+  // Paged groups: the claim records.
+  ClaimRecords claims_ ABSL_GUARDED_BY(mu_);
   std::string key_scratch_ ABSL_GUARDED_BY(mu_);         // ScratchCursorKey.
   std::string prefix_scratch_ ABSL_GUARDED_BY(mu_);      // FindHeld's lane.
   std::string value_scratch_ ABSL_GUARDED_BY(mu_);       // Settle's cursor.

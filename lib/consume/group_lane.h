@@ -13,9 +13,9 @@
 #include <map>
 #include <string>
 
-#include "absl/container/inlined_vector.h"
 #include "absl/time/time.h"
 #include "hq/group.h"
+#include "lib/consume/claim_records.h"
 #include "lib/consume/lane_set.h"
 #include "lib/consume/read_ahead.h"
 #include "lib/format/format.h"
@@ -72,8 +72,8 @@ struct GroupLane : LaneBase {
   // its last turn (ReadLane).
   ReadAhead ahead;
   // Paged groups: the claim records holding its cursors as a claim left
-  // them (claim_records_), until its cursor record is written.
-  absl::InlinedVector<uint64_t, 1> claims;
+  // them (ClaimRecords), until its cursor record is written.
+  ClaimRecords::Seqs claims;
   bool opened = false;      // Handed out a first time in this call.
   bool cursor_put = false;  // Its cursor record is in this call's batch.
   // Its new cursors go without a record (FloorMayCover, then Write).
