@@ -67,7 +67,7 @@ absl::Status GroupImpl::FlushDying() {
     return absl::OkStatus();
   }
   // This batch does not move the source position.
-  PutFloored(&extra, /*unless_passed=*/false);
+  cursors_.PutFloored(&extra, /*unless_passed=*/false);
   const absl::Status s = dead_queue_.Write(letters, infos, extra);
   if (!s.ok()) {
     // The tasks are marked done in memory but not on disk: stop here.

@@ -21,7 +21,7 @@
 namespace hq {
 uint64_t GroupImpl::TEST_CursorReads() {
   MutexLock l(&mu_);
-  return test_cursor_reads_;
+  return cursors_.reads();
 }
 
 uint64_t GroupImpl::TEST_LaneSeeks() {
@@ -63,6 +63,7 @@ GroupImpl::GroupImpl(DbImpl* db, QueueImpl* queue, std::string name,
       pacer_(
           [this](std::string_view topic) { return pace_records_.Read(topic); }),
       parked_(db->leveldb(), &queue->codec(), queue->id(), record.id, name_),
+      cursors_(&records_, lanes_.source()),
       claims_(db->leveldb(), queue->id(), record.id, name_),
       consumers_(
           db->leases(),
@@ -96,55 +97,6 @@ void GroupImpl::NoteLaneWritten(std::string_view lane_prefix)
 }
 
 void GroupImpl::WakeWaiters() { wakeup_.Wake(); }
-
-MessageId GroupImpl::Absent(std::string_view prefix, uint32_t partition,
-                            int priority, bool* floored) const {
-  const MessageId start = records_.StartOf(partition);
-  MessageId floor;
-  const bool passed =
-      paged() && source()->Floor(prefix, partition, priority, &floor);
-  if (floored != nullptr) *floored = passed;
-  return passed ? std::max(start, floor) : start;
-}
-
-bool GroupImpl::FloorMayCover(const Lane& lane) const {
-  if (!paged() || lane.record || lane.active || !lane.at_end ||
-      !lane.tasks.empty()) {
-    return false;
-  }
-  // Every message of the partition below its floor was stored before the
-  // source record, so the read that reached the lane's end saw each of
-  // them from the scan cursor on: there are none up to the floor.
-  MessageId floor;
-  return source()->Floor(lane.partition, &floor) &&
-         !(std::max(records_.StartOf(lane.partition), floor) < lane.scan);
-}
-
-void GroupImpl::PutFloored(leveldb::WriteBatch* batch, bool unless_passed) {
-  for (Lane* lane : floored_) {
-    if (lane->floored &&
-        !(unless_passed && source()->Passed(lane->prefix, lane->priority))) {
-      PutCursor(lane, batch);
-    }
-  }
-  floored_.clear();
-}
-
-void GroupImpl::PutCursor(Lane* lane, leveldb::WriteBatch* batch) {
-  const std::string& key = ScratchCursorKey(lane->prefix);
-  value_scratch_.clear();
-  format::AppendCursor(&value_scratch_, {lane->scan, lane->done});
-  batch->Put(key, value_scratch_);
-  cursor_ceiling_.Raise(key);
-  lane->cursor_put = true;
-  lane->floored = false;
-}
-
-const std::string& GroupImpl::ScratchCursorKey(std::string_view lane_prefix) {
-  key_scratch_.clear();
-  records_.AppendCursorKey(&key_scratch_, lane_prefix);
-  return key_scratch_;
-}
 
 absl::Status GroupImpl::Gone() const {
   if (queue_->dropped()) return queue_->DroppedError();
@@ -194,7 +146,7 @@ absl::Status GroupImpl::Load() {
   }
   HQ_RETURN_IF_ERROR(pace_records_.Load(&pacer_));
   if (paged()) {
-    HQ_RETURN_IF_ERROR(cursor_ceiling_.Load(
+    HQ_RETURN_IF_ERROR(cursors_.Load(
         db_->leveldb(), format::GroupRecordPrefix(format::kCursorTag,
                                                   queue_->id(), record_.id)));
   }
@@ -285,10 +237,6 @@ absl::Status GroupImpl::ForgetDeadIfQueueGone() {
   HQ_RETURN_IF_ERROR(Write(batch));
   dead_count_ = 0;
   return absl::OkStatus();
-}
-
-bool GroupImpl::CursorMayExist(std::string_view key) const {
-  return !paged() || cursor_ceiling_.MayExist(key);
 }
 
 absl::Status GroupImpl::LoadRecords() {
@@ -411,27 +359,7 @@ absl::StatusOr<GroupImpl::Lane*> GroupImpl::NewLane(
     std::string prefix, const format::CursorValue* cursor) {
   HQ_ASSIGN_OR_RETURN(std::unique_ptr<Lane> lane,
                       lanes_.Make(std::move(prefix)));
-  format::CursorValue c;
-  if (cursor != nullptr) {
-    c = *cursor;
-    lane->saved_exists = lane->record = true;
-  } else {
-    bool floored;
-    const MessageId absent =
-        Absent(lane->prefix, lane->partition, lane->priority, &floored);
-    if (!CursorMayExist(ScratchCursorKey(lane->prefix))) {
-      c.scan = c.done = absent;
-    } else {
-      ++test_cursor_reads_;
-      HQ_ASSIGN_OR_RETURN(
-          c, records_.ReadCursor(lane->prefix, absent, CheckedReadOptions(),
-                                 &lane->record));
-    }
-    lane->saved_exists = lane->record || floored;
-  }
-  lane->scan = c.scan;
-  lane->done = c.done;
-  lane->saved = c;
+  HQ_RETURN_IF_ERROR(cursors_.Read(lane.get(), cursor));
   return lanes_.Insert(std::move(lane));
 }
 
@@ -598,13 +526,13 @@ void GroupImpl::Settle(Lane* lane, leveldb::WriteBatch* batch, ClaimLog* log) {
   if (!unchanged || let_go) {
     // Either supersedes the lane's earlier claim entries.
     claims_.Retire(&lane->claims, batch);
-    if (FloorMayCover(*lane)) {
-      if (!lane->floored) floored_.push_back(lane);
-      lane->floored = true;
-    } else if (log != nullptr && lane->opened && !let_go) {
-      lane->claims.push_back(log->Add(lane->prefix, now));
-    } else {
-      PutCursor(lane, batch);
+    // A floored lane's record is left to Write (GroupCursors::Floor).
+    if (!cursors_.Floor(lane)) {
+      if (log != nullptr && lane->opened && !let_go) {
+        lane->claims.push_back(log->Add(lane->prefix, now));
+      } else {
+        cursors_.Put(lane, batch);
+      }
     }
   }
   lane->opened = false;
@@ -669,7 +597,7 @@ absl::Status GroupImpl::Write(const leveldb::WriteBatch& batch) {
   leveldb::WriteBatch position;
   source()->AppendRecord(&position);
   // A lane it passes needs no record of cursors at its floor.
-  PutFloored(&position, /*unless_passed=*/true);
+  cursors_.PutFloored(&position, /*unless_passed=*/true);
   std::vector<std::string> rehint;
   rehint.swap(rehint_);
   if (rehint.empty()) {
@@ -794,7 +722,7 @@ void GroupImpl::CollectBacklogLanes(const std::vector<std::string>& waiting,
       out->push_back({.prefix = prefix,
                       .partition = partition,
                       .on_disk = true,
-                      .absent = Absent(prefix, partition, priority)});
+                      .absent = cursors_.Absent(prefix, partition, priority)});
     }
   }
 }

@@ -62,6 +62,7 @@
 #include "lib/consume/claim_wakeup.h"
 #include "lib/consume/dead_letter_queue.h"
 #include "lib/consume/group_claim_pass.h"
+#include "lib/consume/group_cursors.h"
 #include "lib/consume/group_lane.h"
 #include "lib/consume/group_records.h"
 #include "lib/consume/lane_notes.h"
@@ -196,9 +197,6 @@ class GroupImpl final : public ConsumerGroup,
   // Records `s` as the group's sticky error if it is a write failure.
   absl::Status Fail(absl::Status s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status LoadRecords() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether a cursor record with key `key` may exist.
-  bool CursorMayExist(std::string_view key) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status DiscoverLanes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The lane with prefix `prefix`, created (its cursor read, or taken from
   // `cursor`) if not in memory.
@@ -390,33 +388,9 @@ class GroupImpl final : public ConsumerGroup,
   // The lease of share `share` expired: its tasks still in flight wait to
   // be delivered again (or die, at max_attempts).
   void OnLeaseExpired(uint64_t share) ABSL_LOCKS_EXCLUDED(mu_);
-  // CursorKey in key_scratch_ (valid until its next use), which saves an
-  // allocation per cursor write.
-  const std::string& ScratchCursorKey(std::string_view lane_prefix)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Where the cursors of the lane `prefix` (of `partition`, `priority`)
-  // are if it has no cursor record: GroupRecords::StartOf, or past it at its
-  // source's floor if the walk has passed it (LaneSource::Floor). *floored
-  // says which (if not null).
-  MessageId Absent(std::string_view prefix, uint32_t partition, int priority,
-                   bool* floored = nullptr) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether `lane`'s new cursors (both at its scan cursor) may go without a
-  // record: it has none, it is drained with no task left, and nothing of
-  // it lies between its scan cursor and its floor. Write then writes the
-  // record only if the source position does not pass the lane.
-  bool FloorMayCover(const Lane& lane) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Appends `lane`'s cursor record (scan, done) to `batch`.
-  void PutCursor(Lane* lane, leveldb::WriteBatch* batch)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Releases the source position `lane` holds, if any (Lane::let_go).
   void LetGoHold(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The lanes Settle left to Write get their cursor records in `batch`:
-  // all of them (a batch written without the source position), or with
-  // `unless_passed` those the position as last appended does not pass.
-  void PutFloored(leveldb::WriteBatch* batch, bool unless_passed)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Constant after construction.
   DbImpl* const db_;
@@ -472,21 +446,14 @@ class GroupImpl final : public ConsumerGroup,
   std::list<Lane*> resting_ ABSL_GUARDED_BY(mu_);
   // Lanes to hint again in the next write.
   std::vector<std::string> rehint_ ABSL_GUARDED_BY(mu_);
-  // Lanes Settle left to Write to decide on (Lane::floored).
-  std::vector<Lane*> floored_ ABSL_GUARDED_BY(mu_);
   // Ordered paged groups: the park records.
   ParkedLanes parked_ ABSL_GUARDED_BY(mu_);
-  // Paged groups: the greatest key of the group's cursor records (read at
-  // Load, raised by Settle, which alone writes them): a lane above it has
-  // no cursor to read, as every lane of a first walk.
-  RecordCeiling cursor_ceiling_ ABSL_GUARDED_BY(mu_);
+  // The lanes' cursor records.
+  GroupCursors cursors_ ABSL_GUARDED_BY(mu_);
   // Paged groups: the claim records.
   ClaimRecords claims_ ABSL_GUARDED_BY(mu_);
-  std::string key_scratch_ ABSL_GUARDED_BY(mu_);         // ScratchCursorKey.
-  std::string prefix_scratch_ ABSL_GUARDED_BY(mu_);      // FindHeld's lane.
-  std::string value_scratch_ ABSL_GUARDED_BY(mu_);       // Settle's cursor.
-  uint64_t test_cursor_reads_ ABSL_GUARDED_BY(mu_) = 0;  // TEST_CursorReads.
-  uint64_t test_lane_seeks_ ABSL_GUARDED_BY(mu_) = 0;    // TEST_LaneSeeks.
+  std::string prefix_scratch_ ABSL_GUARDED_BY(mu_);    // FindHeld's lane.
+  uint64_t test_lane_seeks_ ABSL_GUARDED_BY(mu_) = 0;  // TEST_LaneSeeks.
 
   // Ordered groups: the live consumers and the partitions.
   OrderedConsumers consumers_ ABSL_GUARDED_BY(mu_);

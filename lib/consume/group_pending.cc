@@ -71,7 +71,8 @@ absl::StatusOr<std::vector<PendingTask>> GroupImpl::ListPending(
     // No cursor record: nothing was handed out (the window is empty).
     HQ_ASSIGN_OR_RETURN(
         const format::CursorValue c,
-        records_.ReadCursor(prefix, Absent(prefix, partition, priority),
+        records_.ReadCursor(prefix,
+                            cursors_.Absent(prefix, partition, priority),
                             CheckedReadOptions()));
     HQ_RETURN_IF_ERROR(list.AddWindow(prefix, partition, priority, topic, c,
                                       std::max(from, cutoff), now, it.get()));
