@@ -1,8 +1,8 @@
 // Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
 //
 // GroupImpl (lib/consume/group_impl.h): Claim and the passes that collect tasks
-// for it: ReadLane, CollectDue, CollectUnordered, CollectOrdered, ClaimOnce,
-// and lease expiry.
+// for it (CollectDue, CollectUnordered, CollectOrdered; a lane's turn:
+// lane_turn.h; a paged group's: paged_claim.h), ClaimOnce, and lease expiry.
 
 #include <algorithm>
 #include <cmath>
@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "lib/consume/consume_options.h"
 #include "lib/consume/group_impl.h"
+#include "lib/consume/lane_turn.h"
 #include "lib/consume/paged_claim.h"
 #include "lib/engine/checked_read.h"
 #include "lib/engine/db_impl.h"
@@ -26,175 +27,8 @@ namespace hq {
 namespace {
 
 constexpr size_t kMaxConsumerBytes = 256;
-// A claim reads past at most this many messages of topics held back by
-// their pacing in one lane of a `time` layout queue (hq/group.h).
-constexpr size_t kMaxPacedSkips = 1000;
 
 }  // namespace
-
-absl::Status GroupImpl::DecodeValue(std::string_view value, MessageId id,
-                                    Task* t) const {
-  std::string_view key, payload;
-  uint64_t not_before_ms;
-  if (!format::DecodeMessageValue(value, &key, &payload, &not_before_ms)) {
-    return absl::DataLossError(absl::StrCat(
-        "queue '", queue_->name(), "': malformed message ", id.ToString()));
-  }
-  t->key.assign(key);
-  t->payload.assign(payload);
-  t->not_before = format::NotBeforeTime(not_before_ms);
-  return absl::OkStatus();
-}
-
-absl::StatusOr<bool> GroupImpl::ReadMessage(Lane* lane, MessageId id,
-                                            leveldb::Iterator* it, Task* t) {
-  std::string seek = lane->prefix;
-  LayoutCodec::AppendMessageId(&seek, id);
-  it->Seek(seek);
-  if (!it->Valid()) {
-    HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading a task"));
-    return false;
-  }
-  const std::string_view key = View(it->key());
-  if (!key.starts_with(seek)) return false;  // Gone (TTL sweep, drop).
-  HQ_RETURN_IF_ERROR(DecodeValue(View(it->value()), id, t));
-  t->topic.assign(queue_->codec().lane_has_topic()
-                      ? std::string_view(lane->topic)
-                      : key.substr(seek.size()));
-  return true;
-}
-
-absl::StatusOr<bool> GroupImpl::Offer(LaneRead* r, MessageId id,
-                                      std::string_view topic,
-                                      std::string_view value) {
-  Lane* lane = r->lane;
-  if (r->handed == r->want) return false;
-  if (lane->tasks.contains(id) || !records_.InScope(topic)) {
-    if (r->contiguous) lane->scan = id.Next();
-    return true;
-  }
-  Task t;
-  HQ_RETURN_IF_ERROR(DecodeValue(value, id, &t));
-  if (t.not_before > r->now) {
-    // Delayed: it waits with the redeliveries until its time (a record,
-    // attempt 0, so that a restart keeps the time).
-    Rec& rec = lane->tasks[id];
-    rec.attempts = 0;
-    waiting_.Add(lane, id, &rec, t.not_before);
-    PutTask(lane, id, &rec, r->batch);
-    if (r->contiguous) lane->scan = id.Next();
-    return !record_.ordered;  // It holds back an ordered lane.
-  }
-  if (!r->topics.empty() &&
-      std::find(r->topics.begin(), r->topics.end(), topic) == r->topics.end()) {
-    r->contiguous = false;  // Left for a claim without this filter.
-    return true;
-  }
-  if (pacer_.on()) {
-    HQ_ASSIGN_OR_RETURN(const bool paced_out, PacedOut(topic, r->now));
-    // An ordered lane waits for it; others take the messages after it.
-    if (paced_out && (r->has_topic || record_.ordered)) return false;
-    if (paced_out) {
-      // Bounded: a lane of topics that are all held back is not read to
-      // its end by every claim.
-      if (++r->paced_skips == kMaxPacedSkips) return false;
-      r->contiguous = false;
-      return true;
-    }
-  }
-  t.topic.assign(topic);
-  Rec& rec = lane->tasks[id];
-  HandOut(lane, id, &rec, r->now, r->lease, /*covered=*/r->contiguous, &t,
-          r->batch);
-  r->out->push_back(std::move(t));
-  ++r->handed;
-  if (r->contiguous) lane->scan = id.Next();
-  return true;
-}
-
-absl::StatusOr<bool> GroupImpl::ReadLane(Lane* lane, size_t want,
-                                         const std::vector<std::string>& topics,
-                                         ClaimPass* p) {
-  absl::StatusOr<bool> drained = ReadLaneTurn(lane, want, topics, p);
-  lane->at_end = drained.ok() && *drained;
-  return drained;
-}
-
-absl::StatusOr<bool> GroupImpl::ReadLaneTurn(
-    Lane* lane, size_t want, const std::vector<std::string>& topics,
-    ClaimPass* p) {
-  if (lane->scan < p->cutoff) lane->scan = p->cutoff;  // Expired: never out.
-  LaneRead r{.lane = lane,
-             .want = want,
-             .topics = topics,
-             .has_topic = queue_->codec().lane_has_topic(),
-             .now = p->now,
-             .lease = p->lease,
-             .out = &p->out,
-             .batch = &p->batch};
-  // A topic layout lane is one topic: held back whole.
-  if (r.has_topic && pacer_.on()) {
-    HQ_ASSIGN_OR_RETURN(const bool paced_out, PacedOut(lane->topic, p->now));
-    if (paced_out) return false;
-  }
-  if (r.has_topic) {
-    // What an earlier turn read ahead: the lane's messages from its scan
-    // cursor on (a topic layout lane's scan cursor passes every message
-    // it examines).
-    ReadAhead& ahead = lane->ahead;
-    ahead.DropBelow(lane->scan);
-    // A sweep may have deleted some since (a clock that stepped back):
-    // read them again.
-    if (!ahead.empty() && ahead.front_id() < queue_->swept_cutoff()) {
-      ahead.Clear();
-    }
-    while (!ahead.empty()) {
-      HQ_ASSIGN_OR_RETURN(
-          const bool go_on,
-          Offer(&r, ahead.front_id(), lane->topic, ahead.front_value()));
-      ahead.DropBelow(lane->scan);
-      if (!go_on) return false;
-    }
-    if (lanes_.Walked(*lane)) return ReadWalked(&r);
-  }
-  std::string seek = lane->prefix;
-  LayoutCodec::AppendMessageId(&seek, lane->scan);
-  const size_t n = lane->prefix.size();
-  leveldb::Iterator* it = p->it;
-  MessageId id;
-  ++test_lane_seeks_;
-  for (it->Seek(seek); it->Valid(); it->Next()) {
-    const std::string_view key = View(it->key());
-    // Past the lane's last message: nothing left to read.
-    if (!LayoutCodec::LaneMessage(key, lane->prefix, &id)) return r.contiguous;
-    const std::string_view topic =
-        r.has_topic ? std::string_view(lane->topic)
-                    : key.substr(n + LayoutCodec::kMessageIdSize);
-    HQ_ASSIGN_OR_RETURN(const bool go_on,
-                        Offer(&r, id, topic, View(it->value())));
-    if (go_on) continue;
-    if (r.has_topic && r.handed == want && !record_.ordered) {
-      // The lane's next turn starts here (an ordered group's lane leaves
-      // memory when its task completes: what it read ahead would be lost).
-      HQ_RETURN_IF_ERROR(lane->ahead.Fill(lane->prefix, it, &ahead_budget_));
-    }
-    return false;
-  }
-  HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading a lane"));
-  return r.contiguous;
-}
-
-absl::StatusOr<bool> GroupImpl::ReadWalked(LaneRead* r) {
-  // The pass's walk saw, with the pass's iterator, the lane hold one
-  // message: all a read with it would find from the scan cursor on.
-  Lane* lane = r->lane;
-  std::string_view value;
-  // Taken: a later turn of this pass reads.
-  const LaneSource::Kept* m = lanes_.TakeWalked(lane, &value);
-  if (m->id < lane->scan) return r->contiguous;
-  HQ_ASSIGN_OR_RETURN(const bool go_on, Offer(r, m->id, lane->topic, value));
-  return go_on && r->contiguous;
-}
 
 absl::StatusOr<std::vector<Task>> GroupImpl::Claim(const ClaimOptions& o) {
   HQ_ASSIGN_OR_RETURN(const std::vector<bool> partitions, CheckClaim(o));
@@ -324,7 +158,7 @@ absl::Status GroupImpl::CollectDue(int priority, ClaimPass* p) {
       if (paced_out) {
         // Bounded, as in ReadLane: a claim does not walk every due task of
         // topics held back.
-        if (++paced_skips == kMaxPacedSkips) break;
+        if (++paced_skips == LaneTurn::kMaxPacedSkips) break;
         ++w;
         continue;
       }
@@ -332,7 +166,8 @@ absl::Status GroupImpl::CollectDue(int priority, ClaimPass* p) {
     Rec* rec = &lane->tasks.find(id)->second;
     Task t;
     absl::StatusOr<bool> found =
-        id < p->cutoff ? false : ReadMessage(lane, id, p->it, &t);
+        id < p->cutoff ? false
+                       : LaneTurn::ReadMessage(*queue_, *lane, id, p->it, &t);
     if (!found.ok()) return found.status();
     if (!has_topic && !p->o.topics.empty() && *found &&
         std::find(p->o.topics.begin(), p->o.topics.end(), t.topic) ==
@@ -343,7 +178,7 @@ absl::Status GroupImpl::CollectDue(int priority, ClaimPass* p) {
     if (!has_topic && *found && pacer_.on()) {
       HQ_ASSIGN_OR_RETURN(const bool paced_out, PacedOut(t.topic, p->now));
       if (paced_out) {
-        if (++paced_skips == kMaxPacedSkips) break;
+        if (++paced_skips == LaneTurn::kMaxPacedSkips) break;
         ++w;
         continue;
       }
@@ -387,8 +222,9 @@ absl::Status GroupImpl::CollectUnordered(ClaimPass* p) {
         Touch(lane, &p->touched);
         HQ_ASSIGN_OR_RETURN(
             bool drained,
-            ReadLane(lane, want,
-                     has_topic ? std::vector<std::string>() : p->o.topics, p));
+            LaneTurn::Take(this, lane, want,
+                           has_topic ? std::vector<std::string>() : p->o.topics,
+                           p));
         if (p->out.size() > before) progress = true;
         if (drained) {
           lanes_.Leave(lane);
@@ -431,7 +267,7 @@ absl::Status GroupImpl::CollectOrdered(Consumer* consumer,
           continue;
         }
         Touch(lane, &p->touched);
-        HQ_ASSIGN_OR_RETURN(bool drained, ReadLane(lane, 1, {}, p));
+        HQ_ASSIGN_OR_RETURN(bool drained, LaneTurn::Take(this, lane, 1, {}, p));
         if (drained) {
           lanes_.Leave(lane);
         } else {

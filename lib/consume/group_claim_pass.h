@@ -44,21 +44,6 @@ struct GroupClaimPass {
   const OrderedConsumers::Consumer* consumer = nullptr;
 };
 
-// One ReadLane call's state, for Offer.
-struct GroupLaneRead {
-  GroupLane* lane;
-  size_t want;
-  const std::vector<std::string>& topics;
-  bool has_topic;
-  absl::Time now;
-  absl::Duration lease;
-  std::vector<Task>* out;
-  leveldb::WriteBatch* batch;
-  bool contiguous = true;  // The scan cursor follows the messages read.
-  size_t handed = 0;
-  size_t paced_skips = 0;
-};
-
 }  // namespace hq
 
 #endif  // HQ_LIB_CONSUME_GROUP_CLAIM_PASS_H_

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "lib/consume/group_impl.h"
+#include "lib/consume/lane_turn.h"
 #include "lib/engine/checked_read.h"
 #include "lib/engine/db_impl.h"
 #include "lib/engine/queue_impl.h"
@@ -37,7 +38,8 @@ absl::Status GroupImpl::FlushDying() {
     Task t;
     // A message past the TTL is gone: it is not dead-lettered.
     absl::StatusOr<bool> found =
-        id < cutoff ? false : ReadMessage(lane, id, it.get(), &t);
+        id < cutoff ? false
+                    : LaneTurn::ReadMessage(*queue_, *lane, id, it.get(), &t);
     if (!found.ok()) return Fail(found.status());
     if (*found) {
       format::DeadValue d;

@@ -85,6 +85,7 @@ namespace hq {
 class DbImpl;
 class QueueImpl;
 
+class LaneTurn;
 class PagedClaim;
 
 class GroupImpl final : public ConsumerGroup,
@@ -151,7 +152,9 @@ class GroupImpl final : public ConsumerGroup,
   size_t TEST_ReadAheadBytes() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  // A paged group's claim (paged_claim.h) works on its working set.
+  // A paged group's claim (paged_claim.h) works on its working set; a
+  // lane's turn in a claim (lane_turn.h) on the lane and its tasks.
+  friend class LaneTurn;
   friend class PagedClaim;
 
   // Paged groups: Stats and ListPending look at most at this many lanes
@@ -286,37 +289,6 @@ class GroupImpl final : public ConsumerGroup,
   // Takes the lanes noted by the write path.
   absl::Status TakeNotes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  using LaneRead = GroupLaneRead;
-  // The next message of r->lane, `id` of `topic` with value `value`: handed
-  // out, or passed. False if the read stops before it, or (an ordered
-  // lane's delayed message) after it.
-  absl::StatusOr<bool> Offer(LaneRead* r, MessageId id, std::string_view topic,
-                             std::string_view value)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Reads new messages of `lane` from its scan cursor into `out`, at most
-  // `want`. Returns whether the lane has nothing left to examine. A topic
-  // layout lane that stops with messages left keeps the next ones read
-  // ahead (Lane::ahead), which its next turn uses before it seeks.
-  // Reads with p->it, at p->now, into p->out and p->batch.
-  // Notes the answer in Lane::at_end.
-  absl::StatusOr<bool> ReadLane(Lane* lane, size_t want,
-                                const std::vector<std::string>& topics,
-                                ClaimPass* p)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<bool> ReadLaneTurn(Lane* lane, size_t want,
-                                    const std::vector<std::string>& topics,
-                                    ClaimPass* p)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // ReadLane's end for a lane whose message this pass's walk kept
-  // (LaneSet::Walked): offers it if the scan cursor has not passed it.
-  absl::StatusOr<bool> ReadWalked(LaneRead* r)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Sets the key, payload and not-before of `t` from a message value.
-  absl::Status DecodeValue(std::string_view value, MessageId id, Task* t) const;
-  // Reads the message `id` of `lane` into `t`. False if it is gone.
-  absl::StatusOr<bool> ReadMessage(Lane* lane, MessageId id,
-                                   leveldb::Iterator* it, Task* t)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Marks `rec` in flight (attempt + 1) and appends its record unless this
   // is its first attempt and `covered` (the scan cursor moves past it).
   // Notes it in handed_.

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "lib/consume/lane_turn.h"
 #include "lib/util/status_macros.h"
 
 namespace hq {
@@ -183,7 +184,8 @@ absl::StatusOr<bool> PagedClaim::TakeRound(Round* r) {
         behind || p_->consumer != nullptr ? 1 : (left + (n - k) - 1) / (n - k);
     const size_t before = p_->out.size();
     group_->Touch(lane, &p_->touched);
-    HQ_ASSIGN_OR_RETURN(bool drained, group_->ReadLane(lane, want, {}, p_));
+    HQ_ASSIGN_OR_RETURN(bool drained,
+                        LaneTurn::Take(group_, lane, want, {}, p_));
     if (p_->out.size() > before) progress = true;
     if (drained) {
       group_->lanes_.Leave(lane);
