@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "lib/consume/consume_options.h"
+#include "lib/consume/group_backlog.h"
 #include "lib/engine/checked_read.h"
 #include "lib/engine/db_impl.h"
 #include "lib/engine/queue_impl.h"
@@ -634,7 +635,7 @@ absl::StatusOr<GroupStats> GroupImpl::Stats() {
   DbImpl::OpScope op(db_);
   HQ_RETURN_IF_ERROR(op.status());
   GroupStats st;
-  std::vector<BacklogLane> lanes;
+  GroupBacklog backlog(&records_);
   const leveldb::Snapshot* snapshot = nullptr;
   absl::Time now;
   bool all_lanes = true;  // False: lanes may wait beyond those peeked.
@@ -658,12 +659,33 @@ absl::StatusOr<GroupStats> GroupImpl::Stats() {
     HQ_RETURN_IF_ERROR(ForgetDeadIfQueueGone());
     now = db_->clock()->Now();
     CountTasks(now, &st);
-    CollectBacklogLanes(waiting, &lanes);
+    // The active lanes, then those waiting in the group's scope.
+    ForEachActive([&](Lane* lane) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      backlog.AddLane(*lane);
+    });
+    for (const std::string& prefix : waiting) {
+      uint32_t partition;
+      int priority;
+      std::string_view topic;
+      if (!LayoutCodec::ParseLanePrefix(prefix, true, &partition, &priority,
+                                        &topic) ||
+          !records_.InScope(topic)) {
+        continue;
+      }
+      if (const Lane* lane = lanes_.Find(prefix)) {
+        backlog.AddLane(*lane);
+      } else {
+        backlog.AddOnDisk(prefix, partition,
+                          cursors_.Absent(prefix, partition, priority));
+      }
+    }
     // The snapshot holds what the cursors copied above point into.
     snapshot = db_->leveldb()->GetSnapshot();
   }
   absl::Cleanup release = [&] { db_->leveldb()->ReleaseSnapshot(snapshot); };
-  HQ_RETURN_IF_ERROR(CountBacklog(lanes, snapshot, now, &st));
+  HQ_RETURN_IF_ERROR(backlog.Count(
+      db_->leveldb(), snapshot, queue_->TtlCutoff(now), [this] { CountHook(); },
+      &st));
   if (!all_lanes) st.backlog_exact = false;
   return st;
 }
@@ -693,66 +715,6 @@ void GroupImpl::CountTasks(absl::Time now, GroupStats* st) {
   }
   if (oldest != absl::InfiniteFuture()) st->oldest_in_flight = now - oldest;
   st->redelivery -= st->delayed;
-}
-
-void GroupImpl::CollectBacklogLanes(const std::vector<std::string>& waiting,
-                                    std::vector<BacklogLane>* out) {
-  auto add = [&](const Lane& lane) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    BacklogLane b{.prefix = lane.prefix, .scan = lane.scan};
-    for (const auto& [id, rec] : lane.tasks) b.skip.push_back(id);
-    out->push_back(std::move(b));
-  };
-  absl::flat_hash_set<absl::string_view> seen;
-  ForEachActive([&](Lane* lane) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    if (seen.insert(Av(lane->prefix)).second) add(*lane);
-  });
-  for (const std::string& prefix : waiting) {
-    if (!seen.insert(Av(prefix)).second) continue;
-    uint32_t partition;
-    int priority;
-    std::string_view topic;
-    if (!LayoutCodec::ParseLanePrefix(prefix, true, &partition, &priority,
-                                      &topic) ||
-        !records_.InScope(topic)) {
-      continue;
-    }
-    if (const Lane* lane = lanes_.Find(prefix)) {
-      add(*lane);
-    } else {
-      out->push_back({.prefix = prefix,
-                      .partition = partition,
-                      .on_disk = true,
-                      .absent = cursors_.Absent(prefix, partition, priority)});
-    }
-  }
-}
-
-absl::Status GroupImpl::CountBacklog(const std::vector<BacklogLane>& lanes,
-                                     const leveldb::Snapshot* snapshot,
-                                     absl::Time now, GroupStats* st) {
-  leveldb::ReadOptions ro = CheckedReadOptions();
-  ro.snapshot = snapshot;
-  ro.fill_cache = false;
-  std::unique_ptr<leveldb::Iterator> it(NewCheckedIterator(db_->leveldb(), ro));
-  const MessageId cutoff = queue_->TtlCutoff(now);
-  for (const BacklogLane& lane : lanes) {
-    MessageId scan = lane.scan;
-    if (lane.on_disk) {
-      HQ_ASSIGN_OR_RETURN(const format::CursorValue c,
-                          records_.ReadCursor(lane.prefix, lane.absent, ro));
-      scan = c.scan;
-      // Handed out before a restart, not completed: delivered again when
-      // the lane is taken.
-      HQ_RETURN_IF_ERROR(GroupRecords::ForEachInWindow(
-          lane.prefix, c, cutoff, it.get(), [&](MessageId) {
-            ++st->redelivery;
-            return true;
-          }));
-    }
-    CountHook();
-    HQ_RETURN_IF_ERROR(records_.CountLane(lane, scan, cutoff, it.get(), st));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace hq

@@ -254,21 +254,9 @@ class GroupImpl final : public ConsumerGroup,
       const std::string& start, leveldb::Iterator* it)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Stats in steps. Under mu_: the counts kept in memory, and the lanes
-  // whose backlog Stats counts. Then, without mu_ (the count is bounded by
-  // GroupRecords::kStatsCountLimit, not by the lanes or the backlog, but is
-  // still I/O), on a snapshot taken under mu_: the backlog of those lanes.
-  using BacklogLane = GroupRecords::BacklogLane;
+  // Stats (group_backlog.h counts the backlog): the counts kept in memory.
   void CountTasks(absl::Time now, GroupStats* st)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The active lanes, then those of `waiting` (peeked from the source) in
-  // the group's scope.
-  void CollectBacklogLanes(const std::vector<std::string>& waiting,
-                           std::vector<BacklogLane>* out)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status CountBacklog(const std::vector<BacklogLane>& lanes,
-                            const leveldb::Snapshot* snapshot, absl::Time now,
-                            GroupStats* st) ABSL_LOCKS_EXCLUDED(mu_);
   // Moves the tasks LoadWindow found interrupted to the redeliveries, due
   // at `now`, in id order.
   void Recover(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
