@@ -367,7 +367,7 @@ absl::StatusOr<GroupImpl::Lane*> GroupImpl::NewLane(
 void GroupImpl::Activate(Lane* lane) {
   if (!lanes_.Enter(lane)) return;
   lane->behind = false;
-  Unrest(lane);
+  resting_.Remove(lane);
   if (record_.ordered && !paged()) {
     Part& part = consumers_.parts()[lane->partition];
     if (part.active.empty()) part.active.resize(active_.size());
@@ -387,13 +387,6 @@ void GroupImpl::ForEachActive(F f) {
       for (Lane* lane : dq) f(lane);
     }
   }
-}
-
-bool GroupImpl::Pending(const Lane& lane) {
-  for (const auto& [id, rec] : lane.tasks) {
-    if (rec.state != format::TaskState::kDone) return true;
-  }
-  return false;
 }
 
 void GroupImpl::EndInFlight(Lane* lane, Rec* rec) {
@@ -427,7 +420,7 @@ absl::Status GroupImpl::TakeNotes() {
 
 void GroupImpl::Touch(Lane* lane, std::vector<Lane*>* touched) {
   if (lane->dirty) return;
-  Unrest(lane);
+  resting_.Remove(lane);
   lane->dirty = true;
   touched->push_back(lane);
 }
@@ -564,30 +557,17 @@ void GroupImpl::Committed(std::vector<Lane*>* touched) {
     }
     if (!lane->active && lane->tasks.empty() && !lane->hold.held()) {
       if (lane->behind && !record_.ordered) {
-        lane->resting = true;  // Its hint brings it back.
-        lane->rest_pos = resting_.insert(resting_.end(), lane);
+        resting_.Add(lane);  // Its hint brings it back.
       } else {
         Forget(lane);  // Idle: its cursor is on disk.
       }
     }
   }
   touched->clear();
-  TrimResting();
-}
-
-void GroupImpl::Unrest(Lane* lane) {
-  if (!lane->resting) return;
-  resting_.erase(lane->rest_pos);
-  lane->resting = false;
-}
-
-void GroupImpl::TrimResting() {
-  const size_t max = MaxActive();
-  while (!resting_.empty() && lanes_.active() + resting_.size() > max) {
-    Lane* lane = resting_.front();
-    resting_.pop_front();
-    Forget(lane);
-  }
+  // Runs under mu_, which the caller of Committed holds.
+  resting_.Trim(lanes_.active(), MaxActive(),
+                [this](Lane* lane)
+                    ABSL_NO_THREAD_SAFETY_ANALYSIS { Forget(lane); });
 }
 
 absl::Status GroupImpl::Write(const leveldb::WriteBatch& batch) {

@@ -40,19 +40,12 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
-#include <functional>
-#include <list>
 #include <map>
-#include <memory>
 #include <random>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
-#include "absl/container/inlined_vector.h"
 #include "absl/functional/function_ref.h"
 #include "hq/group.h"
 #include "hq/lease.h"
@@ -65,7 +58,6 @@
 #include "lib/consume/group_cursors.h"
 #include "lib/consume/group_lane.h"
 #include "lib/consume/group_records.h"
-#include "lib/consume/lane_notes.h"
 #include "lib/consume/lane_set.h"
 #include "lib/consume/lane_source.h"
 #include "lib/consume/lease_shares.h"
@@ -74,8 +66,8 @@
 #include "lib/consume/pacer.h"
 #include "lib/consume/parked_lanes.h"
 #include "lib/consume/read_ahead.h"
-#include "lib/consume/record_ceiling.h"
 #include "lib/consume/redeliveries.h"
+#include "lib/consume/resting_lanes.h"
 #include "lib/engine/queue_impl.h"
 #include "lib/format/format.h"
 #include "lib/util/sync.h"
@@ -83,8 +75,6 @@
 namespace hq {
 
 class DbImpl;
-class QueueImpl;
-
 class LaneTurn;
 class PagedClaim;
 
@@ -214,9 +204,6 @@ class GroupImpl final : public ConsumerGroup,
   // Every lane list that Activate fills.
   template <typename F>
   void ForEachActive(F f) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Ordered groups: whether `lane` has a task not completed (in flight or
-  // waiting), which holds back the rest of the lane.
-  static bool Pending(const Lane& lane);
   using ClaimPass = GroupClaimPass;
   // Collects the tasks of an unordered or an ordered claim.
   absl::Status CollectUnordered(ClaimPass* p)
@@ -245,8 +232,6 @@ class GroupImpl final : public ConsumerGroup,
   // records.
   void MaybeRelease(Lane* lane, leveldb::WriteBatch* batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether every task of `lane` has a task record.
-  static bool TasksPersisted(const Lane& lane);
   // ListPending (pending_list.h): the lanes to list from, in key order from
   // `start` (a lane prefix): in memory with tasks, and (paged groups)
   // lanes peeked in the source that are not in memory (null).
@@ -309,14 +294,9 @@ class GroupImpl final : public ConsumerGroup,
   // Forgets the idle `lane`.
   void Forget(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After a successful write: cursors as written; idle lanes forgotten,
-  // or resting if they went behind (bounded: see TrimResting).
+  // or resting if they went behind (RestingLanes).
   void Committed(std::vector<Lane*>* touched)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Takes `lane` out of resting_ (it is used again).
-  void Unrest(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Forgets the resting lanes that rested longest while resting and active
-  // lanes together are over the working set's cap.
-  void TrimResting() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Touch(Lane* lane, std::vector<Lane*>* touched)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Write(const leveldb::WriteBatch& batch)
@@ -400,10 +380,8 @@ class GroupImpl final : public ConsumerGroup,
   uint64_t dead_count_ ABSL_GUARDED_BY(mu_) = 0;
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
   Pacer pacer_ ABSL_GUARDED_BY(mu_);
-  // Unordered paged groups: idle lanes that went behind (Lane::behind),
-  // longest resting first. With the active lanes, at most MaxActive()
-  // after each call.
-  std::list<Lane*> resting_ ABSL_GUARDED_BY(mu_);
+  // Unordered paged groups: idle lanes that went behind.
+  RestingLanes resting_ ABSL_GUARDED_BY(mu_);
   // Lanes to hint again in the next write.
   std::vector<std::string> rehint_ ABSL_GUARDED_BY(mu_);
   // Ordered paged groups: the park records.

@@ -63,10 +63,10 @@ struct GroupLane : LaneBase {
   bool parked_out = false;   // Parked: found again through that record.
   // Paged groups: it had its turn with messages left and went behind the
   // lanes waiting on disk (a new hint brings it back). An unordered
-  // group keeps it in memory while idle (in resting_) so that its return
+  // group keeps it in memory while idle (RestingLanes) so that its return
   // reads nothing.
   bool behind = false;
-  bool resting = false;  // In resting_, at rest_pos.
+  bool resting = false;  // In RestingLanes, at rest_pos.
   std::list<GroupLane*>::iterator rest_pos;
   // Topic layout: its messages from the scan cursor on, as read ahead by
   // its last turn (ReadLane).
@@ -82,6 +82,23 @@ struct GroupLane : LaneBase {
   // writes its cursor record unless its floor covers it.
   bool let_go = false;
 };
+
+// Ordered groups: whether `lane` has a task not completed (in flight or
+// waiting), which holds back the rest of the lane.
+inline bool Pending(const GroupLane& lane) {
+  for (const auto& [id, rec] : lane.tasks) {
+    if (rec.state != format::TaskState::kDone) return true;
+  }
+  return false;
+}
+
+// Whether every task of `lane` has a task record.
+inline bool TasksPersisted(const GroupLane& lane) {
+  for (const auto& [id, rec] : lane.tasks) {
+    if (!rec.persisted) return false;
+  }
+  return true;
+}
 
 }  // namespace hq
 

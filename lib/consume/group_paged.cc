@@ -30,13 +30,6 @@ absl::StatusOr<GroupImpl::Lane*> GroupImpl::ReadInLane(std::string prefix,
   return lane;
 }
 
-bool GroupImpl::TasksPersisted(const Lane& lane) {
-  for (const auto& [id, rec] : lane.tasks) {
-    if (!rec.persisted) return false;
-  }
-  return true;
-}
-
 void GroupImpl::MaybeRelease(Lane* lane, leveldb::WriteBatch* batch) {
   // A first hand-out has no record: after a restart only the cursor window,
   // found through the held position or park record, says it was in flight.

@@ -152,8 +152,7 @@ absl::StatusOr<bool> PagedClaim::TakeRound(Round* r) {
   for (size_t k = 0; k < n && p_->out.size() < p_->o.max; ++k) {
     Lane* lane = dq.front();
     dq.pop_front();
-    if (p_->consumer != nullptr &&
-        (!p_->match(lane) || GroupImpl::Pending(*lane))) {
+    if (p_->consumer != nullptr && (!p_->match(lane) || Pending(*lane))) {
       skipped.push_back(lane);
       continue;
     }
@@ -308,7 +307,7 @@ std::vector<uint32_t> PagedClaim::Hungry(const std::deque<Lane*>& dq,
   *idle = 0;
   std::vector<bool> served(parts.size(), false);
   for (const Lane* lane : dq) {
-    if (p_->match(lane) && !GroupImpl::Pending(*lane)) {
+    if (p_->match(lane) && !Pending(*lane)) {
       served[lane->partition] = true;
     }
   }
@@ -332,8 +331,7 @@ void PagedClaim::ParkUnusable(size_t n, size_t max) {
     if (lanes.active() + n <= max) return;
     std::deque<Lane*> keep;
     for (Lane* lane : dq) {
-      if (lanes.active() + n > max &&
-          (!p_->match(lane) || GroupImpl::Pending(*lane))) {
+      if (lanes.active() + n > max && (!p_->match(lane) || Pending(*lane))) {
         Park(lane);
       } else {
         keep.push_back(lane);
