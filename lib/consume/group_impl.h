@@ -6,17 +6,13 @@
 // scan cursor is at its end and that has no task records is written back
 // (its cursor record) and forgotten.
 //
-// Groups of topic layout queues are *paged*: the lanes with new
-// messages are found in the queue's lane activity index, read from the
-// group's own durable position, and in a walk of the queue's lanes for
-// what was written before the group existed (LaneSource). At most
-// GroupOptions::max_active_lanes of them are in memory; a lane that had its
-// turn and still has messages goes behind the lanes waiting on disk (a new
-// hint) when there are any, and rests in memory, within the cap, until the
-// hint brings it back; its next messages are read ahead (ReadAhead). Load reads
-// only the group's task records and its source position: nothing per topic. An
-// ordered group's lanes share the one working set and round-robin; a claim
-// takes one task from each idle partition of its consumer.
+// Groups of topic layout queues are *paged*: the lanes with new messages
+// come from a LaneSource (the queue's lane activity index, read from the
+// group's own durable position, and a walk of the lanes written before the
+// group existed) into a working set of at most
+// GroupOptions::max_active_lanes lanes, as a claim wants them (PagedClaim,
+// paged_claim.h). Load reads only the group's task records and its source
+// position: nothing per topic.
 //
 // Groups of time layout queues (partitions x priorities lanes) get work
 // from the write path: Queue::Put notes the lanes it wrote
