@@ -207,6 +207,17 @@ class RecordWalker {
   WalkQueue* OwnerOf(std::string_view kind, bool of_group);
   bool Lane(std::string_view kind, const WalkQueue& q, std::string_view lane,
             uint32_t* partition = nullptr);
+  // A consumer's record keyed by one of its lanes (cursor, park, task,
+  // checkpoint): its owner (OwnerOf), and the lane its key names after
+  // the consumer's prefix, less `suffix` bytes at the end (Lane), with its
+  // partition. `q` is null if the record was handled (rejected, or of a
+  // consumer being deleted); a key too short for `suffix` is rejected.
+  struct LaneRecord {
+    WalkQueue* q = nullptr;
+    std::string lane;
+    uint32_t partition = 0;
+  };
+  LaneRecord OwnedLane(std::string_view kind, bool of_group, size_t suffix = 0);
   bool MessageLane(const WalkQueue& q, size_t* lane_size);
   void EnterLane(std::string_view lane);
   void EndLane();

@@ -84,13 +84,24 @@ bool RecordWalker::CheckGroupId(std::string_view kind, uint32_t id) {
   return true;
 }
 
+RecordWalker::LaneRecord RecordWalker::OwnedLane(std::string_view kind,
+                                                 bool of_group, size_t suffix) {
+  LaneRecord r;
+  WalkQueue* q = OwnerOf(kind, of_group);
+  if (q == nullptr) return r;
+  const size_t n = format::kGroupRecordPrefixSize;
+  if (suffix > 0 && key_.size() < n + 3 + suffix) {
+    Reject(absl::StrCat("malformed ", Av(kind), " key (too short)"));
+    return r;
+  }
+  r.lane = LanePrefix(q->record.id, key_.substr(n, key_.size() - n - suffix));
+  if (Lane(kind, *q, r.lane, &r.partition)) r.q = q;
+  return r;
+}
+
 void RecordWalker::CheckCursor() {
-  WalkQueue* q = OwnerOf("cursor", /*of_group=*/true);
+  const auto [q, lane, p] = OwnedLane("cursor", /*of_group=*/true);
   if (q == nullptr) return;
-  const std::string lane =
-      LanePrefix(q->record.id, key_.substr(format::kGroupRecordPrefixSize));
-  uint32_t p;
-  if (!Lane("cursor", *q, lane, &p)) return;
   format::CursorValue c;
   if (!format::DecodeCursor(value_, &c)) {
     // (Also a completion cursor above the scan cursor.) Without a record,
@@ -116,12 +127,7 @@ void RecordWalker::CheckCursor() {
 }
 
 void RecordWalker::CheckPark() {
-  WalkQueue* q = OwnerOf("parked lane", /*of_group=*/true);
-  if (q == nullptr) return;
-  const std::string lane =
-      LanePrefix(q->record.id, key_.substr(format::kGroupRecordPrefixSize));
-  uint32_t p;
-  if (!Lane("parked lane", *q, lane, &p)) return;
+  if (OwnedLane("parked lane", /*of_group=*/true).q == nullptr) return;
   // Rewritten, not moved aside: its lane may have work that only the
   // record leads to.
   if (!value_.empty()) {
@@ -173,18 +179,9 @@ void RecordWalker::CheckClaim() {
 }
 
 void RecordWalker::CheckTask() {
-  WalkQueue* q = OwnerOf("task", /*of_group=*/true);
-  if (q == nullptr) return;
   constexpr size_t kIdSize = LayoutCodec::kMessageIdSize;
-  if (key_.size() < format::kGroupRecordPrefixSize + 3 + kIdSize) {
-    return (void)Reject("malformed task key (too short)");
-  }
-  const std::string lane = LanePrefix(
-      q->record.id,
-      key_.substr(format::kGroupRecordPrefixSize,
-                  key_.size() - format::kGroupRecordPrefixSize - kIdSize));
-  uint32_t p;
-  if (!Lane("task", *q, lane, &p)) return;
+  const auto [q, lane, p] = OwnedLane("task", /*of_group=*/true, kIdSize);
+  if (q == nullptr) return;
   format::TaskValue t;
   if (!format::DecodeTask(value_, &t)) {
     return (void)Reject("malformed task value");
@@ -235,12 +232,8 @@ void RecordWalker::CheckDedup() {
 }
 
 void RecordWalker::CheckCheckpoint() {
-  WalkQueue* q = OwnerOf("checkpoint", /*of_group=*/false);
+  const auto [q, lane, p] = OwnedLane("checkpoint", /*of_group=*/false);
   if (q == nullptr) return;
-  const std::string lane =
-      LanePrefix(q->record.id, key_.substr(format::kGroupRecordPrefixSize));
-  uint32_t p;
-  if (!Lane("checkpoint", *q, lane, &p)) return;
   MessageId next;
   if (!format::DecodeCheckpoint(value_, &next)) {
     // Without a record, a lane the subscription's walk has passed would be
