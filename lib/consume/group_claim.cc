@@ -156,7 +156,7 @@ absl::Status GroupImpl::CollectDue(int priority, ClaimPass* p) {
     if (has_topic && pacer_.on()) {
       HQ_ASSIGN_OR_RETURN(const bool paced_out, PacedOut(lane->topic, p->now));
       if (paced_out) {
-        // Bounded, as in ReadLane: a claim does not walk every due task of
+        // Bounded, as in a lane turn: a claim does not walk every due task of
         // topics held back.
         if (++paced_skips == LaneTurn::kMaxPacedSkips) break;
         ++w;

@@ -470,7 +470,7 @@ void GroupImpl::HandOut(Lane* lane, MessageId id, Rec* rec, absl::Time now,
   ++in_flight_;
   if (record_.ordered) ++consumers_.parts()[lane->partition].in_flight;
   if (pacer_.on()) {
-    // ReadLane and CollectDue asked PacedOut first.
+    // LaneTurn and CollectDue asked PacedOut first.
     pacer_.HandedOut(t->topic, now);
     rec->paced = true;
     if (!queue_->codec().lane_has_topic()) rec->topic = t->topic;

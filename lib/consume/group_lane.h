@@ -69,7 +69,7 @@ struct GroupLane : LaneBase {
   bool resting = false;  // In RestingLanes, at rest_pos.
   std::list<GroupLane*>::iterator rest_pos;
   // Topic layout: its messages from the scan cursor on, as read ahead by
-  // its last turn (ReadLane).
+  // its last turn (LaneTurn).
   ReadAhead ahead;
   // Paged groups: the claim records holding its cursors as a claim left
   // them (ClaimRecords), until its cursor record is written.
