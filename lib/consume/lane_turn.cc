@@ -28,6 +28,7 @@ absl::StatusOr<bool> LaneTurn::Take(GroupImpl* group, GroupLane* lane,
                                     const std::vector<std::string>& topics,
                                     GroupClaimPass* p) {
   LaneTurn turn(group, lane, want, topics, p);
+  turn.group_->mu_.AssertHeld();  // As `group`'s: for the analysis.
   absl::StatusOr<bool> drained = turn.Run();
   lane->at_end = drained.ok() && *drained;
   return drained;

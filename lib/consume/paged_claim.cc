@@ -36,6 +36,7 @@ PagedClaim::PagedClaim(GroupImpl* group, GroupClaimPass* p)
 
 absl::Status PagedClaim::Collect(GroupImpl* group, GroupClaimPass* p) {
   PagedClaim c(group, p);
+  c.group_->mu_.AssertHeld();  // As `group`'s: for the analysis.
   const int priorities = group->queue_->options().priorities;
   for (int prio = priorities - 1; prio >= 0 && p->out.size() < p->o.max;
        --prio) {
