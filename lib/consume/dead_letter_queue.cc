@@ -4,12 +4,16 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "lib/engine/checked_read.h"
 #include "lib/engine/db_impl.h"
 #include "lib/engine/queue_impl.h"
 #include "lib/format/coding.h"
 #include "lib/format/layout_codec.h"
+#include "lib/util/leveldb_status.h"
+#include "lib/util/strings.h"
 
 namespace hq {
 
@@ -78,6 +82,19 @@ absl::Status DeadLetterQueue::Write(const std::vector<Task>& letters,
     if (s.ok() || queue_->dropped()) break;
   }
   return s;
+}
+
+absl::Status DeadLetterQueue::ForEachRecord(
+    absl::FunctionRef<void(std::string_view key)> fn) const {
+  std::unique_ptr<leveldb::Iterator> it(
+      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
+  const std::string prefix =
+      format::GroupRecordPrefix(format::kDeadTag, queue_->id(), group_id_);
+  for (it->Seek(prefix); it->Valid() && View(it->key()).starts_with(prefix);
+       it->Next()) {
+    fn(View(it->key()));
+  }
+  return FromLevelDb(it->status(), "reading dead letters");
 }
 
 }  // namespace hq

@@ -9,8 +9,10 @@
 #define HQ_LIB_CONSUME_DEAD_LETTER_QUEUE_H_
 
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "hq/group.h"
@@ -40,6 +42,10 @@ class DeadLetterQueue {
   absl::Status Write(const std::vector<Task>& letters,
                      const std::vector<format::DeadValue>& infos,
                      const leveldb::WriteBatch& extra) const;
+  // Calls fn(key) with the key of each of the group's dead records (one a
+  // letter written), in key order.
+  absl::Status ForEachRecord(
+      absl::FunctionRef<void(std::string_view key)> fn) const;
 
  private:
   DbImpl* const db_;

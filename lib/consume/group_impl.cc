@@ -196,15 +196,10 @@ absl::Status GroupImpl::Load() {
   HQ_RETURN_IF_ERROR(Write(batch));
   Committed(&touched);
   // Dead letters: counted once; they are few unless nobody looks at them.
-  std::unique_ptr<leveldb::Iterator> it(
-      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
-  const std::string prefix =
-      format::GroupRecordPrefix(format::kDeadTag, queue_->id(), record_.id);
-  for (it->Seek(prefix); it->Valid() && View(it->key()).starts_with(prefix);
-       it->Next()) {
-    ++dead_count_;
-  }
-  HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading dead letters"));
+  HQ_RETURN_IF_ERROR(dead_queue_.ForEachRecord(
+      [this](std::string_view) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        ++dead_count_;  // Under mu_, which Load holds.
+      }));
   return ForgetDeadIfQueueGone();
 }
 
@@ -225,16 +220,10 @@ absl::Status GroupImpl::ForgetDeadIfQueueGone() {
   absl::StatusOr<QueueImpl*> dead = dead_queue_.Open(/*create=*/false);
   if (!absl::IsNotFound(dead.status())) return dead.status();
   // The dead-letter queue was dropped: so are its letters.
-  std::unique_ptr<leveldb::Iterator> it(
-      NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
-  const std::string prefix =
-      format::GroupRecordPrefix(format::kDeadTag, queue_->id(), record_.id);
   leveldb::WriteBatch batch;
-  for (it->Seek(prefix); it->Valid() && View(it->key()).starts_with(prefix);
-       it->Next()) {
-    batch.Delete(it->key());
-  }
-  HQ_RETURN_IF_ERROR(FromLevelDb(it->status(), "reading dead letters"));
+  HQ_RETURN_IF_ERROR(dead_queue_.ForEachRecord([&](std::string_view key) {
+    batch.Delete(leveldb::Slice(key.data(), key.size()));
+  }));
   HQ_RETURN_IF_ERROR(Write(batch));
   dead_count_ = 0;
   return absl::OkStatus();
