@@ -320,7 +320,8 @@ absl::StatusOr<std::vector<Task>> GroupImpl::ClaimOnce(
               .it = it.get()};
   lanes_.BeginPass();
   p.out.reserve(std::min<size_t>(o.max, 1024));
-  p.match = [&](const Lane* lane) {
+  // Called by the claim's steps, under mu_.
+  p.match = [&](const Lane* lane) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     if (!partitions.empty() && !partitions[lane->partition]) return false;
     if (consumer != nullptr) {
       const Part& part = consumers_.parts()[lane->partition];

@@ -281,9 +281,11 @@ absl::Status GroupImpl::DiscoverLanes() {
   const MessageId cutoff = queue_->TtlCutoff(db_->clock()->Now());
   std::unique_ptr<leveldb::Iterator> msg(
       NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
+  // The walk calls back under mu_, which the caller of DiscoverLanes holds.
   return queue_->WalkLanes(
       format::GroupRecordPrefix(format::kCursorTag, queue_->id(), record_.id),
-      [&](const QueueImpl::LaneEntry& e) -> absl::Status {
+      [&](const QueueImpl::LaneEntry& e) ABSL_NO_THREAD_SAFETY_ANALYSIS
+      -> absl::Status {
         if (has_topic && !records_.InScope(e.topic)) return absl::OkStatus();
         format::CursorValue cursor;
         if (e.record != nullptr && !format::DecodeCursor(*e.record, &cursor)) {
