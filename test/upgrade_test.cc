@@ -17,6 +17,7 @@
 #include "hq/hq.h"
 #include "leveldb/db.h"
 #include "leveldb/write_batch.h"
+#include "lib/consume/subscription_impl.h"
 #include "lib/engine/db_impl.h"
 #include "lib/engine/queue_impl.h"
 #include "lib/format/coding.h"
@@ -390,6 +391,148 @@ TEST_CASE(
     CHECK(got.size() == later.size());
     CHECK(PayloadSet(got) == later);
   }
+  CheckVerifiesClean(db.get());
+}
+
+// What format10_db's subscriptions had delivered when make_format10_db
+// stopped (it printed them): "s" had every delivery checkpointed; "late"
+// had its first 10 checkpointed and 5 more delivered after.
+const std::set<std::string> kSDelivered = {
+    "p1",  "p11", "p13", "p15", "p17", "p19", "p21", "p23", "p25", "p27",
+    "p29", "p3",  "p31", "p33", "p35", "p37", "p39", "p5",  "p7",  "p9"};
+const std::set<std::string> kLateCheckpointed = {"p0", "p1", "p11", "p2", "p3",
+                                                 "p4", "p5", "p6",  "p7", "p9"};
+const std::set<std::string> kLateDelivered = {"p0",  "p1", "p11", "p13", "p15",
+                                              "p17", "p2", "p21", "p23", "p3",
+                                              "p4",  "p5", "p6",  "p7",  "p9"};
+
+// Subscribes `name` to `q` with `listener` and returns every payload the
+// listener got once the subscription has nothing left: at least
+// `at_least`, then no lag past its checkpoints and nothing buffered.
+std::vector<std::string> DeliverAll(Queue* q, const std::string& name,
+                                    Payloads* listener, size_t at_least,
+                                    Subscription** out = nullptr) {
+  Subscription* s = test::ValueOrDie(q->Subscribe({.name = name}, listener));
+  if (out != nullptr) *out = s;
+  listener->Wait(at_least);
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  for (;;) {
+    HQ_REQUIRE_OK(s->Checkpoint());
+    const SubscriptionStats st = test::ValueOrDie(s->Stats());
+    if (st.lag == 0 && st.lag_exact && st.buffered == 0) break;
+    REQUIRE(absl::Now() < give_up);  // A liveness bound.
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return listener->Wait(0);
+}
+
+// `got` as a set, each payload in it once.
+std::set<std::string> Once(const std::vector<std::string>& got) {
+  std::set<std::string> out(got.begin(), got.end());
+  CHECK(out.size() == got.size());
+  return out;
+}
+
+// The id of subscription `s`.
+uint32_t SubId(Subscription* s) {
+  return static_cast<SubscriptionImpl*>(s)->record().id;
+}
+
+TEST_CASE(
+    "a format 10 Db (a subscription's walk in progress) is upgraded: each "
+    "subscription delivers what it had not, nothing its checkpoints cover, "
+    "new ones walk with floors") {
+  test::TempDir dir;
+  const std::string path = CopyTestData(dir, "format10_db");
+  {
+    leveldb::DB* raw;
+    REQUIRE(leveldb::DB::Open(leveldb::Options(), path, &raw).ok());
+    CHECK(FormatVersion(raw) == 10);
+    // The source records of "g", "s" and "late" (queue 1, the only one):
+    // one walk in progress in both priorities, "late"'s, with its floors.
+    std::unique_ptr<leveldb::Iterator> it(raw->NewIterator({}));
+    const std::string prefix = format::QueuePrefix(format::kSourceTag, 1);
+    size_t records = 0, walking = 0;
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
+         it->Next()) {
+      format::SourceValue source;
+      REQUIRE(format::DecodeSource(it->value().ToString(), &source));
+      ++records;
+      const auto n = std::count_if(
+          source.priorities.begin(), source.priorities.end(),
+          [](const format::SourcePosition& p) { return p.walking; });
+      if (n == 0) continue;
+      ++walking;
+      CHECK(n == 2);
+      CHECK(source.floors.size() == 2);
+    }
+    CHECK(records == 3);
+    CHECK(walking == 1);
+    it.reset();
+    delete raw;
+  }
+  const std::set<std::string> all = Range(0, 40);
+  auto minus = [](std::set<std::string> a, const std::set<std::string>& b) {
+    for (const std::string& x : b) a.erase(x);
+    return a;
+  };
+  {
+    auto db = test::ValueOrDie(Db::Open(path));
+    CHECK(FormatVersion(db.get()) == format::kFormatVersion);
+    CHECK(format::kFormatVersion == 11);
+    CheckVerifiesClean(db.get());
+    Queue* q = test::ValueOrDie(db->OpenQueue("topics"));
+    // "s" checkpointed everything it delivered: it gets the rest, once.
+    Payloads s;
+    CHECK(Once(DeliverAll(q, "s", &s, 40 - kSDelivered.size())) ==
+          minus(all, kSDelivered));
+    // "late" stopped in its walk, with 5 deliveries past its checkpoints:
+    // it gets everything it had not delivered, at most those 5 again
+    // (at least once after the last checkpoint), nothing its checkpoints
+    // cover, and each once.
+    Payloads late;
+    Subscription* late_sub = nullptr;
+    const std::set<std::string> got = Once(
+        DeliverAll(q, "late", &late, 40 - kLateDelivered.size(), &late_sub));
+    CHECK(Floors(db.get(), q, SubId(late_sub)).size() == 2);
+    const std::set<std::string> owed = minus(all, kLateDelivered);
+    CHECK(std::includes(got.begin(), got.end(), owed.begin(), owed.end()));
+    const std::set<std::string> allowed = minus(all, kLateCheckpointed);
+    CHECK(
+        std::includes(allowed.begin(), allowed.end(), got.begin(), got.end()));
+    // A subscription made now walks with floors and delivers all 40.
+    Payloads fresh;
+    Subscription* fresh_sub = nullptr;
+    CHECK(Once(DeliverAll(q, "fresh", &fresh, 40, &fresh_sub)) == all);
+    CHECK(Floors(db.get(), q, SubId(fresh_sub)).size() == 2);
+    // "g" had 8 claimed, 5 completed: its 3 in flight come again
+    // (attempt 2), then the 32 it never claimed, none twice.
+    const std::vector<Task> g = test::Drain(test::ValueOrDie(q->Group("g")));
+    CHECK(g.size() == 40 - 5);
+    CHECK(PayloadSet(g).size() == g.size());
+    CHECK(Attempts(g, 2) == 3);
+    CheckVerifiesClean(db.get());
+  }
+  // After a restart, each subscription delivers the new messages once (old
+  // lanes and new ones), and no old one; so does the group.
+  auto db = test::ValueOrDie(Db::Open(path));
+  CHECK(FormatVersion(db.get()) == format::kFormatVersion);
+  Queue* q = test::ValueOrDie(db->OpenQueue("topics"));
+  std::set<std::string> later;
+  for (int i = 0; i < 16; ++i) {
+    const std::string payload = absl::StrCat("n", i);
+    HQ_REQUIRE_OK(q->Put({.topic = absl::StrCat("t", i),
+                          .payload = payload,
+                          .priority = i % 2})
+                      .status());
+    later.insert(payload);
+  }
+  for (const char* name : {"s", "late", "fresh"}) {
+    INFO(name);
+    Payloads listener;
+    CHECK(Once(DeliverAll(q, name, &listener, later.size())) == later);
+  }
+  CHECK(PayloadSet(test::Drain(test::ValueOrDie(q->Group("g")))) == later);
   CheckVerifiesClean(db.get());
 }
 
