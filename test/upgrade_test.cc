@@ -396,7 +396,8 @@ TEST_CASE(
 
 // What format10_db's subscriptions had delivered when make_format10_db
 // stopped (it printed them): "s" had every delivery checkpointed; "late"
-// had its first 10 checkpointed and 5 more delivered after.
+// had its first 10 checkpointed and 5 more delivered after; "walker" (of
+// queue "single") had every delivery checkpointed.
 const std::set<std::string> kSDelivered = {
     "p1",  "p11", "p13", "p15", "p17", "p19", "p21", "p23", "p25", "p27",
     "p29", "p3",  "p31", "p33", "p35", "p37", "p39", "p5",  "p7",  "p9"};
@@ -405,6 +406,10 @@ const std::set<std::string> kLateCheckpointed = {"p0", "p1", "p11", "p2", "p3",
 const std::set<std::string> kLateDelivered = {"p0",  "p1", "p11", "p13", "p15",
                                               "p17", "p2", "p21", "p23", "p3",
                                               "p4",  "p5", "p6",  "p7",  "p9"};
+
+const std::set<std::string> kWalkerDelivered = {"q0",  "q10", "q11", "q12",
+                                                "q13", "q16", "q18", "q19",
+                                                "q2",  "q28", "q5",  "q8"};
 
 // Subscribes `name` to `q` with `listener` and returns every payload the
 // listener got once the subscription has nothing left: at least
@@ -468,6 +473,16 @@ TEST_CASE(
     }
     CHECK(records == 3);
     CHECK(walking == 1);
+    // "walker" (of queue 2, "single") delivered 12 lanes whole and passed
+    // them at their floors: no checkpoint record.
+    size_t walker_records = 0;
+    const std::string checkpoints =
+        format::QueuePrefix(format::kCheckpointTag, 2);
+    for (it->Seek(checkpoints);
+         it->Valid() && it->key().starts_with(checkpoints); it->Next()) {
+      ++walker_records;
+    }
+    CHECK(walker_records == 0);
     it.reset();
     delete raw;
   }
@@ -505,6 +520,15 @@ TEST_CASE(
     Subscription* fresh_sub = nullptr;
     CHECK(Once(DeliverAll(q, "fresh", &fresh, 40, &fresh_sub)) == all);
     CHECK(Floors(db.get(), q, SubId(fresh_sub)).size() == 2);
+    // "walker" delivers the 18 lanes it had not, none of the 12 it passed
+    // without checkpoint records.
+    std::set<std::string> single_all;
+    for (int i = 0; i < 30; ++i) single_all.insert(absl::StrCat("q", i));
+    Queue* single = test::ValueOrDie(db->OpenQueue("single"));
+    Payloads walker;
+    CHECK(Once(DeliverAll(single, "walker", &walker,
+                          30 - kWalkerDelivered.size())) ==
+          minus(single_all, kWalkerDelivered));
     // "g" had 8 claimed, 5 completed: its 3 in flight come again
     // (attempt 2), then the 32 it never claimed, none twice.
     const std::vector<Task> g = test::Drain(test::ValueOrDie(q->Group("g")));
@@ -533,6 +557,19 @@ TEST_CASE(
     CHECK(Once(DeliverAll(q, name, &listener, later.size())) == later);
   }
   CHECK(PayloadSet(test::Drain(test::ValueOrDie(q->Group("g")))) == later);
+  // "walker": new messages in lanes it passed and in new lanes.
+  Queue* single = test::ValueOrDie(db->OpenQueue("single"));
+  std::set<std::string> single_later;
+  for (int i = 0; i < 34; i += 3) {
+    const std::string payload = absl::StrCat("r", i);
+    HQ_REQUIRE_OK(
+        single->Put({.topic = absl::StrCat("u", i), .payload = payload})
+            .status());
+    single_later.insert(payload);
+  }
+  Payloads walker;
+  CHECK(Once(DeliverAll(single, "walker", &walker, single_later.size())) ==
+        single_later);
   CheckVerifiesClean(db.get());
 }
 

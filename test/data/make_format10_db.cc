@@ -151,6 +151,25 @@ int main(int argc, char** argv) {
   Print("late checkpointed", late_gate.Got());
   DeliverUpTo(*late, &late_gate, 15);
   Print("late delivered", late_gate.Got());
+  // Queue "single": 30 one-message lanes, q<i> on topic u<i>, and
+  // "walker" subscribed after them, two lanes at a time: 12 delivered and
+  // checkpointed. Its walk passes a lane it read whole and delivered
+  // without writing the lane's checkpoint record (the lane's floor holds).
+  auto single = (*db)->CreateQueue(
+      "single", {.partitions = 2, .layout = hq::Layout::kTopic});
+  DIE(single.status());
+  for (int i = 0; i < 30; ++i) {
+    const std::string topic = "u" + std::to_string(i);
+    const std::string payload = "q" + std::to_string(i);
+    DIE((*single)->Put({.topic = topic, .payload = payload}).status());
+  }
+  Gate walker_gate;
+  options.name = "walker";
+  auto walker = (*single)->Subscribe(options, &walker_gate);
+  DIE(walker.status());
+  DeliverUpTo(*walker, &walker_gate, 12);
+  DIE((*walker)->Checkpoint());
+  Print("walker delivered and checkpointed", walker_gate.Got());
   std::fflush(stdout);
   // Stops as a crash would, without closing the Db (closing would write
   // the checkpoints of the last 5).
