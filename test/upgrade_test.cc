@@ -487,6 +487,9 @@ TEST_CASE(
     delete raw;
   }
   const std::set<std::string> all = Range(0, 40);
+  // The listeners outlive the Dbs (Subscribe's requirement).
+  Payloads s, late, fresh, walker;
+  Payloads s_again, late_again, fresh_again, walker_again;
   auto minus = [](std::set<std::string> a, const std::set<std::string>& b) {
     for (const std::string& x : b) a.erase(x);
     return a;
@@ -498,14 +501,12 @@ TEST_CASE(
     CheckVerifiesClean(db.get());
     Queue* q = test::ValueOrDie(db->OpenQueue("topics"));
     // "s" checkpointed everything it delivered: it gets the rest, once.
-    Payloads s;
     CHECK(Once(DeliverAll(q, "s", &s, 40 - kSDelivered.size())) ==
           minus(all, kSDelivered));
     // "late" stopped in its walk, with 5 deliveries past its checkpoints:
     // it gets everything it had not delivered, at most those 5 again
     // (at least once after the last checkpoint), nothing its checkpoints
     // cover, and each once.
-    Payloads late;
     Subscription* late_sub = nullptr;
     const std::set<std::string> got = Once(
         DeliverAll(q, "late", &late, 40 - kLateDelivered.size(), &late_sub));
@@ -516,7 +517,6 @@ TEST_CASE(
     CHECK(
         std::includes(allowed.begin(), allowed.end(), got.begin(), got.end()));
     // A subscription made now walks with floors and delivers all 40.
-    Payloads fresh;
     Subscription* fresh_sub = nullptr;
     CHECK(Once(DeliverAll(q, "fresh", &fresh, 40, &fresh_sub)) == all);
     CHECK(Floors(db.get(), q, SubId(fresh_sub)).size() == 2);
@@ -525,7 +525,6 @@ TEST_CASE(
     std::set<std::string> single_all;
     for (int i = 0; i < 30; ++i) single_all.insert(absl::StrCat("q", i));
     Queue* single = test::ValueOrDie(db->OpenQueue("single"));
-    Payloads walker;
     CHECK(Once(DeliverAll(single, "walker", &walker,
                           30 - kWalkerDelivered.size())) ==
           minus(single_all, kWalkerDelivered));
@@ -551,10 +550,11 @@ TEST_CASE(
                       .status());
     later.insert(payload);
   }
-  for (const char* name : {"s", "late", "fresh"}) {
+  for (auto [name, listener] :
+       {std::pair{"s", &s_again}, std::pair{"late", &late_again},
+        std::pair{"fresh", &fresh_again}}) {
     INFO(name);
-    Payloads listener;
-    CHECK(Once(DeliverAll(q, name, &listener, later.size())) == later);
+    CHECK(Once(DeliverAll(q, name, listener, later.size())) == later);
   }
   CHECK(PayloadSet(test::Drain(test::ValueOrDie(q->Group("g")))) == later);
   // "walker": new messages in lanes it passed and in new lanes.
@@ -567,9 +567,8 @@ TEST_CASE(
             .status());
     single_later.insert(payload);
   }
-  Payloads walker;
-  CHECK(Once(DeliverAll(single, "walker", &walker, single_later.size())) ==
-        single_later);
+  CHECK(Once(DeliverAll(single, "walker", &walker_again,
+                        single_later.size())) == single_later);
   CheckVerifiesClean(db.get());
 }
 
