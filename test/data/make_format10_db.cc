@@ -1,7 +1,9 @@
 // Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
 //
 // Writes test/data/format10_db with the format version 10 code (hq at
-// be63152, the commit before format 11). See test/data/README.md.
+// be63152, the commit before format 11), and format10_early_db with that
+// of 1658b08 (format 10 before subscriptions used the walk floors). See
+// test/data/README.md.
 //
 // Prints the payloads each subscription had delivered when it stopped,
 // and those its last checkpoint covers; upgrade_test.cc holds them.
@@ -153,8 +155,8 @@ int main(int argc, char** argv) {
   Print("late delivered", late_gate.Got());
   // Queue "single": 30 one-message lanes, q<i> on topic u<i>, and
   // "walker" subscribed after them, two lanes at a time: 12 delivered and
-  // checkpointed. Its walk passes a lane it read whole and delivered
-  // without writing the lane's checkpoint record (the lane's floor holds).
+  // checkpointed. With the walk floors, its walk passes a lane it read
+  // whole and delivered without writing the lane's checkpoint record.
   auto single = (*db)->CreateQueue(
       "single", {.partitions = 2, .layout = hq::Layout::kTopic});
   DIE(single.status());
