@@ -67,17 +67,30 @@ absl::Time ToTime(double unix_seconds) {
   return absl::FromUnixNanos(static_cast<int64_t>(unix_seconds * 1e9));
 }
 
-std::string_view Bytes(py::handle h, std::string& store, const char* what) {
-  if (PyBytes_Check(h.ptr())) {
-    return std::string_view(PyBytes_AS_STRING(h.ptr()),
+namespace {
+
+// A bytes or str object's bytes in place (str: its UTF-8 form, cached by
+// the object); false for any other type.
+bool InPlaceBytes(py::handle h, std::string_view* out) {
+  if (PyBytes_Check(h.ptr())) {  // The usual case first, by a type flag.
+    *out = std::string_view(PyBytes_AS_STRING(h.ptr()),
                             static_cast<size_t>(PyBytes_GET_SIZE(h.ptr())));
+    return true;
   }
   if (PyUnicode_Check(h.ptr())) {
     Py_ssize_t n = 0;
     const char* s = PyUnicode_AsUTF8AndSize(h.ptr(), &n);
     if (s == nullptr) throw py::error_already_set();
-    return std::string_view(s, static_cast<size_t>(n));
+    *out = std::string_view(s, static_cast<size_t>(n));
+    return true;
   }
+  return false;
+}
+
+}  // namespace
+
+std::string_view Bytes(py::handle h, std::string& store, const char* what) {
+  if (std::string_view v; InPlaceBytes(h, &v)) return v;
   if (PyByteArray_Check(h.ptr())) {
     store.assign(PyByteArray_AS_STRING(h.ptr()),
                  static_cast<size_t>(PyByteArray_GET_SIZE(h.ptr())));
@@ -88,16 +101,7 @@ std::string_view Bytes(py::handle h, std::string& store, const char* what) {
 }
 
 std::string_view BytesView(py::handle h, ByteStore& store, const char* what) {
-  if (PyBytes_Check(h.ptr())) {  // The usual case first, by a type flag.
-    return std::string_view(PyBytes_AS_STRING(h.ptr()),
-                            static_cast<size_t>(PyBytes_GET_SIZE(h.ptr())));
-  }
-  if (PyUnicode_Check(h.ptr())) {
-    Py_ssize_t n = 0;
-    const char* s = PyUnicode_AsUTF8AndSize(h.ptr(), &n);
-    if (s == nullptr) throw py::error_already_set();
-    return std::string_view(s, static_cast<size_t>(n));
-  }
+  if (std::string_view v; InPlaceBytes(h, &v)) return v;
   if (PyByteArray_Check(h.ptr())) {
     store.push_back(std::make_unique<std::string>(
         PyByteArray_AS_STRING(h.ptr()),
