@@ -211,6 +211,8 @@ TEST_CASE("bad input to groups, subscriptions, leases and inspection") {
 
   const std::string big_topic(1025, 't');
   const std::string long_name(129, 'n');
+  std::vector<std::string> many_topics;
+  for (int i = 0; i < 1025; ++i) many_topics.push_back(absl::StrCat("t", i));
   using C = absl::StatusCode;
   std::vector<BadCase> cases = {
       // Message fields beyond the table above.
@@ -312,6 +314,9 @@ TEST_CASE("bad input to groups, subscriptions, leases and inspection") {
        [&] { return g->ClearTopicPacing(big_topic); }},
       {"group topic over limit", C::kInvalidArgument, "topic",
        [&] { return q->Group("g2", {.topics = {big_topic}}).status(); }},
+      {"group over 1024 topics", C::kInvalidArgument,
+       "GroupOptions::topics holds 1025 topics; the limit is 1024",
+       [&] { return q->Group("g2", {.topics = many_topics}).status(); }},
       {"group other topics", C::kInvalidArgument, "topic",
        [&] { return q->Group("g", {.topics = {"x"}}).status(); }},
       // Claim
@@ -391,6 +396,12 @@ TEST_CASE("bad input to groups, subscriptions, leases and inspection") {
       {"subscribe topic over limit", C::kInvalidArgument, "topic",
        [&] {
          return q->Subscribe({.name = "s2", .topics = {big_topic}}, &listener)
+             .status();
+       }},
+      {"subscribe over 1024 topics", C::kInvalidArgument,
+       "SubscribeOptions::topics holds 1025 topics; the limit is 1024",
+       [&] {
+         return q->Subscribe({.name = "s2", .topics = many_topics}, &listener)
              .status();
        }},
       {"subscribe no active lanes", C::kInvalidArgument, "max_active_lanes",

@@ -14,7 +14,13 @@
 namespace hq {
 
 absl::Status ValidateTopicList(std::string_view field,
-                               const std::vector<std::string>& topics) {
+                               const std::vector<std::string>& topics,
+                               size_t max_topics) {
+  if (topics.size() > max_topics) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s holds %d topics; the limit is %d", Av(field),
+                        topics.size(), max_topics));
+  }
   for (const std::string& t : topics) {
     if (t.size() > format::kMaxTopicBytes) {
       return absl::InvalidArgumentError(
@@ -80,12 +86,8 @@ absl::Status ValidateTopicPacing(std::string_view field,
 }
 
 absl::Status ValidateGroupOptions(const GroupOptions& o) {
-  if (o.topics.size() > 1024) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "GroupOptions::topics holds %d topics; the limit is 1024",
-        o.topics.size()));
-  }
-  HQ_RETURN_IF_ERROR(ValidateTopicList("GroupOptions::topics", o.topics));
+  HQ_RETURN_IF_ERROR(
+      ValidateTopicList("GroupOptions::topics", o.topics, kMaxConsumerTopics));
   HQ_RETURN_IF_ERROR(
       ValidateStart("GroupOptions", o.start, o.start_id, o.start_time));
   if (o.lease < absl::Milliseconds(1) || o.lease > kMaxLease) {
@@ -138,12 +140,8 @@ size_t MaxActiveLanes(size_t configured) {
 
 absl::Status ValidateSubscribeOptions(const SubscribeOptions& o) {
   HQ_RETURN_IF_ERROR(format::ValidateSubscriptionName(o.name));
-  if (o.topics.size() > 1024) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "SubscribeOptions::topics holds %d topics; the limit is 1024",
-        o.topics.size()));
-  }
-  HQ_RETURN_IF_ERROR(ValidateTopicList("SubscribeOptions::topics", o.topics));
+  HQ_RETURN_IF_ERROR(ValidateTopicList("SubscribeOptions::topics", o.topics,
+                                       kMaxConsumerTopics));
   HQ_RETURN_IF_ERROR(
       ValidateStart("SubscribeOptions", o.start, o.start_id, o.start_time));
   if (o.checkpoint_messages < 1 || o.checkpoint_messages > 1000000) {

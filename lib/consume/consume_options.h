@@ -36,11 +36,16 @@ size_t MaxActiveLanes(size_t configured);
 // (an ordered group checks its own on top).
 absl::Status ValidateClaimOptions(const ClaimOptions& options,
                                   uint32_t queue_partitions);
-// Checks of the topic and partition lists in ScanOptions, ClaimOptions and
-// GroupOptions: OK, or InvalidArgument naming `field` ("ScanOptions::topics")
-// and the bad entry.
+// The most topics a group or a subscription filters on (GroupOptions::topics,
+// SubscribeOptions::topics).
+inline constexpr size_t kMaxConsumerTopics = 1024;
+// Checks of the topic and partition lists in ScanOptions, ClaimOptions,
+// GroupOptions and SubscribeOptions: OK, or InvalidArgument naming `field`
+// ("ScanOptions::topics") and the bad entry, or the count if over
+// `max_topics`.
 absl::Status ValidateTopicList(std::string_view field,
-                               const std::vector<std::string>& topics);
+                               const std::vector<std::string>& topics,
+                               size_t max_topics = SIZE_MAX);
 absl::Status ValidatePartitionList(std::string_view field,
                                    const std::vector<uint32_t>& partitions,
                                    uint32_t queue_partitions);
