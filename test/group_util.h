@@ -139,9 +139,11 @@ class BackgroundClaim {
 inline void AwaitWaiters(ConsumerGroup* g, int n) {
   auto* impl = static_cast<GroupImpl*>(g);
   const absl::Time give_up = absl::Now() + absl::Seconds(60);
-  while (impl->TEST_Waiters() < n && absl::Now() < give_up) {
+  while (impl->TEST_Sleepers() < n && absl::Now() < give_up) {
     absl::SleepFor(absl::Milliseconds(1));
   }
+  // All asleep once (each had looked for tasks, an ordered one joined its
+  // consumer), and no other claim waits.
   REQUIRE(impl->TEST_Waiters() == n);
 }
 

@@ -588,7 +588,7 @@ TEST_CASE("review: a consumer with two claiming threads after Leave") {
   for (int i = 0; i < kThreads; ++i) ts.emplace_back(worker);
   auto* impl = static_cast<GroupImpl*>(g);
   const absl::Time give_up = absl::Now() + absl::Seconds(60);
-  while (impl->TEST_Waiters() < kThreads && absl::Now() < give_up) {
+  while (impl->TEST_Sleepers() < kThreads && absl::Now() < give_up) {
     absl::SleepFor(absl::Milliseconds(1));
   }
   // No REQUIRE before the threads are joined (a blocked claim would keep

@@ -26,6 +26,9 @@ class ClaimWakeup {
   void Exit() { waiters_.fetch_sub(1); }
   bool has_waiters() const { return waiters_.load() > 0; }
   int waiters() const { return waiters_.load(); }
+  // Of the waiting claims, those asleep in WaitPast (for tests: a claim
+  // that has Entered may not have looked for tasks yet).
+  int sleepers() const { return sleepers_.load(); }
 
   uint64_t seq() ABSL_LOCKS_EXCLUDED(mu_) {
     MutexLock l(&mu_);
@@ -40,7 +43,9 @@ class ClaimWakeup {
   // Blocks until the sequence is past `seen` (a seq() read earlier).
   void WaitPast(uint64_t seen) ABSL_LOCKS_EXCLUDED(mu_) {
     MutexLock l(&mu_);
+    sleepers_.fetch_add(1);
     while (seq_ == seen) cv_.Wait(&mu_);
+    sleepers_.fetch_sub(1);
   }
 
  private:
@@ -48,6 +53,7 @@ class ClaimWakeup {
   CondVar cv_;
   uint64_t seq_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<int> waiters_{0};
+  std::atomic<int> sleepers_{0};
 };
 
 }  // namespace hq

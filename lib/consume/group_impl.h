@@ -129,8 +129,9 @@ class GroupImpl final : public ConsumerGroup,
   uint64_t completed_total() const { return completed_total_.load(); }
   // When the group was loaded, by the Db's clock.
   absl::Time loaded_at() const { return loaded_at_; }
-  // Claims blocked in a wait.
+  // Claims in a wait, and of them those asleep.
   int TEST_Waiters() const { return wakeup_.waiters(); }
+  int TEST_Sleepers() const { return wakeup_.sleepers(); }
   // Besides LaneSetHooks. Since load: cursor records read, and seeks of lanes
   // for new messages. Bytes of messages read ahead now.
   uint64_t TEST_CursorReads() ABSL_LOCKS_EXCLUDED(mu_);
