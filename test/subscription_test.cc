@@ -85,7 +85,11 @@ class Collector : public MessageListener {
     while (!pred()) {
       if (cv_.WaitWithTimeout(&mu_, absl::Seconds(1)) &&
           absl::Now() > give_up) {
-        std::fprintf(stderr, "subscription_test: no delivery within 60 s\n");
+        // What came, to tell a stall from a slow run.
+        std::fprintf(stderr,
+                     "subscription_test: no delivery within 60 s (%zu "
+                     "calls, %zu delivered, %zu refused)\n",
+                     calls_, got_.size(), failures_);
         std::abort();
       }
     }
