@@ -50,21 +50,12 @@ class VectorFifo {
   const T& back() const { return (*this)[size() - 1]; }
 
   void push_back(T item) {
-    // Full: the popped slots are reclaimed if they are at least half of
-    // the vector, else it grows (so each element moves O(1) times,
-    // amortized, and the vector stays under four times the elements).
-    if (items_.size() == items_.capacity() && head_ > 0 &&
-        head_ >= items_.size() - head_) {
-      Compact();
-    }
+    MakeRoom();
     items_.push_back(std::move(item));
   }
   // Appends a value-initialized element and returns it (filled in place).
   T& emplace_back() {
-    if (items_.size() == items_.capacity() && head_ > 0 &&
-        head_ >= items_.size() - head_) {
-      Compact();
-    }
+    MakeRoom();
     return items_.emplace_back();
   }
   // REQUIRES: !empty().
@@ -99,6 +90,14 @@ class VectorFifo {
   }
 
  private:
+  // Before an append to a full vector: the popped slots are reclaimed if
+  // they are at least half of it, else it grows (so each element moves O(1)
+  // times, amortized, and the vector stays under four times the elements).
+  void MakeRoom() {
+    if (items_.size() == items_.capacity() && head_ >= items_.size() - head_) {
+      Compact();
+    }
+  }
   // Moves the live elements to the vector's start.
   void Compact() {
     if (head_ == 0) return;
