@@ -195,7 +195,8 @@ bool SubscriptionImpl::SourceHasMore() const {
   return active_.size() < MaxActive() && !Full() && SourcePending();
 }
 
-absl::Status SubscriptionImpl::Admit(LaneSource::Taken* t) {
+absl::Status SubscriptionImpl::Admit(LaneSource::Taken* t,
+                                     leveldb::Iterator* it) {
   // Run under mu_, which the caller of Admit holds.
   HQ_ASSIGN_OR_RETURN(
       Lane * lane, lanes_.Admit(
@@ -212,10 +213,7 @@ absl::Status SubscriptionImpl::Admit(LaneSource::Taken* t) {
     // Its turn now, without a read: the walk saw all it holds. (Not while
     // lanes wait in the working set: the lanes' turns keep the source's
     // order, so that the position passes lanes as they are delivered.)
-    if (lane->read < cutoff_) lane->read = cutoff_;  // Expired: skipped.
-    HQ_RETURN_IF_ERROR(TakeWalked(lane).status());
-    EndTurn(lane, /*drained=*/true, /*behind=*/false);
-    return absl::OkStatus();
+    return Turn(lane, it, /*behind=*/false);
   }
   Activate(lane);
   return absl::OkStatus();
@@ -234,7 +232,7 @@ absl::Status SubscriptionImpl::PageIn(leveldb::Iterator* it) {
       HQ_RETURN_IF_ERROR(lanes_.Page(
           p, std::min({budget, MaxActive() - active_.size(), room}), it,
           [&](LaneSource::Taken* t)
-              ABSL_NO_THREAD_SAFETY_ANALYSIS { return Admit(t); },
+              ABSL_NO_THREAD_SAFETY_ANALYSIS { return Admit(t, it); },
           &taken));
       if (taken == 0) break;
       budget -= taken;
@@ -344,11 +342,7 @@ absl::Status SubscriptionImpl::Fill() {
       Touch(lane);
       continue;
     }
-    if (lane->read < cutoff_) lane->read = cutoff_;  // Expired: skipped.
-    bool drained = true;
-    HQ_ASSIGN_OR_RETURN(const bool walked, TakeWalked(lane));
-    if (!walked) HQ_RETURN_IF_ERROR(ReadTurn(lane, it.get(), &drained));
-    EndTurn(lane, drained, behind);
+    HQ_RETURN_IF_ERROR(Turn(lane, it.get(), behind));
   }
   // The kept values are of this Fill's iterator: a large buffer is not
   // held between slices.
@@ -356,17 +350,23 @@ absl::Status SubscriptionImpl::Fill() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<bool> SubscriptionImpl::TakeWalked(Lane* lane) {
+absl::Status SubscriptionImpl::Turn(Lane* lane, leveldb::Iterator* it,
+                                    bool behind) {
+  if (lane->read < cutoff_) lane->read = cutoff_;  // Expired: skipped.
+  bool drained = true;
   std::string_view value;
-  const LaneSource::Kept* m = lanes_.TakeWalked(lane, &value);
-  if (m == nullptr) return false;
-  // This Fill's walk saw, with its iterator, the lane hold one message:
-  // all a read would find (and the buffer has room for one: !Full()).
-  if (lane->read <= m->id) {
-    HQ_RETURN_IF_ERROR(Buffer(lane, m->id, lane->topic, value));
-    lane->read = m->id.Next();
+  if (const LaneSource::Kept* m = lanes_.TakeWalked(lane, &value)) {
+    // This Fill's walk saw, with `it`, the lane hold one message: all a
+    // read would find (and the buffer has room for one: !Full()).
+    if (lane->read <= m->id) {
+      HQ_RETURN_IF_ERROR(Buffer(lane, m->id, lane->topic, value));
+      lane->read = m->id.Next();
+    }
+  } else {
+    HQ_RETURN_IF_ERROR(ReadTurn(lane, it, &drained));
   }
-  return true;
+  EndTurn(lane, drained, behind);
+  return absl::OkStatus();
 }
 
 void SubscriptionImpl::EndTurn(Lane* lane, bool drained, bool behind) {

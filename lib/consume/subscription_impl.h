@@ -172,11 +172,13 @@ class SubscriptionImpl final : public Subscription,
   // have room, a lane the walk saw hold one message (not waiting for a
   // retry) has its turn at once: that message is buffered, as Fill would
   // buffer it, and the lane does not join the working set.
-  absl::Status Admit(LaneSource::Taken* t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Buffers the message the walk kept for `lane` (LaneSet::TakeWalked) if
-  // it is at or past the lane's next read, and moves the read past it.
-  // False if the pass kept none for it.
-  absl::StatusOr<bool> TakeWalked(Lane* lane)
+  absl::Status Admit(LaneSource::Taken* t, leveldb::Iterator* it)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A turn of `lane`, not waiting for a retry, with the pass's iterator
+  // `it`: expired messages skipped; the message the walk kept for it
+  // buffered if it has one (LaneSet::TakeWalked: all a read would find),
+  // else its messages read (ReadTurn); then EndTurn.
+  absl::Status Turn(Lane* lane, leveldb::Iterator* it, bool behind)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After a turn that read `lane` (drained: to its end): the lane leaves
   // the working set if it is drained or `behind`, becomes ready if it has
