@@ -692,6 +692,12 @@ void CheckCopy(const std::string& path, const RunLines& run, Model* m) {
       REQUIRE(absl::Now() < give_up);  // A liveness bound, no timing check.
       absl::SleepFor(absl::Milliseconds(2));
     }
+    // A delivery leaves the lag once its listener has returned, after the
+    // collector counted it: wait for the subscription to count them all.
+    while (ValueOrDie(s->Stats()).delivered < want) {
+      REQUIRE(absl::Now() < give_up);  // A liveness bound, no timing check.
+      absl::SleepFor(absl::Milliseconds(2));
+    }
     // Nothing more comes: the lag is zero.
     REQUIRE(ValueOrDie(s->Stats()).lag == 0);
     std::map<Lane, std::vector<MessageId>> got = c.got();

@@ -166,6 +166,7 @@ class LaneSet final : public LaneCounts {
     return lane;
   }
   L* Find(std::string_view prefix) const {
+    if (lanes_.empty()) return nullptr;  // No hashing (a first walk's case).
     auto it = lanes_.find(prefix);
     return it == lanes_.end() ? nullptr : it->second.get();
   }
@@ -236,10 +237,14 @@ class LaneSet final : public LaneCounts {
     return notes_.Take(fn);
   }
   // Paged: if the write path wrote since the last call, the source is told
-  // that its index may have new hints.
+  // that its index may have new hints. Call it before making the iterator
+  // the source is to read them with.
   void TakePagedNotes() {
     if (paged_notes_.exchange(false)) source_->NoteWritten();
   }
+  // Paged: whether the write path wrote since TakePagedNotes was last
+  // called.
+  bool PagedNotesPending() const { return paged() && paged_notes_.load(); }
 
   // ------------------------------------------------------------ paging
   // Begins a pass: what earlier passes kept is gone. Returns its number.
@@ -264,6 +269,11 @@ class LaneSet final : public LaneCounts {
     lane->walked_pass = 0;
     *value = lane->walked.ValueIn(walked_);
     return &lane->walked;
+  }
+
+  // The value of a message the pass's walk kept (valid until it ends).
+  std::string_view KeptValue(const LaneSource::Kept& kept) const {
+    return kept.ValueIn(walked_);
   }
 
   // Paged, in a pass: takes up to `max` lanes of `priority` from the source

@@ -26,6 +26,8 @@ class RecordCeiling {
   // none means no record at all.
   absl::Status Load(leveldb::DB* db, std::string_view prefix);
 
+  // Whether no record exists at all (MayExist is false for every key).
+  bool none() const { return ceiling_.empty(); }
   // Whether a record with key `key` may exist.
   bool MayExist(std::string_view key) const {
     return !ceiling_.empty() && key <= ceiling_;

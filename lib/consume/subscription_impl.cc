@@ -30,6 +30,8 @@ constexpr size_t kPageInBudget = 256;
 // The most buffer space an emptied lane buffer keeps for the lane's next
 // turn (a turn reads up to kReadChunk messages).
 constexpr size_t kKeptBufferBytes = 32 << 10;
+// The most delivered singles whose space WriteCheckpoints keeps.
+constexpr size_t kKeptSingles = 4096;
 
 }  // namespace
 
@@ -173,6 +175,11 @@ uint64_t SubscriptionImpl::TEST_LaneReads() {
   return test_lane_reads_;
 }
 
+void SubscriptionImpl::TEST_SetPassHook(std::function<void()> hook) {
+  MutexLock l(&mu_);
+  test_pass_hook_ = std::move(hook);
+}
+
 bool SubscriptionImpl::Idle(const Lane& lane) {
   return !lane.active && !lane.ready && !lane.blocked && lane.buf.empty();
 }
@@ -192,11 +199,21 @@ bool SubscriptionImpl::SourceWaiting() const {
 }
 
 bool SubscriptionImpl::SourceHasMore() const {
-  return active_.size() < MaxActive() && !Full() && SourcePending();
+  return active_.size() < MaxActive() && !Full() &&
+         (SourcePending() || lanes_.PagedNotesPending());
 }
 
 absl::Status SubscriptionImpl::Admit(LaneSource::Taken* t,
                                      leveldb::Iterator* it) {
+  if (t->only && active_.empty() && !Full()) {
+    bool done = false;
+    HQ_RETURN_IF_ERROR(AdmitSingle(t, &done));
+    if (done) return absl::OkStatus();
+  } else if (t->hold.seq > 0) {
+    // A hint may name a Single's lane (walks come before hints, so only
+    // once a priority's walk is over): they become Lanes first.
+    HQ_RETURN_IF_ERROR(Promote(t->hold.priority));
+  }
   // Run under mu_, which the caller of Admit holds.
   HQ_ASSIGN_OR_RETURN(
       Lane * lane, lanes_.Admit(
@@ -220,7 +237,6 @@ absl::Status SubscriptionImpl::Admit(LaneSource::Taken* t,
 }
 
 absl::Status SubscriptionImpl::PageIn(leveldb::Iterator* it) {
-  lanes_.TakePagedNotes();
   size_t budget = kPageInBudget;
   for (int p = queue_->options().priorities - 1; p >= 0; --p) {
     while (budget > 0 && active_.size() < MaxActive() && !Full() &&
@@ -325,8 +341,13 @@ bool SubscriptionImpl::Full() const {
 absl::Status SubscriptionImpl::Fill() {
   if (Full()) return absl::OkStatus();
   cutoff_ = queue_->TtlCutoff(db_->clock()->Now());
+  // The write path's notes first, then the iterator: it sees every write
+  // they stand for (taken after, a note could be spent on a pass that
+  // cannot see its hint, and the hint would wait for the next write).
+  if (paged()) lanes_.TakePagedNotes();
   std::unique_ptr<leveldb::Iterator> it(
       NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
+  if (test_pass_hook_) test_pass_hook_();
   lanes_.BeginPass();  // What an earlier Fill's walk kept is of its iterator.
   if (paged()) HQ_RETURN_IF_ERROR(PageIn(it.get()));
   // Paged, with lanes waiting on disk: a lane that had its turn and still
@@ -424,21 +445,30 @@ absl::Status SubscriptionImpl::ReadTurn(Lane* lane, leveldb::Iterator* it,
   return FromLevelDb(it->status(), "reading a lane");
 }
 
-absl::Status SubscriptionImpl::Buffer(Lane* lane, MessageId id,
-                                      std::string_view topic,
-                                      std::string_view value) {
+absl::Status SubscriptionImpl::Decode(MessageId id, std::string_view value,
+                                      Buffered* b) const {
   std::string_view mkey, payload;
   uint64_t not_before_ms;
   if (!format::DecodeMessageValue(value, &mkey, &payload, &not_before_ms)) {
     return absl::DataLossError(absl::StrCat(
         "queue '", queue_->name(), "': malformed message ", id.ToString()));
   }
+  b->id = id;
+  b->key.assign(mkey);
+  b->payload.assign(payload);
+  b->not_before = format::NotBeforeTime(not_before_ms);
+  return absl::OkStatus();
+}
+
+absl::Status SubscriptionImpl::Buffer(Lane* lane, MessageId id,
+                                      std::string_view topic,
+                                      std::string_view value) {
   Buffered& b = lane->buf.emplace_back();
-  b.id = id;
+  if (absl::Status s = Decode(id, value, &b); !s.ok()) {
+    lane->buf.pop_back();
+    return s;
+  }
   if (!queue_->codec().lane_has_topic()) b.topic.assign(topic);
-  b.key.assign(mkey);
-  b.payload.assign(payload);
-  b.not_before = format::NotBeforeTime(not_before_ms);
   ++buffered_;
   buffered_bytes_ += b.payload.size();
   return absl::OkStatus();
@@ -476,34 +506,7 @@ size_t SubscriptionImpl::Deliver(Lane* lane, size_t budget,
     MutexLock l(&mu_);
     Touch(lane);
     if (i < listeners.size()) {
-      // Failed: this lane waits; the message and those after it stay.
-      ++failed_;
-      lane->resume = i;
-      lane->failures += 1;
-      absl::Duration d = options_.retry_base;
-      for (uint32_t n = 1; n < lane->failures && d < options_.retry_cap; ++n) {
-        d *= 2;
-      }
-      d = std::min(d, options_.retry_cap);
-      lane->retry_at = db_->clock()->Now() + d;
-      ArmTimer(d, /*checkpoint=*/false);
-      if (!lane->blocked) {
-        // Keep only the head: the rest is read again after the retry, so
-        // that a lane that waits does not fill the buffer.
-        if (lane->buf.size() > 1) {
-          lane->read = lane->buf[1].id;
-          while (lane->buf.size() > 1) {
-            buffered_ -= 1;
-            buffered_bytes_ -= lane->buf.back().payload.size();
-            lane->buf.pop_back();
-          }
-          lane->reread = true;
-        }
-        if (lane->active) lane->reread = true;  // Fill takes it out.
-        lane->blocked = true;
-        blocked_ += 1;
-        blocked_bytes_ += b->payload.size();
-      }
+      Refused(lane, i);
       break;
     }
     if (lane->blocked) {
@@ -528,18 +531,52 @@ size_t SubscriptionImpl::Deliver(Lane* lane, size_t budget,
     lane->resume = 0;
     lane->failures = 0;
     lane->delivered = true;
-    ++delivered_;
-    ++since_checkpoint_;
     ++delivered;
-    // Every checkpoint_messages deliveries the slice stops delivering and
-    // writes the checkpoints (RunSlice, once the lanes it delivered are
-    // idle): that bounds what a crash delivers again.
-    if (since_checkpoint_ >= options_.checkpoint_messages) {
+    if (Delivered()) {
       *checkpoint_due = true;
       break;
     }
   }
   return delivered;
+}
+
+bool SubscriptionImpl::Delivered() {
+  ++delivered_;
+  ++since_checkpoint_;
+  // Every checkpoint_messages deliveries the slice stops delivering and
+  // writes the checkpoints (RunSlice, once the lanes it delivered are
+  // idle): that bounds what a crash delivers again.
+  return since_checkpoint_ >= options_.checkpoint_messages;
+}
+
+void SubscriptionImpl::Refused(Lane* lane, size_t refused) {
+  // This lane waits; the message and those after it stay.
+  ++failed_;
+  lane->resume = refused;
+  lane->failures += 1;
+  absl::Duration d = options_.retry_base;
+  for (uint32_t n = 1; n < lane->failures && d < options_.retry_cap; ++n) {
+    d *= 2;
+  }
+  d = std::min(d, options_.retry_cap);
+  lane->retry_at = db_->clock()->Now() + d;
+  ArmTimer(d, /*checkpoint=*/false);
+  if (lane->blocked) return;
+  // Keep only the head: the rest is read again after the retry, so that a
+  // lane that waits does not fill the buffer.
+  if (lane->buf.size() > 1) {
+    lane->read = lane->buf[1].id;
+    while (lane->buf.size() > 1) {
+      buffered_ -= 1;
+      buffered_bytes_ -= lane->buf.back().payload.size();
+      lane->buf.pop_back();
+    }
+    lane->reread = true;
+  }
+  if (lane->active) lane->reread = true;  // Fill takes it out.
+  lane->blocked = true;
+  blocked_ += 1;
+  blocked_bytes_ += lane->buf.front().payload.size();
 }
 
 void SubscriptionImpl::ArmTimer(absl::Duration after, bool checkpoint) {
@@ -570,6 +607,7 @@ bool SubscriptionImpl::RunSlice() {
   if (!op.status().ok()) return false;
   std::vector<Lane*> todo;
   std::vector<MessageListener*> listeners;
+  bool singles;
   {
     MutexLock l(&mu_);
     if (!started_ || stopped_ || !broken_.ok() || queue_->dropped()) {
@@ -589,15 +627,22 @@ bool SubscriptionImpl::RunSlice() {
       }
     }
     listeners = listeners_;
+    singles = !singles_.empty();
   }
   size_t budget = kMessagesPerSlice;
   size_t next = 0;
   bool checkpoint_due = false;
+  if (singles) {
+    // The singles first, leaving half the slice to lanes that wait.
+    budget -= DeliverSingles(todo.empty() ? budget : budget / 2, listeners,
+                             &checkpoint_due);
+  }
   for (; next < todo.size() && budget > 0 && !checkpoint_due; ++next) {
     budget -= Deliver(todo[next], budget, listeners, &checkpoint_due);
   }
   MutexLock l(&mu_);
-  bool more = false;
+  if (!broken_.ok()) return false;
+  bool more = !singles_.empty();
   const absl::Time now = db_->clock()->Now();
   for (size_t k = 0; k < todo.size(); ++k) {
     Lane* lane = todo[k];
@@ -680,7 +725,32 @@ absl::Status SubscriptionImpl::WriteCheckpoints(bool all) {
       rehint.emplace_back(lane->prefix);
     }
   }
+  // Delivered singles let the position go in this batch (the vector keeps
+  // its space for the next ones, unless it is large).
+  std::vector<Single> singles;
+  singles.swap(passed_singles_);
+  absl::Cleanup keep = [&] {
+    singles.clear();
+    if (singles.capacity() <= kKeptSingles) passed_singles_.swap(singles);
+  };
+  for (const Single& single : singles) source()->Release(single.hold);
   const bool moved = paged() && source()->AppendRecord(&batch);
+  // A single's checkpoint, as a Lane's (FloorMayCover): implied by its
+  // floor if the position passes it, else written.
+  bool single_records = false;
+  for (const Single& single : singles) {
+    const MessageId next = single.msg.id.Next();
+    MessageId floor;
+    if (source()->Floor(single.partition, &floor) &&
+        !(std::max(record_.StartOf(single.partition), floor) < next) &&
+        source()->Passed(single.prefix, single.priority)) {
+      continue;
+    }
+    const std::string key = CheckpointKey(single.prefix);
+    batch.Put(key, format::EncodeCheckpoint(next));
+    checkpoint_ceiling_.Raise(key);
+    single_records = true;
+  }
   // A lane the position (as written by this batch) passes has its
   // checkpoint at its floor; the others get their record.
   std::vector<Lane*> implied;
@@ -699,7 +769,7 @@ absl::Status SubscriptionImpl::WriteCheckpoints(bool all) {
           for (const std::string& lane : rehint) hints->Append(lane);
         }));
     source()->NoteWritten();  // The new hints are to be read.
-  } else if (!wrote.empty() || moved) {
+  } else if (!wrote.empty() || moved || single_records) {
     HQ_RETURN_IF_ERROR(db_->WriteRecords(queue_, batch, db_->default_sync()));
   }
   for (Lane* lane : wrote) {

@@ -18,6 +18,16 @@
 // checkpoint at its end, or a new hint for it, is written with the
 // position.
 //
+// A lane the walk saw hold one message, paged in while no lane is in the
+// working set, with no checkpoint record and nothing expired, is a Single,
+// not a Lane: no map entry, no buffer of its own. Its message waits in
+// singles_ (delivered in walk order), then its hold waits in
+// passed_singles_ until the next checkpoint write lets it go, exactly as
+// the Lane's hold would (and its checkpoint is written, or implied by its
+// floor, as the Lane's would be). A Single becomes a Lane when its
+// listener refuses it, or when a hint names a lane of its priority
+// (Promote): so a prefix is never a Single and a Lane at once.
+//
 // Threads: RunSlice runs on one pool thread at a time. The lane buffers are
 // changed under mu_, and only by the running slice, which also reads the
 // front message of a buffer outside mu_ while it calls the listeners.
@@ -102,6 +112,9 @@ class SubscriptionImpl final : public Subscription,
 
   // Besides LaneSetHooks: lane turns that read the lane (seeked it).
   uint64_t TEST_LaneReads() ABSL_LOCKS_EXCLUDED(mu_);
+  // Sets a function that each read pass calls, under the subscription's
+  // lock, once its iterator is made (nullptr: none).
+  void TEST_SetPassHook(std::function<void()> hook) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct Buffered {
@@ -136,6 +149,21 @@ class SubscriptionImpl final : public Subscription,
     absl::Time retry_at = absl::InfinitePast();
     // The checkpoint: every message below it was delivered (or skipped).
     MessageId next() const { return buf.empty() ? read : buf.front().id; }
+  };
+
+  // A one-message walked lane not in lanes_ (see the file comment).
+  struct Single {
+    std::string prefix;
+    size_t topic_at = 0;  // Its topic: prefix.substr(topic_at).
+    uint32_t partition = 0;
+    int priority = 0;
+    LaneSource::Hold hold;
+    bool floored = false;  // Lane::written_exists: its start is its floor.
+    MessageId start;       // Its checkpoint when it was paged in.
+    Buffered msg;          // Delivered: msg.id only.
+    std::string_view topic() const {
+      return std::string_view(prefix).substr(topic_at);
+    }
   };
 
   bool InScope(uint32_t partition, std::string_view topic) const;
@@ -174,6 +202,28 @@ class SubscriptionImpl final : public Subscription,
   // buffer it, and the lane does not join the working set.
   absl::Status Admit(LaneSource::Taken* t, leveldb::Iterator* it)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Admit's light path: if `t` is a walked lane of one message that can be
+  // a Single (see the file comment), makes it one (or lets its hold go if
+  // its message is behind its checkpoint) and sets *done.
+  absl::Status AdmitSingle(LaneSource::Taken* t, bool* done)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Makes every Single of `priority` (waiting or passed) a Lane in lanes_,
+  // in the state a Lane in its place would have. Waiting ones join ready_.
+  absl::Status Promote(int priority) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One Single as a Lane (not yet in lanes_); `delivered`: its message was.
+  absl::StatusOr<std::unique_ptr<Lane>> LaneOf(Single* single, bool delivered)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Calls the listeners for singles_ from the front (at most `budget`);
+  // returns how many were delivered. A refused one becomes a Lane waiting
+  // for its retry. REQUIRES: called by the running slice.
+  size_t DeliverSingles(size_t budget,
+                        const std::vector<MessageListener*>& listeners,
+                        bool* checkpoint_due) ABSL_LOCKS_EXCLUDED(mu_);
+  // The listener `refused` refused the head of `lane`'s buffer: the lane
+  // waits for a retry (Deliver).
+  void Refused(Lane* lane, size_t refused) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Counts one delivery; true once checkpoint_messages are not written.
+  bool Delivered() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A turn of `lane`, not waiting for a retry, with the pass's iterator
   // `it`: expired messages skipped; the message the walk kept for it
   // buffered if it has one (LaneSet::TakeWalked: all a read would find),
@@ -194,7 +244,8 @@ class SubscriptionImpl final : public Subscription,
   bool SourcePending() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // ...and they wait for a place among the active lanes...
   bool SourceWaiting() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // ...or the next slice can page them in.
+  // ...or the next slice can page them in (or the write path noted a
+  // write the next slice is to look for).
   bool SourceHasMore() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Adds to st->lag the messages of the lane from `from` in scope (up to
   // the limit of the count).
@@ -231,6 +282,9 @@ class SubscriptionImpl final : public Subscription,
   // the lane's end.
   absl::Status ReadTurn(Lane* lane, leveldb::Iterator* it, bool* drained)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Decodes the stored value `value` of message `id` into *b (its topic
+  // left empty); DataLoss if it is malformed.
+  absl::Status Decode(MessageId id, std::string_view value, Buffered* b) const;
   // Adds the message `id` of `lane` (stored value `value`) to its buffer.
   absl::Status Buffer(Lane* lane, MessageId id, std::string_view topic,
                       std::string_view value)
@@ -276,6 +330,11 @@ class SubscriptionImpl final : public Subscription,
   LaneSet<Lane> lanes_ ABSL_GUARDED_BY(mu_);
   std::deque<Lane*> active_ ABSL_GUARDED_BY(mu_);
   std::deque<Lane*> ready_ ABSL_GUARDED_BY(mu_);
+  // Singles whose message waits (changed only by the running slice, which
+  // reads the front's message outside mu_), and those delivered, whose
+  // holds and checkpoints WriteCheckpoints takes.
+  VectorFifo<Single> singles_ ABSL_GUARDED_BY(mu_);
+  std::vector<Single> passed_singles_ ABSL_GUARDED_BY(mu_);
   // Lanes WriteCheckpoints looks at next (Touch), each once.
   std::vector<Lane*> touched_ ABSL_GUARDED_BY(mu_);
   uint64_t buffered_ ABSL_GUARDED_BY(mu_) = 0;
@@ -300,6 +359,7 @@ class SubscriptionImpl final : public Subscription,
   // Fill's TTL cutoff: messages below it are skipped.
   MessageId cutoff_ ABSL_GUARDED_BY(mu_);
   uint64_t test_lane_reads_ ABSL_GUARDED_BY(mu_) = 0;  // TEST_LaneReads.
+  std::function<void()> test_pass_hook_ ABSL_GUARDED_BY(mu_);
   // Live timers (cancelled by Stop).
   absl::flat_hash_set<LeaseId> timers_ ABSL_GUARDED_BY(mu_);
 };

@@ -62,8 +62,21 @@ absl::Status SubscriptionImpl::PlanWaiting(MessageId cutoff,
   HQ_RETURN_IF_ERROR(source()->Peek(kPeekLanes, it, &waiting, &all));
   if (!all) plan->exact = false;
   absl::flat_hash_set<std::string> seen;
+  // Singles in memory, by prefix: read to their ends (Stats counted their
+  // waiting messages).
+  absl::flat_hash_map<std::string_view, MessageId> singles;
+  for (size_t i = 0; i < singles_.size(); ++i) {
+    singles.emplace(singles_[i].prefix, singles_[i].msg.id.Next());
+  }
+  for (const Single& single : passed_singles_) {
+    singles.emplace(single.prefix, single.msg.id.Next());
+  }
   for (std::string& prefix : waiting) {
     if (!seen.insert(prefix).second) continue;
+    if (auto in = singles.find(prefix); in != singles.end()) {
+      plan->count.push_back({std::move(prefix), std::max(in->second, cutoff)});
+      continue;
+    }
     if (const Lane* in = lanes_.Find(prefix)) {
       // In memory, read to its end before this hint came: Stats counted
       // only its buffer.
@@ -160,9 +173,28 @@ absl::StatusOr<SubscriptionStats> SubscriptionImpl::Stats(bool with_lanes) {
     st.buffered = buffered_;
     st.buffered_bytes = buffered_bytes_;
     st.listeners = static_cast<uint32_t>(listeners_.size());
-    st.resident_lanes = lanes_.size();
+    st.resident_lanes =
+        lanes_.size() + singles_.size() + passed_singles_.size();
     st.active_lanes = lanes_.active();
     cutoff = queue_->TtlCutoff(db_->clock()->Now());
+    st.lag += singles_.size();
+    if (with_lanes) {
+      auto add = [&](const Single& single, MessageId next) {
+        LaneCheckpoint c;
+        c.partition = single.partition;
+        c.priority = single.priority;
+        c.topic = single.topic();
+        c.next = next;
+        c.written = single.start;
+        st.lanes.push_back(std::move(c));
+      };
+      for (size_t i = 0; i < singles_.size(); ++i) {
+        add(singles_[i], singles_[i].msg.id);
+      }
+      for (const Single& single : passed_singles_) {
+        add(single, single.msg.id.Next());
+      }
+    }
     for (const auto& [prefix, lane] : lanes_) {
       if (with_lanes) {
         if (!paged()) in_memory.emplace(prefix);

@@ -1,0 +1,165 @@
+// Copyright 2026 The hq Authors. Licensed under the Apache License 2.0.
+//
+// A subscription's singles: walked one-message lanes delivered without a
+// Lane of their own (subscription_impl.h).
+
+#include <memory>
+#include <utility>
+
+#include "lib/consume/subscription_impl.h"
+#include "lib/format/layout_codec.h"
+#include "lib/util/status_macros.h"
+
+namespace hq {
+
+absl::Status SubscriptionImpl::AdmitSingle(LaneSource::Taken* t, bool* done) {
+  uint32_t partition;
+  int priority;
+  std::string_view topic;
+  // Anything unusual takes the Lane path: a malformed lane (DataLoss
+  // there), one out of scope, in memory, or with a checkpoint record.
+  if (!LayoutCodec::ParseLanePrefix(t->prefix, true, &partition, &priority,
+                                    &topic) ||
+      partition >= queue_->options().partitions ||
+      priority >= queue_->options().priorities || !InScope(partition, topic) ||
+      lanes_.Find(t->prefix) != nullptr ||
+      (!checkpoint_ceiling_.none() &&
+       checkpoint_ceiling_.MayExist(CheckpointKey(t->prefix)))) {
+    return absl::OkStatus();
+  }
+  if (t->kept.id < cutoff_) return absl::OkStatus();  // Expired: a Lane.
+  bool floored;
+  const MessageId start = Absent(t->prefix, partition, priority, &floored);
+  if (t->kept.id < start) {
+    // Nothing past its checkpoint: as a drained lane whose checkpoint is
+    // as written, it lets the position go at once.
+    source()->Release(t->hold);
+    *done = true;
+    return absl::OkStatus();
+  }
+  Single& single = singles_.emplace_back();
+  absl::Status s = Decode(t->kept.id, lanes_.KeptValue(t->kept), &single.msg);
+  if (!s.ok()) {
+    singles_.pop_back();
+    return s;
+  }
+  single.topic_at = static_cast<size_t>(topic.data() - t->prefix.data());
+  single.prefix = std::move(t->prefix);
+  single.partition = partition;
+  single.priority = priority;
+  single.hold = std::move(t->hold);
+  single.floored = floored;
+  single.start = start;
+  ++buffered_;
+  buffered_bytes_ += single.msg.payload.size();
+  *done = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<SubscriptionImpl::Lane>>
+SubscriptionImpl::LaneOf(Single* single, bool delivered) {
+  HQ_ASSIGN_OR_RETURN(std::unique_ptr<Lane> lane,
+                      lanes_.Make(std::move(single->prefix)));
+  lane->hold = std::move(single->hold);
+  lane->written = single->start;
+  lane->written_exists = single->floored;
+  lane->at_end = true;  // The walk saw all it holds.
+  lane->read = single->msg.id.Next();
+  if (delivered) {
+    lane->delivered = true;
+  } else {
+    lane->buf.push_back(std::move(single->msg));
+  }
+  return lane;
+}
+
+absl::Status SubscriptionImpl::Promote(int priority) {
+  VectorFifo<Single> others;
+  while (!singles_.empty()) {
+    Single single = std::move(singles_.front());
+    singles_.pop_front();
+    if (single.priority != priority) {
+      others.push_back(std::move(single));
+      continue;
+    }
+    HQ_ASSIGN_OR_RETURN(std::unique_ptr<Lane> made, LaneOf(&single, false));
+    HQ_ASSIGN_OR_RETURN(Lane * lane, lanes_.Insert(std::move(made)));
+    lane->ready = true;
+    ready_.push_back(lane);
+  }
+  singles_ = std::move(others);
+  std::vector<Single> passed;
+  for (Single& single : passed_singles_) {
+    if (single.priority != priority) {
+      passed.push_back(std::move(single));
+      continue;
+    }
+    HQ_ASSIGN_OR_RETURN(std::unique_ptr<Lane> made, LaneOf(&single, true));
+    HQ_ASSIGN_OR_RETURN(Lane * lane, lanes_.Insert(std::move(made)));
+    Touch(lane);
+  }
+  passed_singles_.swap(passed);
+  return absl::OkStatus();
+}
+
+size_t SubscriptionImpl::DeliverSingles(
+    size_t budget, const std::vector<MessageListener*>& listeners,
+    bool* checkpoint_due) {
+  // Only this (running) slice changes singles_, so its front stays put
+  // while the listeners run without the lock.
+  size_t delivered = 0;
+  const Single* single;
+  {
+    MutexLock l(&mu_);
+    if (singles_.empty() || budget == 0) return 0;
+    single = &singles_.front();
+  }
+  for (;;) {
+    MessageView view;
+    view.id = single->msg.id;
+    view.partition = single->partition;
+    view.priority = single->priority;
+    view.topic = single->topic();
+    view.key = single->msg.key;
+    view.payload = single->msg.payload;
+    view.not_before = single->msg.not_before;
+    size_t i = 0;
+    for (; i < listeners.size(); ++i) {
+      if (!listeners[i]->OnMessage(view).ok()) break;
+    }
+    MutexLock l(&mu_);
+    Single taken = std::move(singles_.front());
+    singles_.pop_front();
+    if (i < listeners.size()) {
+      // Refused: a Lane from now on, waiting for its retry.
+      absl::StatusOr<std::unique_ptr<Lane>> made = LaneOf(&taken, false);
+      absl::StatusOr<Lane*> lane =
+          made.ok() ? lanes_.Insert(*std::move(made)) : made.status();
+      if (!lane.ok()) {
+        (void)Fail(lane.status());
+        break;
+      }
+      (*lane)->ready = true;
+      ready_.push_back(*lane);
+      Touch(*lane);
+      Refused(*lane, i);
+      break;
+    }
+    buffered_ -= 1;
+    buffered_bytes_ -= taken.msg.payload.size();
+    taken.msg.key = std::string();
+    taken.msg.payload = std::string();
+    passed_singles_.push_back(std::move(taken));
+    ++delivered;
+    if (Delivered()) {
+      *checkpoint_due = true;
+      break;
+    }
+    // The next one, under the same lock.
+    if (delivered == budget || singles_.empty()) break;
+    single = &singles_.front();
+  }
+  return delivered;
+}
+
+}  // namespace hq
