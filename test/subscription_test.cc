@@ -866,6 +866,7 @@ TEST_CASE(
     INFO(payload);
     CHECK(n == 1);
   }
+  CHECK(Paged(s)->TEST_ValueChunks() == 0);
   // Active lanes, lanes with buffered messages, lanes whose checkpoints
   // are not yet written: each bounded by its option.
   CHECK(c.max_resident() <= kCap + kBuffer + kCheckpoint);
@@ -1136,6 +1137,8 @@ TEST_CASE(
   }
   CHECK(c.failures() == 1);
   Eventually([&] { return ValueOrDie(s->Stats()).lag == 0; });
+  // Delivered, the singles' values are let go.
+  CHECK(Paged(s)->TEST_ValueChunks() == 0);
   // Checkpointed and reopened: nothing comes again.
   f.Close();
   f.Reopen();

@@ -175,6 +175,11 @@ uint64_t SubscriptionImpl::TEST_LaneReads() {
   return test_lane_reads_;
 }
 
+size_t SubscriptionImpl::TEST_ValueChunks() {
+  MutexLock l(&mu_);
+  return chunks_.size();
+}
+
 void SubscriptionImpl::TEST_SetPassHook(std::function<void()> hook) {
   MutexLock l(&mu_);
   test_pass_hook_ = std::move(hook);
@@ -349,6 +354,9 @@ absl::Status SubscriptionImpl::Fill() {
       NewCheckedIterator(db_->leveldb(), CheckedReadOptions()));
   if (test_pass_hook_) test_pass_hook_();
   lanes_.BeginPass();  // What an earlier Fill's walk kept is of its iterator.
+  // However the pass ends, the singles it paged in get their values' chunk.
+  absl::Cleanup seal = [this]()
+                           ABSL_NO_THREAD_SAFETY_ANALYSIS { SealValues(); };
   if (paged()) HQ_RETURN_IF_ERROR(PageIn(it.get()));
   // Paged, with lanes waiting on disk: a lane that had its turn and still
   // has messages goes behind them.
@@ -450,8 +458,7 @@ absl::Status SubscriptionImpl::Decode(MessageId id, std::string_view value,
   std::string_view mkey, payload;
   uint64_t not_before_ms;
   if (!format::DecodeMessageValue(value, &mkey, &payload, &not_before_ms)) {
-    return absl::DataLossError(absl::StrCat(
-        "queue '", queue_->name(), "': malformed message ", id.ToString()));
+    return MalformedMessage(id);
   }
   b->id = id;
   b->key.assign(mkey);
@@ -739,7 +746,7 @@ absl::Status SubscriptionImpl::WriteCheckpoints(bool all) {
   // floor if the position passes it, else written.
   bool single_records = false;
   for (const Single& single : singles) {
-    const MessageId next = single.msg.id.Next();
+    const MessageId next = single.id.Next();
     MessageId floor;
     if (source()->Floor(single.partition, &floor) &&
         !(std::max(record_.StartOf(single.partition), floor) < next) &&

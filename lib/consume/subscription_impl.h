@@ -112,6 +112,9 @@ class SubscriptionImpl final : public Subscription,
 
   // Besides LaneSetHooks: lane turns that read the lane (seeked it).
   uint64_t TEST_LaneReads() ABSL_LOCKS_EXCLUDED(mu_);
+  // Chunks of singles' values held (freed once their singles are
+  // delivered).
+  size_t TEST_ValueChunks() ABSL_LOCKS_EXCLUDED(mu_);
   // Sets a function that each read pass calls, under the subscription's
   // lock, once its iterator is made (nullptr: none).
   void TEST_SetPassHook(std::function<void()> hook) ABSL_LOCKS_EXCLUDED(mu_);
@@ -152,6 +155,12 @@ class SubscriptionImpl final : public Subscription,
   };
 
   // A one-message walked lane not in lanes_ (see the file comment).
+  // The stored values of singles paged in by one pass, kept until each of
+  // them is delivered or became a Lane.
+  struct ValueChunk {
+    std::string data;
+    size_t live = 0;  // Singles whose value is here.
+  };
   struct Single {
     std::string prefix;
     size_t topic_at = 0;  // Its topic: prefix.substr(topic_at).
@@ -160,7 +169,14 @@ class SubscriptionImpl final : public Subscription,
     LaneSource::Hold hold;
     bool floored = false;  // Lane::written_exists: its start is its floor.
     MessageId start;       // Its checkpoint when it was paged in.
-    Buffered msg;          // Delivered: msg.id only.
+    MessageId id;          // Its message.
+    // Where the message's stored value is, until it is delivered:
+    // data.substr(at, size) of `chunk`, or of values_ while `chunk` is
+    // null (in the pass that paged it in).
+    ValueChunk* chunk = nullptr;
+    size_t at = 0;
+    size_t size = 0;
+    size_t payload_size = 0;
     std::string_view topic() const {
       return std::string_view(prefix).substr(topic_at);
     }
@@ -210,6 +226,17 @@ class SubscriptionImpl final : public Subscription,
   // Makes every Single of `priority` (waiting or passed) a Lane in lanes_,
   // in the state a Lane in its place would have. Waiting ones join ready_.
   absl::Status Promote(int priority) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The stored value of `single`'s message (not yet delivered).
+  std::string_view ValueOf(const Single& single) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `single` no longer needs its value: a chunk left with none is freed
+  // once the chunks before it are.
+  void DropValue(Single* single) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // At a pass's end: the values it appended become a chunk of the
+  // singles it paged in.
+  void SealValues() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // DataLoss for the malformed stored value of message `id`.
+  absl::Status MalformedMessage(MessageId id) const;
   // One Single as a Lane (not yet in lanes_); `delivered`: its message was.
   absl::StatusOr<std::unique_ptr<Lane>> LaneOf(Single* single, bool delivered)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -335,6 +362,11 @@ class SubscriptionImpl final : public Subscription,
   // holds and checkpoints WriteCheckpoints takes.
   VectorFifo<Single> singles_ ABSL_GUARDED_BY(mu_);
   std::vector<Single> passed_singles_ ABSL_GUARDED_BY(mu_);
+  // The values of the singles the pass in progress paged in, then their
+  // chunks, oldest first (a chunk's address is stable: the running slice
+  // reads a chunk's data outside mu_ while it calls the listeners).
+  std::string values_ ABSL_GUARDED_BY(mu_);
+  std::deque<ValueChunk> chunks_ ABSL_GUARDED_BY(mu_);
   // Lanes WriteCheckpoints looks at next (Touch), each once.
   std::vector<Lane*> touched_ ABSL_GUARDED_BY(mu_);
   uint64_t buffered_ ABSL_GUARDED_BY(mu_) = 0;

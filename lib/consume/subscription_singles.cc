@@ -6,7 +6,9 @@
 #include <memory>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "lib/consume/subscription_impl.h"
+#include "lib/format/format.h"
 #include "lib/format/layout_codec.h"
 #include "lib/util/status_macros.h"
 
@@ -37,12 +39,18 @@ absl::Status SubscriptionImpl::AdmitSingle(LaneSource::Taken* t, bool* done) {
     *done = true;
     return absl::OkStatus();
   }
-  Single& single = singles_.emplace_back();
-  absl::Status s = Decode(t->kept.id, lanes_.KeptValue(t->kept), &single.msg);
-  if (!s.ok()) {
-    singles_.pop_back();
-    return s;
+  const std::string_view value = lanes_.KeptValue(t->kept);
+  std::string_view key, payload;
+  uint64_t not_before_ms;
+  if (!format::DecodeMessageValue(value, &key, &payload, &not_before_ms)) {
+    return MalformedMessage(t->kept.id);
   }
+  Single& single = singles_.emplace_back();
+  single.id = t->kept.id;
+  single.at = values_.size();
+  single.size = value.size();
+  single.payload_size = payload.size();
+  values_.append(value);
   single.topic_at = static_cast<size_t>(topic.data() - t->prefix.data());
   single.prefix = std::move(t->prefix);
   single.partition = partition;
@@ -51,24 +59,66 @@ absl::Status SubscriptionImpl::AdmitSingle(LaneSource::Taken* t, bool* done) {
   single.floored = floored;
   single.start = start;
   ++buffered_;
-  buffered_bytes_ += single.msg.payload.size();
+  buffered_bytes_ += payload.size();
   *done = true;
   return absl::OkStatus();
 }
 
+absl::Status SubscriptionImpl::MalformedMessage(MessageId id) const {
+  return absl::DataLossError(absl::StrCat(
+      "queue '", queue_->name(), "': malformed message ", id.ToString()));
+}
+
+std::string_view SubscriptionImpl::ValueOf(const Single& single) const {
+  const std::string& data =
+      single.chunk != nullptr ? single.chunk->data : values_;
+  return std::string_view(data).substr(single.at, single.size);
+}
+
+void SubscriptionImpl::DropValue(Single* single) {
+  if (single->chunk == nullptr) return;  // In values_, sealed without it.
+  --single->chunk->live;
+  single->chunk = nullptr;
+  while (!chunks_.empty() && chunks_.front().live == 0) chunks_.pop_front();
+}
+
+void SubscriptionImpl::SealValues() {
+  // The pass's singles are at the back of singles_, the only ones without
+  // a chunk.
+  size_t n = 0;
+  while (n < singles_.size() &&
+         singles_[singles_.size() - 1 - n].chunk == nullptr) {
+    ++n;
+  }
+  if (n > 0) {
+    ValueChunk& chunk = chunks_.emplace_back();
+    chunk.data = std::move(values_);
+    chunk.live = n;
+    for (size_t k = singles_.size() - n; k < singles_.size(); ++k) {
+      singles_[k].chunk = &chunk;
+    }
+  }
+  values_.clear();
+}
+
 absl::StatusOr<std::unique_ptr<SubscriptionImpl::Lane>>
 SubscriptionImpl::LaneOf(Single* single, bool delivered) {
+  Buffered msg;
+  if (!delivered) {
+    HQ_RETURN_IF_ERROR(Decode(single->id, ValueOf(*single), &msg));
+    DropValue(single);
+  }
   HQ_ASSIGN_OR_RETURN(std::unique_ptr<Lane> lane,
                       lanes_.Make(std::move(single->prefix)));
   lane->hold = std::move(single->hold);
   lane->written = single->start;
   lane->written_exists = single->floored;
   lane->at_end = true;  // The walk saw all it holds.
-  lane->read = single->msg.id.Next();
+  lane->read = single->id.Next();
   if (delivered) {
     lane->delivered = true;
   } else {
-    lane->buf.push_back(std::move(single->msg));
+    lane->buf.push_back(std::move(msg));
   }
   return lane;
 }
@@ -115,14 +165,23 @@ size_t SubscriptionImpl::DeliverSingles(
     single = &singles_.front();
   }
   for (;;) {
+    // Its chunk's data does not change while the chunk lives.
     MessageView view;
-    view.id = single->msg.id;
+    view.id = single->id;
     view.partition = single->partition;
     view.priority = single->priority;
     view.topic = single->topic();
-    view.key = single->msg.key;
-    view.payload = single->msg.payload;
-    view.not_before = single->msg.not_before;
+    uint64_t not_before_ms;
+    if (single->chunk == nullptr ||
+        !format::DecodeMessageValue(std::string_view(single->chunk->data)
+                                        .substr(single->at, single->size),
+                                    &view.key, &view.payload, &not_before_ms)) {
+      // Checked as it was paged in: not reached.
+      MutexLock l(&mu_);
+      (void)Fail(MalformedMessage(single->id));
+      break;
+    }
+    view.not_before = format::NotBeforeTime(not_before_ms);
     size_t i = 0;
     for (; i < listeners.size(); ++i) {
       if (!listeners[i]->OnMessage(view).ok()) break;
@@ -146,9 +205,8 @@ size_t SubscriptionImpl::DeliverSingles(
       break;
     }
     buffered_ -= 1;
-    buffered_bytes_ -= taken.msg.payload.size();
-    taken.msg.key = std::string();
-    taken.msg.payload = std::string();
+    buffered_bytes_ -= taken.payload_size;
+    DropValue(&taken);
     passed_singles_.push_back(std::move(taken));
     ++delivered;
     if (Delivered()) {

@@ -66,10 +66,10 @@ absl::Status SubscriptionImpl::PlanWaiting(MessageId cutoff,
   // waiting messages).
   absl::flat_hash_map<std::string_view, MessageId> singles;
   for (size_t i = 0; i < singles_.size(); ++i) {
-    singles.emplace(singles_[i].prefix, singles_[i].msg.id.Next());
+    singles.emplace(singles_[i].prefix, singles_[i].id.Next());
   }
   for (const Single& single : passed_singles_) {
-    singles.emplace(single.prefix, single.msg.id.Next());
+    singles.emplace(single.prefix, single.id.Next());
   }
   for (std::string& prefix : waiting) {
     if (!seen.insert(prefix).second) continue;
@@ -189,10 +189,10 @@ absl::StatusOr<SubscriptionStats> SubscriptionImpl::Stats(bool with_lanes) {
         st.lanes.push_back(std::move(c));
       };
       for (size_t i = 0; i < singles_.size(); ++i) {
-        add(singles_[i], singles_[i].msg.id);
+        add(singles_[i], singles_[i].id);
       }
       for (const Single& single : passed_singles_) {
-        add(single, single.msg.id.Next());
+        add(single, single.id.Next());
       }
     }
     for (const auto& [prefix, lane] : lanes_) {
