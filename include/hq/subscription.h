@@ -147,8 +147,10 @@ struct SubscriptionStats {
   std::vector<LaneCheckpoint> lanes;
   // Lanes in memory: those with messages to read, buffered messages, a
   // retry pending, a checkpoint not yet written, or (topic layout) a hold
-  // on the source position. Of them, those in the working set (at most
-  // SubscribeOptions::max_active_lanes in a topic layout queue).
+  // on the source position; a one-message lane the walk delivers without
+  // a lane object of its own counts too (doc/massive_topics.md). Of them,
+  // those in the working set (at most SubscribeOptions::max_active_lanes
+  // in a topic layout queue).
   uint64_t resident_lanes = 0;
   uint64_t active_lanes = 0;
   // Messages in scope past the checkpoints, counted up to 100000 (then

@@ -57,6 +57,7 @@ SubscriptionImpl::SubscriptionImpl(DbImpl* db, QueueImpl* queue,
                  : nullptr) {
   MutexLock l(&mu_);
   lanes_.SetMaxActive(options.max_active_lanes);
+  singles_of_.assign(queue_->options().priorities, 0);
   if (!record_.partitions.empty()) {
     partition_set_.assign(queue_->options().partitions, false);
     for (uint32_t p : record_.partitions) partition_set_[p] = true;
@@ -738,9 +739,15 @@ absl::Status SubscriptionImpl::WriteCheckpoints(bool all) {
   singles.swap(passed_singles_);
   absl::Cleanup keep = [&] {
     singles.clear();
-    if (singles.capacity() <= kKeptSingles) passed_singles_.swap(singles);
+    // While singles wait, the next ones come soon.
+    if (singles.capacity() <= kKeptSingles && !singles_.empty()) {
+      passed_singles_.swap(singles);
+    }
   };
-  for (const Single& single : singles) source()->Release(single.hold);
+  for (const Single& single : singles) {
+    source()->Release(single.hold);
+    --singles_of_[single.priority];
+  }
   const bool moved = paged() && source()->AppendRecord(&batch);
   // A single's checkpoint, as a Lane's (FloorMayCover): implied by its
   // floor if the position passes it, else written.

@@ -362,6 +362,9 @@ class SubscriptionImpl final : public Subscription,
   // holds and checkpoints WriteCheckpoints takes.
   VectorFifo<Single> singles_ ABSL_GUARDED_BY(mu_);
   std::vector<Single> passed_singles_ ABSL_GUARDED_BY(mu_);
+  // Singles (waiting or passed) per priority: Promote has nothing to do
+  // for a priority without any.
+  std::vector<size_t> singles_of_ ABSL_GUARDED_BY(mu_);
   // The values of the singles the pass in progress paged in, then their
   // chunks, oldest first (a chunk's address is stable: the running slice
   // reads a chunk's data outside mu_ while it calls the listeners).

@@ -58,6 +58,7 @@ absl::Status SubscriptionImpl::AdmitSingle(LaneSource::Taken* t, bool* done) {
   single.hold = std::move(t->hold);
   single.floored = floored;
   single.start = start;
+  ++singles_of_[priority];
   ++buffered_;
   buffered_bytes_ += payload.size();
   *done = true;
@@ -124,6 +125,8 @@ SubscriptionImpl::LaneOf(Single* single, bool delivered) {
 }
 
 absl::Status SubscriptionImpl::Promote(int priority) {
+  if (singles_of_[priority] == 0) return absl::OkStatus();
+  singles_of_[priority] = 0;
   VectorFifo<Single> others;
   while (!singles_.empty()) {
     Single single = std::move(singles_.front());
@@ -176,9 +179,11 @@ size_t SubscriptionImpl::DeliverSingles(
         !format::DecodeMessageValue(std::string_view(single->chunk->data)
                                         .substr(single->at, single->size),
                                     &view.key, &view.payload, &not_before_ms)) {
-      // Checked as it was paged in: not reached.
+      // Checked as it was paged in, sealed as its pass ended: not reached.
       MutexLock l(&mu_);
-      (void)Fail(MalformedMessage(single->id));
+      (void)Fail(absl::InternalError(
+          absl::StrCat("subscription '", name_, "': a single's value of ",
+                       single->id.ToString(), " is not in its chunk")));
       break;
     }
     view.not_before = format::NotBeforeTime(not_before_ms);
@@ -191,6 +196,7 @@ size_t SubscriptionImpl::DeliverSingles(
     singles_.pop_front();
     if (i < listeners.size()) {
       // Refused: a Lane from now on, waiting for its retry.
+      --singles_of_[taken.priority];
       absl::StatusOr<std::unique_ptr<Lane>> made = LaneOf(&taken, false);
       absl::StatusOr<Lane*> lane =
           made.ok() ? lanes_.Insert(*std::move(made)) : made.status();

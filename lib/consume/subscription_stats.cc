@@ -65,11 +65,11 @@ absl::Status SubscriptionImpl::PlanWaiting(MessageId cutoff,
   // Singles in memory, by prefix: read to their ends (Stats counted their
   // waiting messages).
   absl::flat_hash_map<std::string_view, MessageId> singles;
-  for (size_t i = 0; i < singles_.size(); ++i) {
+  for (size_t i = 0; i < singles_.size() && !waiting.empty(); ++i) {
     singles.emplace(singles_[i].prefix, singles_[i].id.Next());
   }
-  for (const Single& single : passed_singles_) {
-    singles.emplace(single.prefix, single.id.Next());
+  for (size_t i = 0; i < passed_singles_.size() && !waiting.empty(); ++i) {
+    singles.emplace(passed_singles_[i].prefix, passed_singles_[i].id.Next());
   }
   for (std::string& prefix : waiting) {
     if (!seen.insert(prefix).second) continue;
