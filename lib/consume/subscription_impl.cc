@@ -156,9 +156,14 @@ bool SubscriptionImpl::FloorMayCover(const Lane& lane) const {
   // source record, so the turn that read the lane to its end saw each of
   // them from its checkpoint on, and all were delivered: there are none
   // from the checkpoint up to the floor.
+  return FloorAtOrPast(lane.partition, lane.next());
+}
+
+bool SubscriptionImpl::FloorAtOrPast(uint32_t partition,
+                                     MessageId checkpoint) const {
   MessageId floor;
-  return source()->Floor(lane.partition, &floor) &&
-         !(std::max(record_.StartOf(lane.partition), floor) < lane.next());
+  return source()->Floor(partition, &floor) &&
+         !(std::max(record_.StartOf(partition), floor) < checkpoint);
 }
 
 void SubscriptionImpl::Activate(Lane* lane) {
@@ -712,10 +717,13 @@ absl::Status SubscriptionImpl::WriteCheckpoints(bool all) {
   // Paged: idle lanes let the position go in this batch, with a new hint
   // if they left the active lanes with messages to read.
   std::vector<std::string> rehint;
-  auto put = [&](Lane* lane) {
-    const std::string key = CheckpointKey(lane->prefix);
-    batch.Put(key, format::EncodeCheckpoint(lane->next()));
+  auto put_record = [&](std::string_view prefix, MessageId checkpoint) {
+    const std::string key = CheckpointKey(prefix);
+    batch.Put(key, format::EncodeCheckpoint(checkpoint));
     checkpoint_ceiling_.Raise(key);
+  };
+  auto put = [&](Lane* lane) {
+    put_record(lane->prefix, lane->next());
     wrote.push_back(lane);
   };
   for (Lane* lane : visit) {
@@ -734,7 +742,7 @@ absl::Status SubscriptionImpl::WriteCheckpoints(bool all) {
     }
   }
   // Delivered singles let the position go in this batch (the vector keeps
-  // its space for the next ones, unless it is large).
+  // its space for the next ones while singles wait, unless it is large).
   std::vector<Single> singles;
   singles.swap(passed_singles_);
   absl::Cleanup keep = [&] {
@@ -754,15 +762,11 @@ absl::Status SubscriptionImpl::WriteCheckpoints(bool all) {
   bool single_records = false;
   for (const Single& single : singles) {
     const MessageId next = single.id.Next();
-    MessageId floor;
-    if (source()->Floor(single.partition, &floor) &&
-        !(std::max(record_.StartOf(single.partition), floor) < next) &&
+    if (FloorAtOrPast(single.partition, next) &&
         source()->Passed(single.prefix, single.priority)) {
       continue;
     }
-    const std::string key = CheckpointKey(single.prefix);
-    batch.Put(key, format::EncodeCheckpoint(next));
-    checkpoint_ceiling_.Raise(key);
+    put_record(single.prefix, next);
     single_records = true;
   }
   // A lane the position (as written by this batch) passes has its

@@ -194,6 +194,10 @@ class SubscriptionImpl final : public Subscription,
   // checkpoint is at or below its floor. Its record is then written only
   // if the batch's position does not pass it (WriteCheckpoints).
   bool FloorMayCover(const Lane& lane) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Paged: whether the floor of `partition` (as last loaded or written)
+  // is at or past `checkpoint` (and past the subscription's start).
+  bool FloorAtOrPast(uint32_t partition, MessageId checkpoint) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<Lane*> GetLane(std::string_view prefix,
                                 const MessageId* checkpoint = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -237,8 +241,9 @@ class SubscriptionImpl final : public Subscription,
   void SealValues() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // DataLoss for the malformed stored value of message `id`.
   absl::Status MalformedMessage(MessageId id) const;
-  // One Single as a Lane (not yet in lanes_); `delivered`: its message was.
-  absl::StatusOr<std::unique_ptr<Lane>> LaneOf(Single* single, bool delivered)
+  // Makes `single` a Lane in lanes_, in the state a Lane in its place
+  // would have; `delivered`: its message was (else it is buffered).
+  absl::StatusOr<Lane*> LaneOf(Single* single, bool delivered)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Calls the listeners for singles_ from the front (at most `budget`);
   // returns how many were delivered. A refused one becomes a Lane waiting

@@ -102,8 +102,8 @@ void SubscriptionImpl::SealValues() {
   values_.clear();
 }
 
-absl::StatusOr<std::unique_ptr<SubscriptionImpl::Lane>>
-SubscriptionImpl::LaneOf(Single* single, bool delivered) {
+absl::StatusOr<SubscriptionImpl::Lane*> SubscriptionImpl::LaneOf(
+    Single* single, bool delivered) {
   Buffered msg;
   if (!delivered) {
     HQ_RETURN_IF_ERROR(Decode(single->id, ValueOf(*single), &msg));
@@ -121,7 +121,7 @@ SubscriptionImpl::LaneOf(Single* single, bool delivered) {
   } else {
     lane->buf.push_back(std::move(msg));
   }
-  return lane;
+  return lanes_.Insert(std::move(lane));
 }
 
 absl::Status SubscriptionImpl::Promote(int priority) {
@@ -135,8 +135,7 @@ absl::Status SubscriptionImpl::Promote(int priority) {
       others.push_back(std::move(single));
       continue;
     }
-    HQ_ASSIGN_OR_RETURN(std::unique_ptr<Lane> made, LaneOf(&single, false));
-    HQ_ASSIGN_OR_RETURN(Lane * lane, lanes_.Insert(std::move(made)));
+    HQ_ASSIGN_OR_RETURN(Lane * lane, LaneOf(&single, false));
     lane->ready = true;
     ready_.push_back(lane);
   }
@@ -147,8 +146,7 @@ absl::Status SubscriptionImpl::Promote(int priority) {
       passed.push_back(std::move(single));
       continue;
     }
-    HQ_ASSIGN_OR_RETURN(std::unique_ptr<Lane> made, LaneOf(&single, true));
-    HQ_ASSIGN_OR_RETURN(Lane * lane, lanes_.Insert(std::move(made)));
+    HQ_ASSIGN_OR_RETURN(Lane * lane, LaneOf(&single, true));
     Touch(lane);
   }
   passed_singles_.swap(passed);
@@ -197,9 +195,7 @@ size_t SubscriptionImpl::DeliverSingles(
     if (i < listeners.size()) {
       // Refused: a Lane from now on, waiting for its retry.
       --singles_of_[taken.priority];
-      absl::StatusOr<std::unique_ptr<Lane>> made = LaneOf(&taken, false);
-      absl::StatusOr<Lane*> lane =
-          made.ok() ? lanes_.Insert(*std::move(made)) : made.status();
+      absl::StatusOr<Lane*> lane = LaneOf(&taken, false);
       if (!lane.ok()) {
         (void)Fail(lane.status());
         break;
