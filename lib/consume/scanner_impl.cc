@@ -173,7 +173,9 @@ class ScannerImpl final : public Scanner {
           "scanner")));
     }
     const bool more = NextLocked();
-    state_.store(kIdle);
+    // Release: an expiry that finds the scanner idle sees this call's
+    // reads of the iterator done.
+    state_.store(kIdle, std::memory_order_release);
     return more;
   }
 

@@ -9,9 +9,13 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "lib/format/coding.h"
 #include "lib/util/crc32c.h"
 
 namespace hq {
+
+constinit std::atomic<uint64_t> table_read_failures{0};
+
 namespace {
 
 absl::string_view Abs(const leveldb::Slice& s) {
@@ -40,6 +44,14 @@ class CheckedTableFile final : public leveldb::RandomAccessFile {
 
   leveldb::Status Read(uint64_t offset, size_t n, leveldb::Slice* result,
                        char* scratch) const override {
+    leveldb::Status s = Check(offset, n, result, scratch);
+    if (!s.ok()) table_read_failures.fetch_add(1, std::memory_order_relaxed);
+    return s;
+  }
+
+ private:
+  leveldb::Status Check(uint64_t offset, size_t n, leveldb::Slice* result,
+                        char* scratch) const {
     leveldb::Status s = f_->Read(offset, n, result, scratch);
     // A read past the end: an error for some Envs (the in-memory one), a
     // short read for others.
@@ -60,6 +72,10 @@ class CheckedTableFile final : public leveldb::RandomAccessFile {
       if (magic != kTableMagicNumber) {
         return Damaged(offset, n, "not a table (bad magic number)");
       }
+      if (!FooterHandlesFit(std::string_view(p, n - 8))) {
+        return Damaged(offset, n,
+                       "bad footer (a block handle outside the file)");
+      }
       return s;
     }
     if (n <= kBlockTrailerBytes) return s;
@@ -70,7 +86,27 @@ class CheckedTableFile final : public leveldb::RandomAccessFile {
     return s;
   }
 
- private:
+  // Whether the footer's two block handles (the metaindex's and the
+  // index's, varint offset and size each) decode and lie, with their
+  // trailers, before the footer. LevelDB would fail the table's open on a
+  // handle that does not decode, with no read to name the file.
+  bool FooterHandlesFit(std::string_view handles) const {
+    for (int i = 0; i < 2; ++i) {
+      uint64_t offset = 0;
+      uint64_t size = 0;
+      if (!coding::GetVarint64(&handles, &offset) ||
+          !coding::GetVarint64(&handles, &size)) {
+        return false;
+      }
+      const uint64_t end = size_ - kFooterBytes;
+      if (offset > end || size > end - offset ||
+          kBlockTrailerBytes > end - offset - size) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   leveldb::Status Damaged(uint64_t offset, size_t n,
                           const std::string& what) const {
     return leveldb::Status::Corruption(
@@ -147,10 +183,15 @@ leveldb::Status CheckedGet(leveldb::DB* db, const leveldb::ReadOptions& ro,
 leveldb::Status TableCheckEnv::NewRandomAccessFile(
     const std::string& name, leveldb::RandomAccessFile** result) {
   leveldb::Status s = target()->NewRandomAccessFile(name, result);
-  if (!s.ok() || !IsTableFile(name)) return s;
+  if (!IsTableFile(name)) return s;
+  if (!s.ok()) {
+    table_read_failures.fetch_add(1, std::memory_order_relaxed);
+    return s;
+  }
   uint64_t size = 0;
   s = target()->GetFileSize(name, &size);
   if (!s.ok()) {
+    table_read_failures.fetch_add(1, std::memory_order_relaxed);
     delete *result;
     *result = nullptr;
     return s;

@@ -8,7 +8,9 @@
 //     LevelDB iterator can stay Valid() past a damaged block (its two-level
 //     iterator steps to the next block and keeps the error in status()),
 //     so a loop that checks status() only once Valid() is false would
-//     answer short without an error;
+//     answer short without an error. How it notices an error at the step
+//     it happens without asking every level's status() at every step:
+//     see CheckedIterator;
 //   - CheckedGet(): a Get whose "not found" means the key is absent, never
 //     that a table file is missing (LevelDB reports both as NotFound).
 // Errors come back as leveldb::Status::Corruption naming what is damaged
@@ -21,7 +23,9 @@
 #define HQ_LIB_ENGINE_CHECKED_READ_H_
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -92,10 +96,27 @@ class KeyCopy {
   size_t capacity_ = 0;
 };
 
+// How many table file opens and reads failed under a TableCheckEnv of this
+// process: a checksum mismatch, a short read, a missing or unreadable
+// file, a footer that is no table's. Only ever grows.
+extern std::atomic<uint64_t> table_read_failures;
+
 // The iterator NewCheckedIterator returns, for a reader that calls it in a
 // loop and wants its calls inlined (the class is final). Owns `it`.
+//
+// When it asks LevelDB's iterator for its status(), which calls into every
+// level's iterator: after every seek, at the end, and after a Next when
+// table_read_failures moved since it last asked, or when it has not asked
+// for kStepsPerStatus steps. Every damaged byte of a table file fails a
+// read under TableCheckEnv (blocks have their CRC-32C checked, the footer
+// its magic number and its block handles), so damage on disk stops the
+// iterator at the step that met it. What LevelDB alone can find, a block
+// whose checksum holds but whose entries do not parse (only a writer's
+// fault makes one), stops it within kStepsPerStatus steps.
 class CheckedIterator final : public leveldb::Iterator {
  public:
+  static constexpr int kStepsPerStatus = 32;
+
   explicit CheckedIterator(leveldb::Iterator* it) : it_(it) {}
 
   bool Valid() const override { return valid_; }
@@ -123,14 +144,17 @@ class CheckedIterator final : public leveldb::Iterator {
     floor_.Swap(last_key_);
     floor_kind_ = kExclusive;
     it_->Next();
-    After(/*restore_last=*/true);
+    After(/*restore_last=*/true, /*stepped=*/true);
   }
   void Prev() override {
     it_->Prev();
     floor_kind_ = kUnknown;
     After();
   }
-  leveldb::Slice key() const override { return it_->key(); }
+  // The iterator's copy of the current key (valid until the next move).
+  leveldb::Slice key() const override {
+    return leveldb::Slice(last_key_.view().data(), last_key_.view().size());
+  }
   leveldb::Slice value() const override { return it_->value(); }
   leveldb::Status status() const override { return status_; }
 
@@ -154,16 +178,22 @@ class CheckedIterator final : public leveldb::Iterator {
   }
 
   // After every move: an error ends the iteration. The inner status() is
-  // read once per move (on LevelDB's iterator it asks every level).
-  // `restore_last`: a Next, whose floor_ holds the key it left; at the end
-  // or an error that key stays the last one yielded.
-  void After(bool restore_last = false) {
+  // read when the class comment says. `restore_last`: a Next, whose floor_
+  // holds the key it left; at the end or an error that key stays the last
+  // one yielded. `stepped`: a Next.
+  void After(bool restore_last = false, bool stepped = false) {
     if (!status_.ok()) {
       valid_ = false;
       return;
     }
-    const leveldb::Status s = it_->status();
-    valid_ = s.ok() && it_->Valid();
+    const bool inner_valid = it_->Valid();
+    leveldb::Status s;
+    if (!stepped || !inner_valid || StatusMayHaveChanged()) {
+      s = it_->status();
+      failures_seen_ = table_read_failures.load(std::memory_order_relaxed);
+      steps_to_status_ = kStepsPerStatus;
+    }
+    valid_ = s.ok() && inner_valid;
     if (valid_) {
       const leveldb::Slice k = it_->key();
       last_key_.Assign(k.data(), k.size());
@@ -175,6 +205,15 @@ class CheckedIterator final : public leveldb::Iterator {
     if (!s.ok()) Fail(s);
   }
 
+  // Whether a Next must ask the inner status(): a table read failed since
+  // it was last asked (on this thread, in that Next, or anywhere), or
+  // kStepsPerStatus steps passed.
+  bool StatusMayHaveChanged() {
+    return table_read_failures.load(std::memory_order_relaxed) !=
+               failures_seen_ ||
+           --steps_to_status_ <= 0;
+  }
+
   // Ends the iteration with `s`, naming where it stopped.
   void Fail(const leveldb::Status& s);
 
@@ -184,6 +223,8 @@ class CheckedIterator final : public leveldb::Iterator {
   KeyCopy last_key_;  // The current key (the last one yielded).
   KeyCopy floor_;
   FloorKind floor_kind_ = kUnknown;
+  uint64_t failures_seen_ = 0;  // table_read_failures when last asked.
+  int steps_to_status_ = 0;
 };
 
 // As NewCheckedIterator, with the concrete type.
@@ -200,10 +241,12 @@ leveldb::Status CheckedGet(leveldb::DB* db, const leveldb::ReadOptions& ro,
                            const leveldb::Slice& key, std::string* value);
 
 // A leveldb::Env wrapper that checks every block read from a table file
-// (.ldb, .sst) against its CRC-32C, and the table's magic number, before
-// LevelDB sees it. A mismatch or a short read fails the read with
-// Corruption: "table file <path>: block at offset O (N bytes): checksum
-// mismatch" (LevelDB's own check names no file). Thread-safe as its base.
+// (.ldb, .sst) against its CRC-32C, and the table's footer (its magic
+// number, and block handles that lie inside the file), before LevelDB sees
+// it. A mismatch or a short read fails the read with Corruption: "table
+// file <path>: block at offset O (N bytes): checksum mismatch" (LevelDB's
+// own check names no file). Every failed open or read of a table file adds
+// one to table_read_failures. Thread-safe as its base.
 class TableCheckEnv final : public leveldb::EnvWrapper {
  public:
   explicit TableCheckEnv(leveldb::Env* base) : leveldb::EnvWrapper(base) {}
