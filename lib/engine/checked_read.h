@@ -144,7 +144,15 @@ class CheckedIterator final : public leveldb::Iterator {
     floor_.Swap(last_key_);
     floor_kind_ = kExclusive;
     it_->Next();
-    After(/*restore_last=*/true, /*stepped=*/true);
+    // A step to a key with no failed table read to look into: the common
+    // case, without a status.
+    if (status_.ok() && it_->Valid() && !StatusMayHaveChanged()) {
+      valid_ = true;
+      const leveldb::Slice k = it_->key();
+      last_key_.Assign(k.data(), k.size());
+      return;
+    }
+    After(/*restore_last=*/true);
   }
   void Prev() override {
     it_->Prev();
@@ -177,23 +185,20 @@ class CheckedIterator final : public leveldb::Iterator {
     return !valid_ || target <= last_key_.view();
   }
 
-  // After every move: an error ends the iteration. The inner status() is
-  // read when the class comment says. `restore_last`: a Next, whose floor_
-  // holds the key it left; at the end or an error that key stays the last
-  // one yielded. `stepped`: a Next.
-  void After(bool restore_last = false, bool stepped = false) {
+  // After a move that Next did not settle itself: an error ends the
+  // iteration. Reads the inner status(). `restore_last`: a Next, whose
+  // floor_ holds the key it left; at the end or an error that key stays
+  // the last one yielded.
+  void After(bool restore_last = false) {
     if (!status_.ok()) {
       valid_ = false;
       return;
     }
-    const bool inner_valid = it_->Valid();
-    leveldb::Status s;
-    if (!stepped || !inner_valid || StatusMayHaveChanged()) {
-      s = it_->status();
-      failures_seen_ = table_read_failures.load(std::memory_order_relaxed);
-      steps_to_status_ = kStepsPerStatus;
-    }
-    valid_ = s.ok() && inner_valid;
+    // The count first: a failure after it is looked into at the next step.
+    failures_seen_ = table_read_failures.load(std::memory_order_relaxed);
+    steps_to_status_ = kStepsPerStatus;
+    const leveldb::Status s = it_->status();
+    valid_ = s.ok() && it_->Valid();
     if (valid_) {
       const leveldb::Slice k = it_->key();
       last_key_.Assign(k.data(), k.size());

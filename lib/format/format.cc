@@ -748,6 +748,15 @@ void AppendMessageValue(std::string* dst, std::string_view key,
 bool DecodeMessageValue(std::string_view in, std::string_view* key,
                         std::string_view* payload, uint64_t* not_before_ms,
                         std::string_view* dedup) {
+  // A message with a payload alone: most of them.
+  if (in.size() >= 2 && static_cast<uint8_t>(in[0]) == kMessageValueVersion &&
+      in[1] == 0) {
+    *key = std::string_view();
+    if (dedup != nullptr) *dedup = std::string_view();
+    if (not_before_ms != nullptr) *not_before_ms = 0;
+    *payload = in.substr(2);
+    return true;
+  }
   uint8_t version, flags;
   if (!coding::GetFixed8(&in, &version) || version != kMessageValueVersion ||
       !coding::GetFixed8(&in, &flags) ||
