@@ -31,7 +31,8 @@ struct Fetch {
 struct PageLog {
   int ok_fetches = 0;
   bool completed = false;
-  bool rejecting = false;  // r or R seen.
+  bool completing = false;  // c seen, and no X after it.
+  bool rejecting = false;   // r or R seen.
 };
 
 struct Logs {
@@ -67,6 +68,8 @@ absl::Status ParseLine(const std::string& line, int agent, const Web& web,
     logs->fetches.push_back(f);
   } else if (kind == "C") {
     p.completed = true;
+  } else if (kind == "c") {
+    p.completing = true;
   } else if (kind == "r" || kind == "R") {
     p.rejecting = true;
   } else if (kind == "V") {
@@ -75,6 +78,7 @@ absl::Status ParseLine(const std::string& line, int agent, const Web& web,
     ++logs->put_failures;
   } else if (kind == "X") {
     ++logs->complete_refused;
+    p.completing = false;
   } else {
     return absl::DataLossError(absl::StrCat("unknown event '", kind, "'"));
   }
@@ -229,9 +233,11 @@ absl::StatusOr<CrawlReport> CheckCrawl(const std::string& dir, const Web& web,
       ++r.fetched_twice;
       r.extra_fetches += log.ok_fetches - 1;
     }
+    const bool unlogged = !log.completed && log.completing;
+    if (unlogged) ++r.completed_unlogged;
     if (!reachable[p]) continue;
     ++r.reachable;
-    if (!log.completed && !(failing && log.rejecting)) ++r.lost;
+    if (!log.completed && !unlogged && !(failing && log.rejecting)) ++r.lost;
   }
   r.fetches = static_cast<int64_t>(logs->fetches.size());
   std::vector<uint32_t> site_partition(web.sites());
@@ -278,6 +284,7 @@ std::string FormatReport(const CrawlReport& r) {
   line("expired_unfetched", r.expired_unfetched);
   line("put_failures", r.put_failures);
   line("complete_refused", r.complete_refused);
+  line("completed_unlogged", r.completed_unlogged);
   line("smallest_gap_us", r.smallest_gap == absl::InfiniteDuration()
                               ? -1
                               : absl::ToInt64Microseconds(r.smallest_gap));

@@ -16,13 +16,18 @@
 //   V page    handed out but not fetched: its FleetTask::valid_until had
 //             passed when the fetch was to start (released);
 //   P page    the page's links could not be Put (released, not completed);
+//   c page    Complete about to be called;
 //   X page    its Complete failed (its lease had run out: it is handed out
 //             again).
 //
 // The checks (CheckCrawl) read every agent's log of DIR and the web:
 //   - lost: pages reachable from page 0 (through pages that can be
 //     fetched) that were neither completed nor, for a page that fails every
-//     fetch, rejected;
+//     fetch, rejected. A page whose agent logged c and then neither C nor X
+//     counts as completed (completed_unlogged): the agent died in the call,
+//     and a Complete that landed is not logged; one that did not land left
+//     the page's task claimed, and the page is handed out again (then
+//     completed and logged, or counted lost);
 //   - fetched twice: pages with more than one successful fetch, and the
 //     fetches beyond the first (delivery is at least once);
 //   - two at once: two fetches of one site by two agents that overlap in
@@ -71,6 +76,9 @@ struct CrawlReport {
   int64_t expired_unfetched = 0;  // V lines.
   int64_t put_failures = 0;       // P lines.
   int64_t complete_refused = 0;   // X lines.
+  // Pages with c and neither C nor X: completed by an agent that died in
+  // its Complete call.
+  int64_t completed_unlogged = 0;
   absl::Duration smallest_gap = absl::InfiniteDuration();
   // Fetches by agent (the log's name less ".log").
   std::map<std::string, int64_t> fetches_by_agent;

@@ -120,6 +120,7 @@ class Fetcher {
       agent_->Release(t, absl::Milliseconds(100)).IgnoreError();
       return;
     }
+    Log(absl::StrCat("c ", page, "\n"));
     if (absl::Status s = agent_->Complete({&t, 1}); !s.ok()) {
       // Its lease ran out (the page is handed out again) or worse.
       Complain("complete", s);

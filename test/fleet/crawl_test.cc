@@ -303,6 +303,13 @@ class Crawl {
     return Check(&rc);
   }
 
+  // Writes agent `id`'s crawl log, as the crawler would have.
+  void WriteLog(const std::string& id, const std::string& text) const {
+    std::ofstream out(dir_.Sub(id + ".log"), std::ios::binary);
+    out << text;
+    REQUIRE(out.good());
+  }
+
   std::string Output(const std::string& id) const {
     std::ifstream in(dir_.Sub(id + ".out"));
     std::stringstream text;
@@ -414,6 +421,30 @@ TEST_CASE("fleet_crawler run: the example as its README shows it") {
   CHECK(WEXITSTATUS(status) == 0);
   CHECK(text.find("crawl finished, checks passed") != std::string::npos);
   CHECK(text.find("lost                 0") != std::string::npos);
+}
+
+TEST_CASE("the crawl check: a page whose agent died in its Complete") {
+  // Logs written by hand: every page but page 0 completed, and page 0's
+  // lines as each case has them. A Complete that landed while its agent
+  // died is not logged: c without C or X counts as completed, apart.
+  struct Case {
+    std::string page0;
+    int64_t lost;
+    int64_t unlogged;
+  };
+  for (const Case& c : {Case{"", 1, 0}, Case{"c 0\n", 0, 1},
+                        Case{"c 0\nX 0\n", 1, 0}, Case{"c 0\nC 0\n", 0, 0}}) {
+    Crawl crawl("check", 50);
+    std::string log = c.page0;
+    for (int page = 1; page < 50; ++page)
+      absl::StrAppend(&log, "C ", page, "\n");
+    crawl.WriteLog("a0", log);
+    int rc;
+    Report r = crawl.Check(&rc);
+    INFO("page 0's lines: " << c.page0);
+    CHECK(r["lost"] == c.lost);
+    CHECK(r["completed_unlogged"] == c.unlogged);
+  }
 }
 
 TEST_CASE("an agent killed and restarted within the grace period") {
