@@ -221,6 +221,7 @@ class TableStore {
   }
 
   static std::string Key(int i) { return absl::StrFormat("key%06d", i); }
+  leveldb::DB* db() { return db_.get(); }
 
   void Open() {
     leveldb::Options o;
@@ -260,7 +261,7 @@ class TableStore {
   // Reads every key with a checked iterator; true if the keys it gave are
   // key 0, 1, 2... with none missing before the last one given.
   bool ReadsAPrefix(leveldb::Status* status, int* read) {
-    std::unique_ptr<leveldb::Iterator> it(NewCheckedIterator(db_.get(), {}));
+    std::unique_ptr<leveldb::Iterator> it(NewCheckedIterator(db(), {}));
     *read = 0;
     bool prefix = true;
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
@@ -274,8 +275,6 @@ class TableStore {
  private:
   std::unique_ptr<leveldb::Env> mem_;
   std::unique_ptr<TableCheckEnv> env_;
-
- public:
   std::unique_ptr<leveldb::DB> db_;
 };
 
@@ -290,7 +289,7 @@ TEST_CASE("a checked iterator stops at the step that meets a damaged block") {
   // LevelDB's own iterator steps over the damaged block and goes on.
   int plain_read = 0;
   {
-    std::unique_ptr<leveldb::Iterator> plain(store.db_->NewIterator({}));
+    std::unique_ptr<leveldb::Iterator> plain(store.db()->NewIterator({}));
     for (plain->SeekToFirst(); plain->Valid(); plain->Next()) ++plain_read;
     REQUIRE_FALSE(plain->status().ok());
   }

@@ -154,13 +154,13 @@ class SubscriptionImpl final : public Subscription,
     MessageId next() const { return buf.empty() ? read : buf.front().id; }
   };
 
-  // A one-message walked lane not in lanes_ (see the file comment).
   // The stored values of singles paged in by one pass, kept until each of
   // them is delivered or became a Lane.
   struct ValueChunk {
     std::string data;
     size_t live = 0;  // Singles whose value is here.
   };
+  // A one-message walked lane not in lanes_ (see the file comment).
   struct Single {
     std::string prefix;
     size_t topic_at = 0;  // Its topic: prefix.substr(topic_at).

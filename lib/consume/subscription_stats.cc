@@ -63,13 +63,15 @@ absl::Status SubscriptionImpl::PlanWaiting(MessageId cutoff,
   if (!all) plan->exact = false;
   absl::flat_hash_set<std::string> seen;
   // Singles in memory, by prefix: read to their ends (Stats counted their
-  // waiting messages).
+  // waiting messages). Mapped only when a peeked lane may be one of them.
   absl::flat_hash_map<std::string_view, MessageId> singles;
-  for (size_t i = 0; i < singles_.size() && !waiting.empty(); ++i) {
-    singles.emplace(singles_[i].prefix, singles_[i].id.Next());
-  }
-  for (size_t i = 0; i < passed_singles_.size() && !waiting.empty(); ++i) {
-    singles.emplace(passed_singles_[i].prefix, passed_singles_[i].id.Next());
+  if (!waiting.empty()) {
+    for (size_t i = 0; i < singles_.size(); ++i) {
+      singles.emplace(singles_[i].prefix, singles_[i].id.Next());
+    }
+    for (const Single& single : passed_singles_) {
+      singles.emplace(single.prefix, single.id.Next());
+    }
   }
   for (std::string& prefix : waiting) {
     if (!seen.insert(prefix).second) continue;

@@ -748,37 +748,33 @@ void AppendMessageValue(std::string* dst, std::string_view key,
 bool DecodeMessageValue(std::string_view in, std::string_view* key,
                         std::string_view* payload, uint64_t* not_before_ms,
                         std::string_view* dedup) {
-  // A message with a payload alone: most of them.
-  if (in.size() >= 2 && static_cast<uint8_t>(in[0]) == kMessageValueVersion &&
-      in[1] == 0) {
-    *key = std::string_view();
-    if (dedup != nullptr) *dedup = std::string_view();
-    if (not_before_ms != nullptr) *not_before_ms = 0;
-    *payload = in.substr(2);
-    return true;
-  }
   uint8_t version, flags;
   if (!coding::GetFixed8(&in, &version) || version != kMessageValueVersion ||
-      !coding::GetFixed8(&in, &flags) ||
-      (flags & ~(kFlagHasKey | kFlagNotBefore | kFlagDedup)) != 0) {
+      !coding::GetFixed8(&in, &flags)) {
     return false;
   }
   *key = std::string_view();
-  if ((flags & kFlagHasKey) != 0 && !coding::GetLengthPrefixed(&in, key)) {
-    return false;
-  }
   std::string_view d;
-  if ((flags & kFlagDedup) != 0 &&
-      (!coding::GetLengthPrefixed(&in, &d) || d.empty())) {
-    return false;
+  uint64_t not_before = 0;
+  // Most messages have a payload alone: no flag to look into.
+  if (flags != 0) {
+    if ((flags & ~(kFlagHasKey | kFlagNotBefore | kFlagDedup)) != 0) {
+      return false;
+    }
+    if ((flags & kFlagHasKey) != 0 && !coding::GetLengthPrefixed(&in, key)) {
+      return false;
+    }
+    if ((flags & kFlagDedup) != 0 &&
+        (!coding::GetLengthPrefixed(&in, &d) || d.empty())) {
+      return false;
+    }
+    if ((flags & kFlagNotBefore) != 0 &&
+        (!coding::GetVarint64(&in, &not_before) || not_before == 0 ||
+         not_before > static_cast<uint64_t>(INT64_MAX))) {
+      return false;
+    }
   }
   if (dedup != nullptr) *dedup = d;
-  uint64_t not_before = 0;
-  if ((flags & kFlagNotBefore) != 0 &&
-      (!coding::GetVarint64(&in, &not_before) || not_before == 0 ||
-       not_before > static_cast<uint64_t>(INT64_MAX))) {
-    return false;
-  }
   if (not_before_ms != nullptr) *not_before_ms = not_before;
   *payload = in;
   return true;
